@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install olah (a self-hosted Hugging Face Hub mirror) into its own virtual environment.
+#
+# The Hub tests (tests/hub/) start olah on 127.0.0.1 to exercise the real download path.
+# olah pins its own huggingface_hub range, so it lives in a venv separate from the project's.
+#
+# Usage: scripts/install-olah.sh [VENV_DIR]
+#   VENV_DIR defaults to $KERNEL_PLUGINS_OLAH_VENV, else <repo>/.olah-venv.
+#   PYTHON selects the interpreter used to create the venv (default: python3).
+# Idempotent: does nothing when the pinned olah is already installed there.
+set -euo pipefail
+
+OLAH_VERSION="0.5.4"
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${1:-${KERNEL_PLUGINS_OLAH_VENV:-$repo_root/.olah-venv}}"
+python="${PYTHON:-python3}"
+
+installed_version() {
+    "$venv/bin/python" - <<'PY' 2>/dev/null || true
+from importlib.metadata import version
+print(version("olah"))
+PY
+}
+
+if [ -x "$venv/bin/olah-cli" ] && [ "$(installed_version)" = "$OLAH_VERSION" ]; then
+    echo "olah $OLAH_VERSION already installed in $venv"
+    exit 0
+fi
+
+if [ ! -x "$venv/bin/python" ]; then
+    echo "creating virtual environment $venv"
+    "$python" -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --upgrade pip
+"$venv/bin/python" -m pip install --quiet "olah==$OLAH_VERSION"
+if [ ! -x "$venv/bin/olah-cli" ]; then
+    echo "error: olah-cli not found in $venv/bin after installing olah==$OLAH_VERSION" >&2
+    exit 1
+fi
+echo "olah $OLAH_VERSION installed in $venv (olah-cli: $venv/bin/olah-cli)"

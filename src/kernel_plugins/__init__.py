@@ -1,0 +1,94 @@
+"""kernel-plugins: load compute kernels for whatever accelerator a machine has.
+
+Every accelerator backend is a pluggy plugin (the built-ins cpu, cuda, rocm, xpu and
+metal included). Importing this package imports neither torch nor huggingface_hub
+and touches no network: names are resolved lazily on first use.
+
+Example::
+
+    import kernel_plugins
+    activation = kernel_plugins.load("activation", device="mlu")
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # loading
+    "load": "loader",
+    "resolve_variants": "loader",
+    "loaded_kernels": "importer",
+    "Provenance": "importer",
+    "KernelLoad": "importer",
+    # devices
+    "get_device": "detection",
+    "detect_devices": "detection",
+    "DeviceInfo": "device",
+    "SystemInfo": "device",
+    "BackendSpec": "device",
+    "PyDepend": "device",
+    # plugins
+    "hookimpl": "hookspecs",
+    "get_manager": "plugins",
+    # variants
+    "Variant": "variants",
+    "Decision": "variants",
+    "Resolution": "variants",
+    "parse_variant": "variants",
+    "arch_variant_names": "variants",
+    "noarch_variant_names": "variants",
+    "version_token_reason": "variants",
+    # metadata
+    "KernelMetadata": "metadata",
+    # layers
+    "kernelize": "layers",
+    "Mode": "layers",
+    "LayerRepository": "layers",
+    "LocalLayerRepository": "layers",
+    "LockedLayerRepository": "layers",
+    "CapabilityRange": "layers",
+    "register_kernel_mapping": "layers",
+    "use_kernel_mapping": "layers",
+    "use_kernel_forward_from_hub": "layers",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__", "errors"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        if name in ("errors", "testing", "layers", "hub", "variants", "device", "plugins"):
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module 'kernel_plugins' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .detection import detect_devices, get_device
+    from .device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
+    from .hookspecs import hookimpl
+    from .importer import KernelLoad, Provenance, loaded_kernels
+    from .loader import load, resolve_variants
+    from .metadata import KernelMetadata
+    from .plugins import get_manager
+    from .variants import (
+        Decision,
+        Resolution,
+        Variant,
+        arch_variant_names,
+        noarch_variant_names,
+        parse_variant,
+        version_token_reason,
+    )

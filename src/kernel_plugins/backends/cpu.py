@@ -1,0 +1,44 @@
+"""The CPU backend (always available): ``torch-cpu`` and ``cpu`` arch variants."""
+
+from __future__ import annotations
+
+import platform
+
+from ..device import BackendSpec, DeviceInfo, SystemInfo
+from ..hookspecs import hookimpl
+from ..variants import arch_variant_names, noarch_variant_names
+from ._torch import torch_version_string
+
+NAME = "cpu"
+
+
+@hookimpl
+def backend_spec() -> BackendSpec:
+    """Declare the cpu backend (lowest priority: used when no accelerator is present)."""
+    return BackendSpec(
+        name=NAME, device_type="cpu", display_name="CPU", priority=0, arch_tokens=("cpu",)
+    )
+
+
+@hookimpl
+def detect_device() -> DeviceInfo:
+    """The CPU is always present."""
+    return DeviceInfo(
+        backend=NAME,
+        device_type="cpu",
+        count=1,
+        name=platform.processor() or platform.machine() or None,
+        extension_version=torch_version_string(),
+    )
+
+
+@hookimpl
+def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:
+    """``cpu`` arch variants for this system, then ``torch-cpu`` and ``torch-universal``."""
+    return arch_variant_names(system, ["cpu"]) + noarch_variant_names(NAME)
+
+
+@hookimpl
+def synchronize(device: DeviceInfo) -> bool:
+    """CPU work is synchronous."""
+    return True

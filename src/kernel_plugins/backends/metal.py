@@ -1,0 +1,63 @@
+"""The Apple Metal backend (device type ``mps``): ``metal`` arch variants on macOS >= 26.
+
+Noarch name ``torch-metal``. Arch variants are accepted only on macOS 26 or newer.
+"""
+
+from __future__ import annotations
+
+from ..device import BackendSpec, DeviceInfo, SystemInfo
+from ..hookspecs import hookimpl
+from ..variants import Variant, arch_variant_names, noarch_variant_names
+from ._torch import torch_or_none
+
+NAME = "metal"
+MIN_MACOS = (26, 0)
+
+
+@hookimpl
+def backend_spec() -> BackendSpec:
+    """Declare the metal backend (device type ``mps``)."""
+    return BackendSpec(
+        name=NAME, device_type="mps", display_name="Apple Metal", priority=80, arch_tokens=("metal",)
+    )
+
+
+@hookimpl
+def detect_device() -> DeviceInfo | None:
+    """``torch.backends.mps.is_available()``."""
+    torch = torch_or_none()
+    if torch is None or not torch.backends.mps.is_available():
+        return None
+    return DeviceInfo(
+        backend=NAME, device_type="mps", count=1, name="Apple GPU",
+        extension_version=str(torch.__version__),
+    )
+
+
+@hookimpl
+def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:
+    """``metal`` arch variants when macOS >= 26, then ``torch-metal``."""
+    arch = []
+    if system.macos_version is not None and system.macos_version >= MIN_MACOS:
+        arch = arch_variant_names(system, ["metal"])
+    return arch + noarch_variant_names(NAME)
+
+
+@hookimpl
+def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
+    """``Metal arch variants need macOS >= 26.0, the system has macOS 15.2``."""
+    if variant.token != "metal":
+        return None
+    have = "no macOS" if system.macos_version is None else "macOS %d.%d" % system.macos_version
+    if system.macos_version is None or system.macos_version < MIN_MACOS:
+        return f"Metal arch variants need macOS >= {MIN_MACOS[0]}.{MIN_MACOS[1]}, the system has {have}"
+    return None
+
+
+@hookimpl
+def synchronize(device: DeviceInfo) -> bool:
+    """``torch.mps.synchronize``."""
+    import torch
+
+    torch.mps.synchronize()
+    return True

@@ -1,0 +1,78 @@
+"""The AMD ROCm backend: ``rocm<major><minor>`` arch variants (exact match) and ``torch-rocm``.
+
+ROCm builds of torch use the torch device type ``cuda``; the backend name is ``rocm``.
+"""
+
+from __future__ import annotations
+
+from ..device import BackendSpec, DeviceInfo, SystemInfo
+from ..hookspecs import hookimpl
+from ..variants import (
+    Variant,
+    arch_variant_names,
+    decode_token_version,
+    noarch_variant_names,
+    split_token,
+    version_token_reason,
+)
+from ._torch import major_minor, torch_or_none
+
+NAME = "rocm"
+
+
+@hookimpl
+def backend_spec() -> BackendSpec:
+    """Declare the rocm backend (device type ``cuda``)."""
+    return BackendSpec(
+        name=NAME, device_type="cuda", display_name="AMD ROCm", priority=100, arch_tokens=("rocm",)
+    )
+
+
+@hookimpl
+def detect_device() -> DeviceInfo | None:
+    """A HIP build of torch with at least one visible GPU."""
+    torch = torch_or_none()
+    if torch is None or getattr(torch.version, "hip", None) is None:
+        return None
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        return None
+    return DeviceInfo(
+        backend=NAME,
+        device_type="cuda",
+        count=torch.cuda.device_count(),
+        runtime_version=torch.version.hip,
+        name=torch.cuda.get_device_name(0),
+        capability=tuple(torch.cuda.get_device_capability(0)),
+        extension_version=str(torch.__version__),
+    )
+
+
+@hookimpl
+def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:
+    """Arch variants for exactly the runtime's ROCm major.minor, then noarch."""
+    v = major_minor(device.runtime_version)
+    tokens = [f"rocm{v[0]}{v[1]}"] if v else []
+    return arch_variant_names(system, tokens) + noarch_variant_names(NAME)
+
+
+@hookimpl
+def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
+    """``ROCm 6.2 does not match the system's ROCm 6.3 (an exact match is required)``."""
+    if variant.token is None or not variant.token.startswith("rocm"):
+        return None
+    return version_token_reason(
+        "ROCm",
+        decode_token_version(split_token(variant.token)[1]),
+        major_minor(device.runtime_version),
+        "exact",
+        token=variant.token,
+    )
+
+
+@hookimpl
+def synchronize(device: DeviceInfo) -> bool:
+    """``torch.cuda.synchronize`` (HIP)."""
+    import torch
+
+    torch.cuda.synchronize(device.index)
+    return True

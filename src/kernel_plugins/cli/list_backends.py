@@ -1,0 +1,100 @@
+"""``kernel-plugins list-backends``: every installed backend and what it found."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ._output import print_json, print_table
+
+NAME = "list-backends"
+HELP = "list installed backends (built-in and plugins), their devices and accepted variants"
+SHOWN_VARIANTS = 3
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options: ``--json``, ``--emulate``, ``--refresh``."""
+    from .main import add_emulate_option
+
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_emulate_option(parser)
+
+
+def backend_rows() -> list[dict[str, Any]]:
+    """One dict per installed backend plus one per failed plugin."""
+    from ..errors import KernelPluginsError
+    from ..loader import system_info
+    from ..plugins import get_manager
+
+    manager = get_manager()
+    system = system_info()
+    rows: list[dict[str, Any]] = []
+    for name, rec in manager.backends().items():
+        outcome = manager.detect(name)
+        dev = outcome.device
+        variants: list[str] = []
+        error = outcome.error
+        if dev is not None:
+            try:
+                variants = manager.list_variants(dev, system)
+            except KernelPluginsError as e:
+                error = str(e)
+        rows.append(
+            {
+                "name": name,
+                "device_type": rec.spec.device_type,
+                "display_name": rec.spec.display_name,
+                "distribution": rec.distribution,
+                "version": rec.version,
+                "builtin": rec.builtin,
+                "status": "error" if error else outcome.status,
+                "error": error,
+                "count": dev.count if dev else 0,
+                "device_name": dev.name if dev else None,
+                "runtime_version": dev.runtime_version if dev else None,
+                "capability": list(dev.capability) if dev and dev.capability else None,
+                "emulated": bool(dev and dev.emulated),
+                "notes": list(dev.notes) if dev else [],
+                "variants": variants,
+            }
+        )
+    for f in manager.failures():
+        rows.append(
+            {
+                "name": f.name, "device_type": None, "display_name": None,
+                "distribution": f.distribution, "version": f.version, "builtin": False,
+                "status": "error", "error": f"{f.stage}: {f.message}", "count": 0,
+                "device_name": None, "runtime_version": None, "capability": None,
+                "emulated": False, "notes": [], "variants": [],
+            }
+        )
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the table (or JSON)."""
+    rows = backend_rows()
+    if args.json:
+        from ..loader import system_info
+
+        print_json({"system": system_info().to_dict(), "backends": rows})
+        return 0
+    table = []
+    for r in rows:
+        status = r["status"] + (" (EMULATED)" if r["emulated"] else "")
+        if r["error"]:
+            status += f": {r['error']}"
+        shown = r["variants"][:SHOWN_VARIANTS]
+        more = len(r["variants"]) - len(shown)
+        table.append(
+            [
+                r["name"],
+                f"{r['distribution'] or '?'} {r['version'] or ''}".strip(),
+                status,
+                r["count"],
+                r["runtime_version"] or "-",
+                (", ".join(shown) + (f" (+{more})" if more > 0 else "")) or "-",
+            ]
+        )
+    print_table(["backend", "distribution", "status", "devices", "runtime", "accepts"], table)
+    return 0

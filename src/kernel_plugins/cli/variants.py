@@ -1,0 +1,62 @@
+"""``kernel-plugins variants``: the resolution trace of a kernel for a device."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._output import print_json, print_table
+
+NAME = "variants"
+HELP = "show which build variants of a kernel fit the device, and why the others do not"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options: REPO_OR_PATH, ``--device``, ``--revision``/``--version``, ``--json``."""
+    from .main import add_device_option, add_emulate_option, add_revision_options
+
+    parser.add_argument("target", metavar="REPO_OR_PATH", help="org/name, short name or local path")
+    add_device_option(parser)
+    add_revision_options(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_emulate_option(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """List variants, resolve, print the trace; exit 1 when nothing fits."""
+    from ..detection import get_device
+    from ..loader import resolve_variants
+    from ..sources import classify, local_variants, parse_local_kernels
+
+    device = get_device(args.device)
+    target = classify(args.target)
+    where: str
+    if target.kind == "path":
+        assert target.path is not None
+        names = list(local_variants(target.path).variants)
+        where = str(target.path)
+    else:
+        assert target.repo_id is not None
+        override = parse_local_kernels().get(target.repo_id)
+        if override is not None:
+            names = list(local_variants(override).variants)
+            where = f"{target.repo_id} (LOCAL_KERNELS: {override})"
+        else:
+            from .. import hub
+
+            ref = hub.resolve(target.repo_id, revision=args.revision, version=args.version)
+            names = hub.list_variant_names(ref)
+            where = f"{target.repo_id} at {ref.sha}"
+    res = resolve_variants(names, device)
+    if args.json:
+        print_json({"source": where, **res.to_dict()})
+    else:
+        print(f"source: {where}")
+        print(f"device: {device.summary()}")
+        rows = [
+            [d.variant, "yes" if d.accepted else "no",
+             f"#{(d.rank or 0) + 1}" if d.accepted else (d.reason or "")]
+            for d in res.decisions
+        ]
+        print_table(["variant", "fits", "preference / reason"], rows)
+        print(f"chosen: {res.best or 'none'}")
+    return 0 if res.best else 1

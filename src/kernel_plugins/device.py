@@ -1,0 +1,250 @@
+"""Plain data about devices, backends and the running system.
+
+:class:`DeviceInfo` is what a backend's ``detect_device`` hook returns,
+:class:`BackendSpec` is what a backend declares about itself, and
+:class:`SystemInfo` describes the host (CPU arch, OS, torch, ABI). None of these
+import torch; :meth:`SystemInfo.current` imports it only when it is installed.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .errors import DeviceError
+
+__all__ = ["DeviceInfo", "BackendSpec", "PyDepend", "SystemInfo", "DeviceRequest", "parse_device"]
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+class DeviceInfo(BaseModel):
+    """What a backend found on this machine (returned by the ``detect_device`` hook).
+
+    Attributes:
+        backend: backend name, e.g. ``"cuda"`` or ``"mlu"``.
+        device_type: the torch device type, e.g. ``"cuda"``, ``"mps"``, ``"mlu"``.
+        count: number of devices present.
+        runtime_version: the runtime version exactly as the vendor reports it
+            (``"12.8"``, ``"4030"``, ``"8.3.RC1"``), or None when not readable.
+        name: device name of device 0 (``"MLU590-H8"``), or None.
+        capability: ``(major, minor)`` compute capability, or None.
+        extension_version: version of the vendor's PyTorch extension, or None.
+        emulated: True when the device is emulated on the CPU (never real hardware).
+        index: the device index a caller asked for, or None for "the backend's devices".
+        notes: human-readable remarks (e.g. a version string that could not be parsed).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    backend: str
+    device_type: str
+    count: int = Field(ge=0)
+    runtime_version: str | None = None
+    name: str | None = None
+    capability: tuple[int, int] | None = None
+    extension_version: str | None = None
+    emulated: bool = False
+    index: int | None = Field(default=None, ge=0)
+    notes: tuple[str, ...] = ()
+
+    @field_validator("backend", "device_type")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        if not _NAME_RE.match(v):
+            raise ValueError(f"{v!r} is not a valid backend/device name (lowercase letters, digits, _)")
+        return v
+
+    @field_validator("capability")
+    @classmethod
+    def _check_capability(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
+        if v is not None and (v[0] < 0 or v[1] < 0):
+            raise ValueError(f"capability {v} has a negative component")
+        return v
+
+    @property
+    def torch_device(self) -> str:
+        """The torch device string, e.g. ``"cuda:1"`` or ``"mlu"``."""
+        return self.device_type if self.index is None else f"{self.device_type}:{self.index}"
+
+    def summary(self) -> str:
+        """One line for humans: type, count, name, runtime, and an emulation label."""
+        parts = [f"{self.backend} ({self.device_type}) x{self.count}"]
+        if self.name:
+            parts.append(self.name)
+        if self.runtime_version:
+            parts.append(f"runtime {self.runtime_version}")
+        if self.capability:
+            parts.append(f"capability {self.capability[0]}.{self.capability[1]}")
+        if self.emulated:
+            parts.append("EMULATED on CPU, not real hardware")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class PyDepend:
+    """A ``python-depends`` name a kernel may declare: the pip package and import name."""
+
+    pip: str
+    module: str
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What a backend plugin declares about itself (the ``backend_spec`` hook).
+
+    Attributes:
+        name: backend name, used in noarch variant names (``torch-<name>``) and mappings.
+        device_type: torch device type served (``"mps"`` for metal).
+        display_name: human name, e.g. ``"Cambricon MLU"``.
+        priority: preference when no device is requested; the highest available wins.
+        arch_tokens: prefixes of the backend token in arch variant names that belong
+            to this backend (``("cu",)`` for CUDA, ``("cann",)`` for Ascend).
+        python_depends: ``python-depends`` names known for this backend.
+        capability_label: what the backend calls its capability (``"compute capability"``).
+    """
+
+    name: str
+    device_type: str
+    display_name: str
+    priority: int = 0
+    arch_tokens: tuple[str, ...] = ()
+    python_depends: dict[str, PyDepend] = field(default_factory=dict)
+    capability_label: str = "capability"
+
+    def __post_init__(self) -> None:
+        for v in (self.name, self.device_type):
+            if not _NAME_RE.match(v):
+                raise ValueError(f"backend spec name {v!r} is not valid (lowercase letters, digits, _)")
+
+
+def _normalise_arch(machine: str) -> str:
+    m = machine.lower()
+    return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(m, m)
+
+
+def _normalise_os(name: str) -> str:
+    n = name.lower()
+    if n.startswith("win"):
+        return "windows"
+    return n
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    """Facts about the host that decide which arch variants can load.
+
+    Attributes:
+        cpu: ``"x86_64"`` or ``"aarch64"`` (normalised from ``arm64`` / ``AMD64``).
+        os: ``"linux"``, ``"darwin"`` or ``"windows"``.
+        torch_version: installed torch ``(major, minor)`` or None.
+        cxx11_abi: ``torch.compiled_with_cxx11_abi()`` or None.
+        macos_version: ``(major, minor)`` on macOS, else None.
+        tvm_ffi_version: installed tvm-ffi ``(major, minor)`` or None.
+    """
+
+    cpu: str
+    os: str
+    torch_version: tuple[int, int] | None = None
+    cxx11_abi: bool | None = None
+    macos_version: tuple[int, int] | None = None
+    tvm_ffi_version: tuple[int, int] | None = None
+
+    @classmethod
+    def current(cls) -> SystemInfo:
+        """Read the facts of this machine (imports torch when it is installed)."""
+        torch_version: tuple[int, int] | None = None
+        abi: bool | None = None
+        try:
+            import torch
+
+            torch_version = _major_minor(torch.__version__)
+            abi = bool(torch.compiled_with_cxx11_abi())
+        except ImportError:
+            pass
+        macos = None
+        if sys.platform == "darwin":
+            macos = _major_minor(platform.mac_ver()[0] or "0.0")
+        tvm = None
+        try:
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                tvm = _major_minor(version("apache-tvm-ffi"))
+            except PackageNotFoundError:
+                tvm = None
+        except Exception:  # pragma: no cover - metadata machinery broken
+            tvm = None
+        return cls(
+            cpu=_normalise_arch(platform.machine()),
+            os=_normalise_os(platform.system()),
+            torch_version=torch_version,
+            cxx11_abi=abi,
+            macos_version=macos,
+            tvm_ffi_version=tvm,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "cpu": self.cpu,
+            "os": self.os,
+            "torch_version": _fmt(self.torch_version),
+            "cxx11_abi": self.cxx11_abi,
+            "macos_version": _fmt(self.macos_version),
+            "tvm_ffi_version": _fmt(self.tvm_ffi_version),
+        }
+
+
+def _fmt(v: tuple[int, int] | None) -> str | None:
+    return None if v is None else f"{v[0]}.{v[1]}"
+
+
+def _major_minor(text: str) -> tuple[int, int] | None:
+    m = re.match(r"^(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+@dataclass(frozen=True)
+class DeviceRequest:
+    """A parsed device request: a device type and an optional index."""
+
+    device_type: str
+    index: int | None = None
+
+
+_DEVICE_RE = re.compile(r"^([a-z][a-z0-9_]{0,31})(?::(\d{1,6}))?$")
+
+
+def parse_device(device: object) -> DeviceRequest:
+    """Parse ``"mlu"``, ``"cuda:1"``, a ``torch.device`` or a :class:`DeviceInfo`.
+
+    Raises :class:`~kernel_plugins.errors.DeviceError` naming the bad input.
+    """
+    if isinstance(device, DeviceInfo):
+        return DeviceRequest(device.device_type, device.index)
+    if isinstance(device, DeviceRequest):
+        return device
+    type_attr = getattr(device, "type", None)
+    if type_attr is not None and not isinstance(device, str):
+        # a torch.device
+        return DeviceRequest(str(type_attr), getattr(device, "index", None))
+    if not isinstance(device, str):
+        raise DeviceError(
+            f"device must be a string like 'cuda' or 'mlu:1' or a torch.device, "
+            f"got {type(device).__name__}"
+        )
+    text = device.strip()
+    m = _DEVICE_RE.match(text)
+    if not m:
+        raise DeviceError(
+            f"invalid device string {device!r}: expected '<type>' or '<type>:<index>' with a "
+            "lowercase type and a non-negative integer index, e.g. 'cuda', 'mlu:1'"
+        )
+    index = int(m.group(2)) if m.group(2) is not None else None
+    return DeviceRequest(m.group(1), index)

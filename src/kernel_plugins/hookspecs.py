@@ -1,0 +1,218 @@
+"""Hook specifications every backend plugin implements.
+
+A backend plugin is a module with functions decorated by :data:`hookimpl`, found
+through the ``kernel_plugins`` entry-point group (the entry-point name is the
+backend name). One module serves one backend. The built-in backends (cpu, cuda,
+rocm, xpu, metal) are plugins of exactly this kind.
+
+Each docstring follows one order: summary, when it is called, calling convention,
+parameters, return value, example.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .device import BackendSpec, DeviceInfo, SystemInfo
+    from .importer import KernelLoad
+    from .variants import Variant
+
+__all__ = ["hookspec", "hookimpl", "PROJECT_NAME"]
+
+PROJECT_NAME = "kernel_plugins"
+
+#: Marker for hook specifications (used only by this module).
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+#: Marker plugins use on their hook implementations.
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def backend_spec() -> BackendSpec:  # type: ignore[empty-body]
+    """Declare the backend this plugin provides.
+
+    **When:** once per plugin, the first time the plugin manager loads plugins.
+
+    **Calling convention:** asked of every plugin separately; a plugin that raises or
+    returns something other than a :class:`~kernel_plugins.device.BackendSpec` is
+    reported and skipped. Two plugins declaring the same name: the second is skipped.
+
+    :return: the backend's :class:`~kernel_plugins.device.BackendSpec`.
+
+    Example::
+
+        @hookimpl
+        def backend_spec():
+            return BackendSpec(name="mlu", device_type="mlu", display_name="Cambricon MLU",
+                               priority=50, arch_tokens=("mlu",))
+    """
+
+
+@hookspec
+def detect_device() -> DeviceInfo | None:
+    """Report the devices of this backend present on the machine.
+
+    **When:** on the first call that needs devices (``get_device``, ``load``,
+    ``list-backends``); the answer is cached for the process.
+
+    **Calling convention:** asked of every backend separately. It must be cheap and must
+    not raise because the stack is absent: return None instead. An exception is caught and
+    shown as this backend's error; it never crashes the caller (unless
+    ``KERNEL_PLUGINS_STRICT=1``). Import the vendor package only when it is installed.
+
+    :return: a :class:`~kernel_plugins.device.DeviceInfo` when the software stack and at
+        least one device are present, else None.
+
+    Example::
+
+        @hookimpl
+        def detect_device():
+            if importlib.util.find_spec("torch_mlu") is None:
+                return None
+            ...
+            return DeviceInfo(backend="mlu", device_type="mlu", count=n, ...)
+    """
+
+
+@hookspec
+def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:  # type: ignore[empty-body]
+    """Name the build variants this backend accepts on this system, best first.
+
+    **When:** during variant resolution, for the device a kernel is loaded for.
+
+    **Calling convention:** asked only of the backend that owns ``device``. The order is
+    the preference order; it must be deterministic. Use
+    :func:`kernel_plugins.variants.arch_variant_names` to build the arch names for a list
+    of backend tokens, so that the answer is one line.
+
+    :param device: the device a kernel is being loaded for.
+    :param system: the host's :class:`~kernel_plugins.device.SystemInfo`.
+    :return: variant names, best first (arch names, then ``torch-<backend>``, then
+        ``torch-universal``).
+
+    Example::
+
+        @hookimpl
+        def list_variants(device, system):
+            return arch_variant_names(system, ["mlu313"]) + noarch_variant_names("mlu")
+    """
+
+
+@hookspec(firstresult=True)
+def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
+    """Say why a variant's backend token does not fit this device.
+
+    **When:** during resolution, for each arch variant whose generic parts (OS, CPU,
+    torch, ABI, tvm-ffi) fit but which the owner's ``list_variants`` did not accept.
+
+    **Calling convention:** asked only of the backend that owns ``device``; optional.
+    When it returns None the core writes a generic reason.
+
+    :param device: the device a kernel is being loaded for.
+    :param system: the host's system facts.
+    :param variant: the parsed :class:`~kernel_plugins.variants.Variant`.
+    :return: a reason naming the component and both values, e.g.
+        ``"CUDA 13.0 is newer than the system's CUDA 12.8"``, or None.
+
+    Example::
+
+        @hookimpl
+        def explain_variant(device, system, variant):
+            return version_token_reason("MLU runtime", variant, "mlu", device_version, "exact")
+    """
+
+
+@hookspec(firstresult=True)
+def load_kernel(device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
+    """Provide or prepare the import of a resolved kernel variant.
+
+    **When:** after a variant was chosen, verified and its ``python-depends`` checked,
+    just before its module is imported.
+
+    **Calling convention:** asked only of the backend that owns ``device``; the first
+    non-None answer wins. Return None to let the core importer import the variant
+    (after, for example, importing the vendor package the kernel's native code needs);
+    return a module to serve the kernel yourself.
+
+    :param device: the device the kernel is loaded for.
+    :param load: a :class:`~kernel_plugins.importer.KernelLoad` (repo id, variant name,
+        variant path, validated metadata, module name to import under).
+    :return: the kernel module, or None.
+
+    Example::
+
+        @hookimpl
+        def load_kernel(device, load):
+            import torch_mlu  # noqa: F401  the kernel's .so links against it
+            return None
+    """
+
+
+@hookspec(firstresult=True)
+def locate_kernel(repo_id: str, device: DeviceInfo) -> Path | None:
+    """Serve a kernel repository that ships inside the plugin distribution.
+
+    **When:** before the Hub is asked, for a repo id that has no local override.
+
+    **Calling convention:** asked of every backend; the first non-None answer wins.
+
+    :param repo_id: the requested ``org/name``.
+    :param device: the device the kernel is loaded for.
+    :return: path of a kernel repository folder (holding ``build/``), or None.
+
+    Example::
+
+        @hookimpl
+        def locate_kernel(repo_id, device):
+            if repo_id == "acme/mlu-ops":
+                return Path(__file__).parent / "kernels" / "mlu-ops"
+            return None
+    """
+
+
+@hookspec(firstresult=True)
+def synchronize(device: DeviceInfo) -> bool | None:
+    """Wait for all queued work on the device to finish (used for timing).
+
+    **When:** by the benchmark command around each timed region.
+
+    **Calling convention:** asked only of the backend that owns ``device``.
+
+    :param device: the device to synchronise.
+    :return: True when synchronised; None when the backend has nothing to wait for.
+
+    Example::
+
+        @hookimpl
+        def synchronize(device):
+            torch.mlu.synchronize()
+            return True
+    """
+
+
+@hookspec(firstresult=True)
+def emulate_device(count: int, facts: dict[str, Any]) -> bool | None:
+    """Install stand-ins for this backend's vendor stack, for tests without hardware.
+
+    **When:** from :func:`kernel_plugins.testing.emulate`, after the core has set up an
+    emulated PrivateUse1 device named after the backend.
+
+    **Calling convention:** asked only of the backend being emulated.
+
+    :param count: number of emulated devices.
+    :param facts: vendor facts to report (versions, device name, capability...).
+    :return: True when installed; None when the backend cannot be emulated.
+
+    Example::
+
+        @hookimpl
+        def emulate_device(count, facts):
+            sys.modules["torch_mlu"] = make_stand_in(...)
+            return True
+    """

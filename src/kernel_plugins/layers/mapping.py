@@ -1,0 +1,338 @@
+"""Kernel mappings: which repository serves a layer name on a device type and mode.
+
+A mapping has this shape::
+
+    {
+        "SiluAndMul": {                                   # layer (or function) name
+            "cuda": LayerRepository(...),                 # served in every mode (FALLBACK)
+            "mlu": {                                      # one entry per mode
+                Mode.INFERENCE: LayerRepository(...),
+                Mode.TRAINING | Mode.TORCH_COMPILE: LayerRepository(...),
+            },
+            "musa": {                                     # entries per capability range
+                CapabilityRange(min=(2, 2)): LayerRepository(...),
+                CapabilityRange(max=(2, 1)): {Mode.INFERENCE: LayerRepository(...)},
+                Mode.FALLBACK: LayerRepository(...),      # no range: any musa device
+            },
+        },
+    }
+
+Device keys are the device type or the backend name of ANY installed backend (``"mps"``
+and ``"metal"`` both work; ``"rocm"`` selects ROCm devices only while ``"cuda"`` serves
+every backend whose device type is ``cuda``). An unknown key raises the same
+:class:`~kernel_plugins.errors.UnknownDeviceError` as the loader, which names the
+distribution to install when the name is a known backend.
+
+Registering merges into the active mapping: for the same layer, device key and capability
+range, the new mode entries replace those of the same mode and keep the others.
+:func:`use_kernel_mapping` scopes a mapping to a ``with`` block (stackable, per thread and
+per asyncio task, through a :class:`contextvars.ContextVar`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ._errors import MappingError
+from .capability import Capability, CapabilityRange, format_capability
+from .mode import Mode, candidate_modes, check_mapping_mode, describe_mode
+from .repositories import KernelRepository
+
+__all__ = [
+    "Candidate",
+    "KernelMapping",
+    "register_kernel_mapping",
+    "use_kernel_mapping",
+    "current_mapping",
+    "find_candidates",
+    "validate_device_key",
+]
+
+_SEQ = itertools.count()
+
+
+class DeviceLike(Protocol):
+    """What candidate selection reads from a device (a DeviceInfo has all three)."""
+
+    backend: str
+    device_type: str
+    capability: Capability | None
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """Mode entries for one (layer, device key, capability range)."""
+
+    modes: tuple[tuple[Mode, KernelRepository], ...]
+    seq: int
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One mapping entry that may serve a layer, in the order kernelize tries them.
+
+    Attributes:
+        layer_name: the mapped name. repo: where the kernel lives. mode: the mode the entry
+        was registered for. device_key: the mapping key that matched. capability_range:
+        the range that matched, or None.
+    """
+
+    layer_name: str
+    repo: KernelRepository
+    mode: Mode
+    device_key: str
+    capability_range: CapabilityRange | None
+
+    def describe(self) -> str:
+        """``layer `X` of `org/repo` [cuda, capability 8.0..8.9, mode INFERENCE]``."""
+        parts = [self.device_key]
+        if self.capability_range is not None:
+            parts.append(str(self.capability_range))
+        parts.append(f"mode {describe_mode(self.mode)}")
+        return f"{self.repo.describe()} [{', '.join(parts)}]"
+
+
+RangeKey = CapabilityRange | None
+
+
+class KernelMapping:
+    """An immutable snapshot of registered mappings (layer -> device key -> range -> modes)."""
+
+    def __init__(self, data: dict[str, dict[str, dict[RangeKey, _Entry]]] | None = None) -> None:
+        self._data = data or {}
+
+    def layer_names(self) -> list[str]:
+        """Mapped layer names, sorted."""
+        return sorted(self._data)
+
+    def device_keys(self, layer_name: str) -> list[str]:
+        """Device keys mapped for a layer, sorted."""
+        return sorted(self._data.get(layer_name, {}))
+
+    def merged(self, mapping: Mapping[str, Any]) -> KernelMapping:
+        """A new snapshot with ``mapping`` (user shape, validated here) merged in."""
+        if not isinstance(mapping, Mapping):
+            raise MappingError(
+                f"a kernel mapping must be a dict of layer name -> device dict, got "
+                f"{type(mapping).__name__}"
+            )
+        data = {layer: dict(devs) for layer, devs in self._data.items()}
+        for layer, devices in mapping.items():
+            if not isinstance(layer, str) or not layer:
+                raise MappingError(f"mapping keys must be layer names (str), got {layer!r}")
+            if not isinstance(devices, Mapping):
+                raise MappingError(
+                    f"mapping[{layer!r}] must be a dict of device type -> repository, got "
+                    f"{type(devices).__name__}"
+                )
+            per_layer = data.setdefault(layer, {})
+            for key, value in devices.items():
+                validate_device_key(key)
+                where = f"mapping[{layer!r}][{key!r}]"
+                ranges = dict(per_layer.get(key, {}))
+                for rng, modes in _split_device_value(value, where).items():
+                    old = dict(ranges[rng].modes) if rng in ranges else {}
+                    old.update(modes)
+                    ranges[rng] = _Entry(tuple(old.items()), next(_SEQ))
+                per_layer[key] = ranges
+        return KernelMapping(data)
+
+    def candidates(self, layer_name: str, device: DeviceLike, mode: Mode) -> list[Candidate]:
+        """Entries that may serve ``layer_name`` on ``device`` in ``mode``, best first.
+
+        Order: entries under the backend name before those under the device type; within
+        a key, matching capability ranges narrowest first (see
+        :mod:`~kernel_plugins.layers.capability`), the entry without a range last; within
+        an entry, modes in the order of :func:`~kernel_plugins.layers.mode.candidate_modes`.
+        """
+        per_layer = self._data.get(layer_name, {})
+        keys = [device.backend]
+        if device.device_type != device.backend:
+            keys.append(device.device_type)
+        wanted = candidate_modes(mode)
+        out: list[Candidate] = []
+        for key in keys:
+            for rng, entry in _ordered_entries(per_layer.get(key, {}), device.capability):
+                modes = dict(entry.modes)
+                for m in wanted:
+                    if m in modes:
+                        out.append(Candidate(layer_name, modes[m], m, key, rng))
+        return out
+
+    def __repr__(self) -> str:
+        return f"KernelMapping(layers={self.layer_names()!r})"
+
+
+def _ordered_entries(
+    ranges: dict[RangeKey, _Entry], capability: Capability | None
+) -> list[tuple[RangeKey, _Entry]]:
+    matching = [(r, e) for r, e in ranges.items() if r is not None and r.contains(capability)]
+    matching.sort(key=lambda re: (*re[0].sort_key(), -re[1].seq))  # type: ignore[union-attr]
+    if None in ranges:
+        matching.append((None, ranges[None]))
+    return matching
+
+
+def _split_modes(value: object, where: str) -> dict[Mode, KernelRepository]:
+    if isinstance(value, KernelRepository):
+        return {Mode.FALLBACK: value}
+    if not isinstance(value, Mapping):
+        raise MappingError(
+            f"{where} must be a repository (LayerRepository, ...) or a dict of Mode -> "
+            f"repository, got {type(value).__name__}"
+        )
+    out: dict[Mode, KernelRepository] = {}
+    for m, repo in value.items():
+        check_mapping_mode(m)
+        if not isinstance(repo, KernelRepository):
+            raise MappingError(
+                f"{where}[{describe_mode(m)}] must be a repository (LayerRepository, "
+                f"LocalLayerRepository, FuncRepository, ...), got {type(repo).__name__}"
+            )
+        out[m] = repo
+    return out
+
+
+def _split_device_value(value: object, where: str) -> dict[RangeKey, dict[Mode, KernelRepository]]:
+    """Normalise a device value to ``{range or None: {mode: repo}}``."""
+    if not isinstance(value, Mapping) or not any(isinstance(k, CapabilityRange) for k in value):
+        return {None: _split_modes(value, where)}
+    out: dict[RangeKey, dict[Mode, KernelRepository]] = {}
+    plain: dict[Mode, KernelRepository] = {}
+    for k, v in value.items():
+        if isinstance(k, CapabilityRange):
+            out[k] = _split_modes(v, f"{where}[{k}]")
+        elif isinstance(k, Mode):
+            plain.update(_split_modes({k: v}, where))
+        else:
+            raise MappingError(
+                f"keys of {where} must be CapabilityRange or Mode values, got {k!r}"
+            )
+    if plain:
+        out[None] = plain
+    return out
+
+
+def validate_device_key(key: object) -> None:
+    """Check a mapping's device key against the installed backends.
+
+    Accepts any installed backend's name or device type. Raises the loader's
+    :class:`~kernel_plugins.errors.UnknownDeviceError` (from
+    :func:`kernel_plugins.detection.unknown_device_error`) otherwise.
+    """
+    if not isinstance(key, str):
+        raise MappingError(
+            f"device keys of a mapping must be strings like 'cuda' or 'mlu', got {key!r}"
+        )
+    from ..plugins import get_manager
+
+    known: set[str] = set()
+    for name, rec in get_manager().backends().items():
+        known.add(name)
+        known.add(rec.spec.device_type)
+    if key in known:
+        return
+    from ..detection import unknown_device_error
+
+    raise unknown_device_error(key)
+
+
+# ------------------------------------------------------------------ active mappings
+_EMPTY = KernelMapping()
+_global: KernelMapping = _EMPTY
+
+
+def _contextvar() -> Any:
+    import contextvars
+
+    return contextvars.ContextVar("kernel_plugins_kernel_mapping", default=None)
+
+
+_ACTIVE = _contextvar()
+
+
+def current_mapping() -> KernelMapping:
+    """The mapping in effect here: the innermost ``use_kernel_mapping`` block, else the
+    process-wide one built by :func:`register_kernel_mapping`."""
+    scoped = _ACTIVE.get()
+    return _global if scoped is None else scoped
+
+
+def register_kernel_mapping(mapping: Mapping[str, Any], inherit_mapping: bool = True) -> None:
+    """Register kernels for layer names, devices and modes.
+
+    Outside any :func:`use_kernel_mapping` block this changes the process-wide mapping;
+    inside one, it changes that block's mapping only (undone when the block exits).
+
+    :param mapping: ``{layer name: {device key: repository | {Mode: repository} |
+        {CapabilityRange: repository | {Mode: repository}}}}`` (see the module doc).
+    :param inherit_mapping: True merges into the current mapping; False replaces it.
+    Raises :class:`~kernel_plugins.layers.MappingError` for a malformed mapping and
+    :class:`~kernel_plugins.errors.UnknownDeviceError` for a device no backend provides;
+    nothing is registered when it raises.
+
+    Example::
+
+        register_kernel_mapping({"SiluAndMul": {"cuda": LayerRepository(
+            "kernels-community/activation", layer_name="SiluAndMul", version=1)}})
+    """
+    global _global
+    base = current_mapping() if inherit_mapping else _EMPTY
+    new = base.merged(mapping)
+    if _ACTIVE.get() is None:
+        _global = new
+    else:
+        _ACTIVE.set(new)
+
+
+@contextmanager
+def use_kernel_mapping(
+    mapping: Mapping[str, Any], *, inherit_mapping: bool = True
+) -> Iterator[KernelMapping]:
+    """Use ``mapping`` inside a ``with`` block; the previous mapping returns on exit.
+
+    Blocks nest. With ``inherit_mapping=False`` the mappings of outer blocks and the
+    process-wide mapping are hidden inside the block.
+
+    :param mapping: same shape as for :func:`register_kernel_mapping`.
+    :return: (as the ``with`` target) the mapping in effect inside the block.
+
+    Example::
+
+        with use_kernel_mapping({"RMSNorm": {"mlu": LocalLayerRepository(path,
+                                                      layer_name="RMSNorm")}}):
+            kernelize(model, mode=Mode.INFERENCE, device="mlu")
+    """
+    base = current_mapping() if inherit_mapping else _EMPTY
+    new = base.merged(mapping)
+    token = _ACTIVE.set(new)
+    try:
+        yield new
+    finally:
+        _ACTIVE.reset(token)
+
+
+def find_candidates(layer_name: str, device: DeviceLike, mode: Mode) -> list[Candidate]:
+    """:meth:`KernelMapping.candidates` on the current mapping."""
+    return current_mapping().candidates(layer_name, device, mode)
+
+
+def _reset_for_tests() -> None:
+    """Forget the process-wide mapping (test helper)."""
+    global _global
+    _global = _EMPTY
+
+
+def describe_device(device: DeviceLike) -> str:
+    """``cuda (backend rocm, capability 9.4)``: how messages name a device."""
+    extra = []
+    if device.backend != device.device_type:
+        extra.append(f"backend {device.backend}")
+    extra.append(f"capability {format_capability(device.capability)}")
+    if getattr(device, "emulated", False):
+        extra.append("emulated")
+    return f"{device.device_type} ({', '.join(extra)})"

@@ -1,0 +1,497 @@
+"""The plugin manager: the only module that touches entry points and ``pm.hook``.
+
+Backends (built-in and third-party) are pluggy plugins. Loading is lazy (the first
+call that needs a backend) and idempotent. A plugin that fails to import, whose hook
+raises or returns the wrong type, or that claims a backend name another plugin has,
+is recorded as a :class:`PluginFailure` (name, distribution, version, original
+error) and skipped; ``KERNEL_PLUGINS_STRICT=1`` raises :class:`PluginError` instead.
+``KERNEL_PLUGINS_LOAD`` (comma-separated backend names; empty = built-ins only)
+limits which entry points are loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from . import _emulation, hookspecs
+from .device import BackendSpec, DeviceInfo, SystemInfo
+from .errors import PluginError
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "BUILTIN_BACKENDS",
+    "BackendRecord",
+    "PluginFailure",
+    "DetectOutcome",
+    "PluginManager",
+    "get_manager",
+    "reset_manager",
+    "strict_mode",
+]
+
+log = logging.getLogger("kernel_plugins")
+
+#: Entry-point group a backend distribution registers its hooks module in.
+ENTRY_POINT_GROUP = "kernel_plugins"
+#: Modules of the backends that ship inside the core, registered like any plugin.
+BUILTIN_BACKENDS = {
+    "cpu": "kernel_plugins.backends.cpu",
+    "cuda": "kernel_plugins.backends.cuda",
+    "rocm": "kernel_plugins.backends.rocm",
+    "xpu": "kernel_plugins.backends.xpu",
+    "metal": "kernel_plugins.backends.metal",
+}
+_CORE_DIST = "kernel-plugins"
+
+
+def strict_mode() -> bool:
+    """Whether ``KERNEL_PLUGINS_STRICT=1`` turns plugin errors and fallbacks into exceptions."""
+    return os.environ.get("KERNEL_PLUGINS_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class BackendRecord:
+    """An installed backend: its spec and where it comes from.
+
+    Attributes:
+        spec: what the backend declared. plugin: the registered hooks module.
+        distribution: distribution name (``kernel-plugins`` for built-ins).
+        version: distribution version, or None. builtin: shipped with the core.
+    """
+
+    spec: BackendSpec
+    plugin: object = field(repr=False)
+    distribution: str | None
+    version: str | None
+    builtin: bool
+
+    @property
+    def name(self) -> str:
+        """The backend name."""
+        return self.spec.name
+
+    def origin(self) -> str:
+        """``plugin 'mlu' (kernel-plugins-mlu 0.1.0)``."""
+        dist = self.distribution or "unknown distribution"
+        return f"plugin '{self.name}' ({dist} {self.version or '?'})"
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    """A plugin problem that was reported and skipped.
+
+    Attributes: name (plugin / entry-point name), distribution, version, stage (``import``,
+    ``register``, ``backend_spec``, ``detect_device``, ...), message (with the original error).
+    """
+
+    name: str
+    distribution: str | None
+    version: str | None
+    stage: str
+    message: str
+
+    def describe(self) -> str:
+        """One line naming who failed, where, and the original error."""
+        dist = f"{self.distribution or 'unknown distribution'} {self.version or '?'}"
+        return f"plugin '{self.name}' ({dist}) failed in {self.stage}: {self.message}"
+
+
+@dataclass(frozen=True)
+class DetectOutcome:
+    """What detection found for one backend: a device, nothing, or an error message."""
+
+    backend: str
+    device: DeviceInfo | None
+    error: str | None = None
+
+    @property
+    def status(self) -> str:
+        """``available``, ``no device`` or ``error``."""
+        if self.error is not None:
+            return "error"
+        return "available" if self.device is not None and self.device.count > 0 else "no device"
+
+
+def _describe_exc(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"
+
+
+class PluginManager:
+    """A typed facade over pluggy for the backends of this process.
+
+    Create one with :func:`get_manager`; tests build their own with
+    ``PluginManager(entry_points=False)`` and :meth:`register` fake backends.
+    """
+
+    def __init__(self, *, entry_points: bool = True, builtins: bool = True) -> None:
+        self._use_entry_points = entry_points
+        self._use_builtins = builtins
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self._pm.add_hookspecs(hookspecs)
+        self._records: dict[str, BackendRecord] = {}
+        self._failures: list[PluginFailure] = []
+        self._detected: dict[str, DetectOutcome] = {}
+        self._callers: dict[tuple[str, str], Any] = {}
+        self._loaded = False
+        self._lock = threading.RLock()
+
+    # ----------------------------------------------------------------- loading
+    def load(self) -> None:
+        """Load built-in backends and entry-point plugins once (idempotent)."""
+        with self._lock:
+            if self._loaded:
+                return
+            self._loaded = True
+            if self._use_builtins:
+                for name, modname in BUILTIN_BACKENDS.items():
+                    module = importlib.import_module(modname)
+                    self._add(module, name, _CORE_DIST, _core_version(), builtin=True)
+            if self._use_entry_points:
+                self._load_entry_points()
+
+    def _load_entry_points(self) -> None:
+        from importlib.metadata import entry_points
+
+        allow = _allowlist()
+        eps = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+        for ep in eps:
+            dist = getattr(ep, "dist", None)
+            dist_name = getattr(dist, "name", None) if dist is not None else None
+            dist_version = getattr(dist, "version", None) if dist is not None else None
+            if allow is not None and ep.name not in allow:
+                log.debug("skipping plugin %s: not in KERNEL_PLUGINS_LOAD", ep.name)
+                continue
+            try:
+                module = ep.load()
+            except Exception as e:  # noqa: BLE001 - any import failure is reported
+                self._fail(ep.name, dist_name, dist_version, "import", _describe_exc(e), e)
+                continue
+            self._add(module, ep.name, dist_name, dist_version, builtin=False)
+
+    def register(
+        self,
+        module: object,
+        *,
+        name: str,
+        distribution: str | None = None,
+        version: str | None = None,
+    ) -> BackendRecord | None:
+        """Register a backend hooks module by hand (tests, in-process plugins).
+
+        Returns the record, or None when the plugin was rejected (see :meth:`failures`).
+        """
+        self.load()
+        with self._lock:
+            self._detected.clear()
+            self._callers.clear()
+            return self._add(module, name, distribution, version, builtin=False)
+
+    def unregister(self, name: str) -> None:
+        """Remove a backend registered under ``name`` (no error when absent)."""
+        with self._lock:
+            rec = self._records.pop(name, None)
+            if rec is not None:
+                self._pm.unregister(rec.plugin)
+            self._detected.pop(name, None)
+            self._callers.clear()
+
+    def _add(
+        self, module: object, name: str, dist: str | None, version: str | None, *, builtin: bool
+    ) -> BackendRecord | None:
+        unknown = _unknown_hooks(module, self._pm)
+        if unknown:
+            self._fail(
+                name, dist, version, "register",
+                f"implements hooks that do not exist: {', '.join(unknown)} (known hooks: "
+                f"{', '.join(sorted(h for h in dir(self._pm.hook) if not h.startswith('_')))})",
+            )
+            return None
+        try:
+            self._pm.register(module, name=f"kernel_plugins.{name}")
+        except Exception as e:  # noqa: BLE001 - pluggy validation or duplicate
+            self._fail(name, dist, version, "register", _describe_exc(e), e)
+            return None
+        try:
+            spec = self._subset("backend_spec", module)()
+            spec = spec[0] if isinstance(spec, list) and spec else spec
+        except Exception as e:  # noqa: BLE001
+            self._pm.unregister(module)
+            self._fail(name, dist, version, "backend_spec", _describe_exc(e), e)
+            return None
+        if not isinstance(spec, BackendSpec):
+            self._pm.unregister(module)
+            self._fail(
+                name, dist, version, "backend_spec",
+                f"returned {type(spec).__name__}, expected kernel_plugins.BackendSpec",
+            )
+            return None
+        if spec.name != name:
+            self._pm.unregister(module)
+            self._fail(
+                name, dist, version, "backend_spec",
+                f"declares backend {spec.name!r} but is registered as {name!r}; the entry-point "
+                "name must be the backend name",
+            )
+            return None
+        if name in self._records:
+            other = self._records[name]
+            self._pm.unregister(module)
+            self._fail(
+                name, dist, version, "register",
+                f"backend name {name!r} is already provided by {other.origin()}; uninstall one of "
+                "the two distributions",
+            )
+            return None
+        rec = BackendRecord(spec, module, dist, version, builtin)
+        self._records[name] = rec
+        return rec
+
+    def _fail(
+        self,
+        name: str,
+        dist: str | None,
+        version: str | None,
+        stage: str,
+        message: str,
+        exc: BaseException | None = None,
+    ) -> None:
+        failure = PluginFailure(name, dist, version, stage, message)
+        if strict_mode():
+            raise PluginError(failure.describe() + " (KERNEL_PLUGINS_STRICT=1)") from exc
+        log.warning("%s; skipping it", failure.describe())
+        self._failures.append(failure)
+
+    def _subset(self, hook: str, plugin: object) -> Callable[..., Any]:
+        others = [p for p in self._pm.get_plugins() if p is not plugin]
+        return self._pm.subset_hook_caller(hook, remove_plugins=others)
+
+    def _owner_caller(self, hook: str, backend: str) -> Callable[..., Any]:
+        key = (hook, backend)
+        caller = self._callers.get(key)
+        if caller is None:
+            caller = self._subset(hook, self.record(backend).plugin)
+            self._callers[key] = caller
+        return caller
+
+    # ------------------------------------------------------------------ queries
+    def backends(self) -> dict[str, BackendRecord]:
+        """Installed backends by name (built-ins first, then plugins by name)."""
+        self.load()
+        return dict(self._records)
+
+    def failures(self) -> list[PluginFailure]:
+        """Plugin problems reported so far (each was skipped)."""
+        self.load()
+        return list(self._failures)
+
+    def record(self, backend: str) -> BackendRecord:
+        """The record of an installed backend; :class:`PluginError` when unknown."""
+        self.load()
+        try:
+            return self._records[backend]
+        except KeyError:
+            raise PluginError(f"no installed backend is named {backend!r}") from None
+
+    def backends_for_device_type(self, device_type: str) -> list[BackendRecord]:
+        """Backends serving a torch device type (``"mps"`` -> metal; ``"cuda"`` -> cuda, rocm)."""
+        self.load()
+        return [rec for rec in self._records.values() if rec.spec.device_type == device_type]
+
+    def token_owner(self, prefix: str) -> str | None:
+        """The backend whose arch tokens start with ``prefix`` (``"cu"`` -> ``"cuda"``)."""
+        for rec in self.backends().values():
+            if prefix in rec.spec.arch_tokens:
+                return rec.name
+        return None
+
+    # ---------------------------------------------------------------- detection
+    def detect(self, backend: str, *, refresh: bool = False) -> DetectOutcome:
+        """Ask one backend's ``detect_device`` (cached per process)."""
+        rec = self.record(backend)
+        with self._lock:
+            if not refresh and backend in self._detected:
+                return self._detected[backend]
+            outcome = self._detect(rec)
+            self._detected[backend] = outcome
+            return outcome
+
+    def _detect(self, rec: BackendRecord) -> DetectOutcome:
+        try:
+            result = self._owner_caller("detect_device", rec.name)()
+        except Exception as e:  # noqa: BLE001 - shown as this backend's error
+            if strict_mode():
+                raise PluginError(
+                    f"{rec.origin()} failed in detect_device: {_describe_exc(e)}"
+                ) from e
+            return DetectOutcome(rec.name, None, f"detect_device raised {_describe_exc(e)}")
+        result = result[0] if isinstance(result, list) and result else (None if result == [] else result)
+        if result is None:
+            return DetectOutcome(rec.name, None)
+        if not isinstance(result, DeviceInfo):
+            msg = f"detect_device returned {type(result).__name__}, expected DeviceInfo or None"
+            if strict_mode():
+                raise PluginError(f"{rec.origin()}: {msg}")
+            return DetectOutcome(rec.name, None, msg)
+        if result.backend != rec.name or result.device_type != rec.spec.device_type:
+            msg = (
+                f"detect_device returned backend {result.backend!r} / device type "
+                f"{result.device_type!r}, expected {rec.name!r} / {rec.spec.device_type!r}"
+            )
+            if strict_mode():
+                raise PluginError(f"{rec.origin()}: {msg}")
+            return DetectOutcome(rec.name, None, msg)
+        if _emulation.is_emulated(result.device_type) and not result.emulated:
+            result = result.model_copy(update={"emulated": True})
+        if result.count == 0:
+            return DetectOutcome(rec.name, None)
+        return DetectOutcome(rec.name, result)
+
+    def detect_all(self, *, refresh: bool = False) -> dict[str, DetectOutcome]:
+        """Detection outcomes of every installed backend."""
+        return {name: self.detect(name, refresh=refresh) for name in self.backends()}
+
+    # ------------------------------------------------------------- owner hooks
+    def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
+        """The owner backend's accepted variant names, best first (validated)."""
+        from .variants import validate_variant_name
+
+        rec = self.record(device.backend)
+        try:
+            result = self._owner_caller("list_variants", rec.name)(device=device, system=system)
+        except Exception as e:  # noqa: BLE001
+            raise PluginError(f"{rec.origin()} failed in list_variants: {_describe_exc(e)}") from e
+        names = result[0] if result else []
+        if not isinstance(names, (list, tuple)):
+            raise PluginError(
+                f"{rec.origin()}: list_variants returned {type(names).__name__}, expected list[str]"
+            )
+        out: list[str] = []
+        for n in names:
+            try:
+                out.append(validate_variant_name(n))
+            except Exception as e:  # noqa: BLE001
+                raise PluginError(f"{rec.origin()}: list_variants returned a bad name: {e}") from e
+        return list(dict.fromkeys(out))
+
+    def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Any) -> str | None:
+        """The owner's reason for rejecting ``variant`` (None when it has none)."""
+        rec = self.record(device.backend)
+        try:
+            reason = self._owner_caller("explain_variant", rec.name)(
+                device=device, system=system, variant=variant
+            )
+        except Exception as e:  # noqa: BLE001
+            return f"(backend '{rec.name}' could not explain: {_describe_exc(e)})"
+        return reason if isinstance(reason, str) else None
+
+    def load_kernel(self, device: DeviceInfo, load: Any) -> ModuleType | None:
+        """The owner's ``load_kernel`` answer (None: the core imports the variant)."""
+        rec = self.record(device.backend)
+        try:
+            module = self._owner_caller("load_kernel", rec.name)(device=device, load=load)
+        except Exception as e:
+            from .errors import KernelPluginsError
+
+            if isinstance(e, KernelPluginsError):
+                raise
+            raise PluginError(f"{rec.origin()} failed in load_kernel: {_describe_exc(e)}") from e
+        if module is not None and not isinstance(module, ModuleType):
+            raise PluginError(
+                f"{rec.origin()}: load_kernel returned {type(module).__name__}, expected a module"
+            )
+        return module
+
+    def locate_kernel(self, repo_id: str, device: DeviceInfo) -> Any:
+        """A kernel repository path some plugin ships for ``repo_id``, or None."""
+        for rec in self.backends().values():
+            try:
+                path = self._owner_caller("locate_kernel", rec.name)(repo_id=repo_id, device=device)
+            except Exception as e:  # noqa: BLE001
+                self._fail(rec.name, rec.distribution, rec.version, "locate_kernel", _describe_exc(e), e)
+                continue
+            if path is not None:
+                return path
+        return None
+
+    def synchronize(self, device: DeviceInfo) -> bool:
+        """Ask the owner to synchronise ``device``; True when it did."""
+        rec = self.record(device.backend)
+        try:
+            return bool(self._owner_caller("synchronize", rec.name)(device=device))
+        except Exception as e:
+            raise PluginError(f"{rec.origin()} failed in synchronize: {_describe_exc(e)}") from e
+
+    def emulate_device(self, backend: str, count: int, facts: dict[str, Any]) -> bool:
+        """Ask ``backend`` to install emulated vendor stand-ins; False when none exist."""
+        self.load()
+        if backend not in self._records:
+            return False
+        self._detected.pop(backend, None)
+        try:
+            return bool(self._owner_caller("emulate_device", backend)(count=count, facts=facts))
+        except Exception as e:
+            from .errors import KernelPluginsError
+
+            if isinstance(e, KernelPluginsError):
+                raise
+            raise PluginError(
+                f"{self._records[backend].origin()} failed in emulate_device: {_describe_exc(e)}"
+            ) from e
+
+    def clear_detection(self) -> None:
+        """Forget cached detection results (after emulating a device, for instance)."""
+        with self._lock:
+            self._detected.clear()
+
+
+def _unknown_hooks(module: object, pm: pluggy.PluginManager) -> list[str]:
+    names = []
+    for attr in dir(module):
+        fn = getattr(module, attr, None)
+        if callable(fn) and hasattr(fn, f"{hookspecs.PROJECT_NAME}_impl"):
+            if not hasattr(pm.hook, attr):
+                names.append(attr)
+    return names
+
+
+def _allowlist() -> set[str] | None:
+    raw = os.environ.get("KERNEL_PLUGINS_LOAD")
+    if raw is None:
+        return None
+    return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def _core_version() -> str | None:
+    from . import __version__
+
+    return __version__
+
+
+_manager: PluginManager | None = None
+_manager_lock = threading.Lock()
+
+
+def get_manager() -> PluginManager:
+    """The process-wide plugin manager (created and loaded lazily)."""
+    global _manager
+    with _manager_lock:
+        if _manager is None:
+            _manager = PluginManager()
+        return _manager
+
+
+def reset_manager(manager: PluginManager | None = None) -> PluginManager | None:
+    """Replace the process-wide manager (tests); returns the previous one."""
+    global _manager
+    with _manager_lock:
+        old, _manager = _manager, manager
+        return old

@@ -1,0 +1,165 @@
+"""Activation formulas and their derivatives, written with native PyTorch ops only.
+
+The forward formulas are the definitions: the custom operators in ``_ops`` return
+exactly what these functions return (bitwise), in the input's dtype, on the input's
+device. The derivatives compute ``grad * act'(x)``; where PyTorch has a native
+backward op (``silu_backward``, ``gelu_backward``) it is used so gradients match
+native autograd, otherwise the derivative is evaluated in at least float32 and cast
+back to the input dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+__all__ = ["Activation", "ACTIVATIONS", "GATED", "UNARY"]
+
+_GELU_FAST_COEF = 0.7978845608
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_TANH_CUBIC = 0.044715
+_QUICK_COEF = 1.702
+
+
+def _opmath(x: Tensor) -> Tensor:
+    """Return ``x`` in float32 when it is a lower-precision float, else unchanged."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
+def silu(x: Tensor) -> Tensor:
+    """``x * sigmoid(x)``."""
+    return F.silu(x)
+
+
+def silu_grad(x: Tensor, grad: Tensor) -> Tensor:
+    """``grad * silu'(x)`` (native ``silu_backward``)."""
+    return torch.ops.aten.silu_backward(grad, x)
+
+
+def gelu(x: Tensor) -> Tensor:
+    """Exact (erf) GELU."""
+    return F.gelu(x)
+
+
+def gelu_grad(x: Tensor, grad: Tensor) -> Tensor:
+    """``grad * gelu'(x)`` (native ``gelu_backward``)."""
+    return torch.ops.aten.gelu_backward(grad, x, approximate="none")
+
+
+def gelu_tanh(x: Tensor) -> Tensor:
+    """Tanh-approximated GELU as PyTorch defines it (``approximate="tanh"``)."""
+    return F.gelu(x, approximate="tanh")
+
+
+def gelu_tanh_grad(x: Tensor, grad: Tensor) -> Tensor:
+    """``grad * gelu_tanh'(x)`` (native ``gelu_backward``)."""
+    return torch.ops.aten.gelu_backward(grad, x, approximate="tanh")
+
+
+def gelu_fast(x: Tensor) -> Tensor:
+    """``0.5*x*(1+tanh(0.7978845608*x*(1+0.044715*x*x)))``."""
+    return 0.5 * x * (1 + torch.tanh(_GELU_FAST_COEF * x * (1 + _TANH_CUBIC * x * x)))
+
+
+def _tanh_gelu_grad(x: Tensor, grad: Tensor, coef: float) -> Tensor:
+    """``grad * d/dx [0.5*x*(1+tanh(coef*(x+0.044715*x**3)))]`` in float32 or wider."""
+    xf = _opmath(x)
+    t = torch.tanh(coef * xf * (1 + _TANH_CUBIC * xf * xf))
+    inner_grad = coef * (1 + 3 * _TANH_CUBIC * xf * xf)
+    derivative = 0.5 * (1 + t) + 0.5 * xf * (1 - t * t) * inner_grad
+    return (_opmath(grad) * derivative).to(x.dtype)
+
+
+def gelu_fast_grad(x: Tensor, grad: Tensor) -> Tensor:
+    """``grad * gelu_fast'(x)``."""
+    return _tanh_gelu_grad(x, grad, _GELU_FAST_COEF)
+
+
+def gelu_new(x: Tensor) -> Tensor:
+    """``0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x**3)))``."""
+    return 0.5 * x * (1 + torch.tanh(_SQRT_2_OVER_PI * (x + _TANH_CUBIC * x**3)))
+
+
+def gelu_new_grad(x: Tensor, grad: Tensor) -> Tensor:
+    """``grad * gelu_new'(x)``."""
+    return _tanh_gelu_grad(x, grad, _SQRT_2_OVER_PI)
+
+
+def gelu_quick(x: Tensor) -> Tensor:
+    """``x*sigmoid(1.702*x)``."""
+    return x * torch.sigmoid(_QUICK_COEF * x)
+
+
+def gelu_quick_grad(x: Tensor, grad: Tensor) -> Tensor:
+    """``grad * gelu_quick'(x)`` in float32 or wider."""
+    xf = _opmath(x)
+    s = torch.sigmoid(_QUICK_COEF * xf)
+    derivative = s + _QUICK_COEF * xf * s * (1 - s)
+    return (_opmath(grad) * derivative).to(x.dtype)
+
+
+def fatrelu(x: Tensor, threshold: float) -> Tensor:
+    """``x`` where ``x > threshold``, else 0 (NaN maps to 0, like the CUDA kernel)."""
+    return torch.where(x > threshold, x, 0.0)
+
+
+def fatrelu_grad(x: Tensor, grad: Tensor, threshold: float) -> Tensor:
+    """``grad`` where ``x > threshold``, else 0."""
+    return torch.where(x > threshold, grad, 0.0)
+
+
+@dataclass(frozen=True)
+class Activation:
+    """One activation kernel: its name, shape kind, formula and derivative.
+
+    ``kind`` is ``"unary"`` (``out = act(x)``), ``"act_and_mul"``
+    (``out = act(x[..., :d]) * x[..., d:]``) or ``"mul_and_act"``
+    (``out = x[..., :d] * act(x[..., d:])``). ``params`` names the extra float
+    arguments (with their defaults) that follow ``x``.
+    """
+
+    name: str
+    kind: str
+    act: Callable[..., Tensor]
+    grad: Callable[..., Tensor]
+    params: tuple[tuple[str, float], ...] = ()
+    batch_invariant: bool = False
+
+
+ACTIVATIONS: tuple[Activation, ...] = (
+    Activation("silu_and_mul", "act_and_mul", silu, silu_grad),
+    Activation("mul_and_silu", "mul_and_act", silu, silu_grad),
+    Activation("gelu_and_mul", "act_and_mul", gelu, gelu_grad),
+    Activation("gelu_tanh_and_mul", "act_and_mul", gelu_tanh, gelu_tanh_grad),
+    # Only comparisons and one multiplication: each element is exactly rounded, so the
+    # result for a row never depends on the other rows.
+    Activation(
+        "fatrelu_and_mul",
+        "act_and_mul",
+        fatrelu,
+        fatrelu_grad,
+        params=(("threshold", 0.0),),
+        batch_invariant=True,
+    ),
+    Activation("silu", "unary", silu, silu_grad),
+    Activation("gelu", "unary", gelu, gelu_grad),
+    Activation("gelu_tanh", "unary", gelu_tanh, gelu_tanh_grad),
+    Activation("gelu_fast", "unary", gelu_fast, gelu_fast_grad),
+    Activation("gelu_new", "unary", gelu_new, gelu_new_grad),
+    Activation("gelu_quick", "unary", gelu_quick, gelu_quick_grad),
+)
+"""Every activation this kernel provides, in the order of the Hub kernel's API."""
+
+GATED: tuple[str, ...] = tuple(a.name for a in ACTIVATIONS if a.kind != "unary")
+"""Names of the functions that split the last dimension in half."""
+
+UNARY: tuple[str, ...] = tuple(a.name for a in ACTIVATIONS if a.kind == "unary")
+"""Names of the element-wise functions (output shape = input shape)."""

@@ -1,0 +1,398 @@
+"""Build-variant names: parsing, naming helpers for plugins, and resolution.
+
+Everything here is pure (no I/O, no torch). :func:`resolve` takes the variant
+names a source has, the owner backend's accepted list (from its ``list_variants``
+hook) and an explanation callback, and returns a :class:`Resolution` with a reason
+for every rejected name. :func:`kernel_plugins.resolve_variants` wires it to the
+installed plugins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .device import DeviceInfo, SystemInfo
+from .errors import VariantNameError
+
+__all__ = [
+    "Variant",
+    "Decision",
+    "Resolution",
+    "parse_variant",
+    "validate_variant_name",
+    "arch_variant_names",
+    "noarch_variant_names",
+    "split_token",
+    "decode_token_version",
+    "version_token_reason",
+    "resolve",
+    "UNIVERSAL",
+]
+
+UNIVERSAL = "torch-universal"
+#: Oldest torch stable-ABI version builders publish (torch-stable-abi29 ...).
+STABLE_ABI_MIN_MINOR = 9
+MAX_NAME_LENGTH = 128
+
+Kind = Literal["arch", "stable-abi", "tvm-ffi", "noarch", "universal"]
+
+_TAIL = r"(?P<token>[a-z]+[0-9]*)-(?P<cpu>x86_64|aarch64)-(?P<os>linux|darwin|windows)"
+_ARCH_RE = re.compile(r"^torch(?P<maj>[0-9])(?P<min>[0-9]+)(?:-(?P<abi>cxx11|cxx98))?-" + _TAIL + "$")
+_STABLE_RE = re.compile(r"^torch-stable-abi(?P<maj>[0-9])(?P<min>[0-9]+)-" + _TAIL + "$")
+_TVM_RE = re.compile(r"^tvm-ffi(?P<maj>[0-9])(?P<min>[0-9]+)-" + _TAIL + "$")
+_NOARCH_RE = re.compile(r"^torch-(?P<backend>[a-z][a-z0-9_]*)$")
+_TOKEN_RE = re.compile(r"^(?P<prefix>[a-z]+)(?P<digits>[0-9]*)$")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A parsed build-variant name.
+
+    Attributes:
+        name: the folder name under ``build/``.
+        kind: ``arch`` (torch + ABI tag or tagless), ``stable-abi``, ``tvm-ffi``,
+            ``noarch`` (``torch-<backend>``) or ``universal`` (legacy ``torch-universal``).
+        version: torch version (arch), stable-ABI version or tvm-ffi version, as
+            ``(major, minor)``; None for noarch/universal.
+        abi: ``"cxx11"``/``"cxx98"`` for ABI-tagged arch variants, else None.
+        token: the backend token (``cu128``, ``cann83``, ``mlu313``), None for noarch.
+        cpu: ``x86_64``/``aarch64`` or None. os: ``linux``/``darwin``/``windows`` or None.
+        noarch_backend: the backend of a ``torch-<backend>`` variant.
+    """
+
+    name: str
+    kind: Kind
+    version: tuple[int, int] | None = None
+    abi: str | None = None
+    token: str | None = None
+    cpu: str | None = None
+    os: str | None = None
+    noarch_backend: str | None = None
+
+    @property
+    def token_prefix(self) -> str | None:
+        """Letters of the backend token (``cu`` for ``cu128``), or None."""
+        return split_token(self.token)[0] if self.token else None
+
+
+def validate_variant_name(name: object) -> str:
+    """Check that ``name`` is a safe, plain variant folder name and return it.
+
+    Raises :class:`VariantNameError` for non-strings, empty or huge names, path
+    separators, ``..`` and characters outside ``[a-z0-9_.-]``.
+    """
+    if not isinstance(name, str):
+        raise VariantNameError(f"variant name must be a string, got {type(name).__name__}")
+    if not name:
+        raise VariantNameError("variant name is empty; expected e.g. 'torch-cpu'")
+    shown = name if len(name) <= 60 else name[:57] + "..."
+    if len(name) > MAX_NAME_LENGTH:
+        raise VariantNameError(
+            f"variant name {shown!r} is {len(name)} characters long (at most {MAX_NAME_LENGTH})"
+        )
+    if "/" in name or "\\" in name or name in (".", "..") or ".." in name:
+        raise VariantNameError(
+            f"variant name {shown!r} contains a path separator or '..'; a variant is one folder "
+            "directly under build/"
+        )
+    if not re.fullmatch(r"[a-z0-9_.\-]+", name):
+        raise VariantNameError(
+            f"variant name {shown!r} has characters other than lowercase ASCII letters, digits, "
+            "'_', '.', '-'"
+        )
+    return name
+
+
+def parse_variant(name: str) -> Variant:
+    """Parse a variant name into a :class:`Variant`.
+
+    Raises :class:`VariantNameError` naming the form expected when the name fits none.
+
+    >>> parse_variant("torch210-cxx11-cu128-x86_64-linux").token
+    'cu128'
+    """
+    validate_variant_name(name)
+    if name == UNIVERSAL:
+        return Variant(name=name, kind="universal")
+    for regex, kind in ((_STABLE_RE, "stable-abi"), (_ARCH_RE, "arch"), (_TVM_RE, "tvm-ffi")):
+        m = regex.match(name)
+        if m:
+            return Variant(
+                name=name,
+                kind=kind,  # type: ignore[arg-type]
+                version=(int(m.group("maj")), int(m.group("min"))),
+                abi=m.groupdict().get("abi"),
+                token=m.group("token"),
+                cpu=m.group("cpu"),
+                os=m.group("os"),
+            )
+    m = _NOARCH_RE.match(name)
+    if m and not name.startswith(("torch-stable-abi",)):
+        return Variant(name=name, kind="noarch", noarch_backend=m.group("backend"))
+    raise VariantNameError(
+        f"variant name {name!r} has no known form: expected torch<M><m>[-cxx11|-cxx98]-<backend>-"
+        "<cpu>-<os> (e.g. torch210-cxx11-cu128-x86_64-linux), torch-stable-abi<M><m>-..., "
+        "tvm-ffi<M><m>-..., torch-<backend> or torch-universal"
+    )
+
+
+def split_token(token: str) -> tuple[str, str]:
+    """Split a backend token into letters and digits: ``"cu128"`` -> ``("cu", "128")``."""
+    m = _TOKEN_RE.match(token)
+    if not m:
+        raise VariantNameError(f"backend token {token!r} is not letters followed by digits")
+    return m.group("prefix"), m.group("digits")
+
+
+def decode_token_version(digits: str, major_width: int = 1) -> tuple[int, int] | None:
+    """Decode the digits of a backend token into ``(major, minor)``.
+
+    ``major_width`` says how many leading digits form the major version: CUDA uses 2
+    (``128`` -> 12.8, ``1210`` -> 12.10), Ascend CANN 1 below 10 (``83`` -> 8.3). Returns
+    None when the digits are too short.
+    """
+    if len(digits) <= major_width:
+        return None
+    return int(digits[:major_width]), int(digits[major_width:])
+
+
+def version_token_reason(
+    label: str,
+    variant_version: tuple[int, int] | None,
+    system_version: tuple[int, int] | None,
+    rule: Literal["exact", "same-major"],
+    *,
+    token: str | None = None,
+) -> str:
+    """Write a rejection reason for a versioned backend token.
+
+    ``rule="same-major"`` is the CUDA rule (same major, minor <= the system's);
+    ``"exact"`` needs the same major.minor. Examples::
+
+        CUDA 13.0 is newer than the system's CUDA 12.8
+        CUDA 11.8 has another major version than the system's CUDA 12.8
+        CANN 8.2 does not match the system's CANN 8.3 (an exact match is required)
+    """
+
+    def fmt(v: tuple[int, int] | None) -> str:
+        return "unknown" if v is None else f"{v[0]}.{v[1]}"
+
+    if variant_version is None:
+        return f"backend token {token!r} does not encode a {label} version"
+    if system_version is None:
+        return f"{label} {fmt(variant_version)} cannot be checked: the system's {label} version is unknown"
+    if rule == "same-major":
+        if variant_version[0] != system_version[0]:
+            return (
+                f"{label} {fmt(variant_version)} has another major version than the system's "
+                f"{label} {fmt(system_version)}"
+            )
+        if variant_version > system_version:
+            return f"{label} {fmt(variant_version)} is newer than the system's {label} {fmt(system_version)}"
+        return f"{label} {fmt(variant_version)} is not accepted on {label} {fmt(system_version)}"
+    return (
+        f"{label} {fmt(variant_version)} does not match the system's {label} "
+        f"{fmt(system_version)} (an exact match is required)"
+    )
+
+
+def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
+    """Arch variant names for ``tokens`` (best first) on ``system``, in preference order.
+
+    Order: torch stable-ABI (newest ABI first, then token order), tagless torch arch,
+    ABI-tagged torch arch, then tvm-ffi. Returns [] when torch is not installed and no
+    tvm-ffi is present.
+
+    >>> s = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
+    >>> arch_variant_names(s, ["cu128"])[-1]
+    'torch213-cxx11-cu128-x86_64-linux'
+    """
+    tail = f"{system.cpu}-{system.os}"
+    names: list[str] = []
+    if system.torch_version is not None:
+        major, minor = system.torch_version
+        for abi_minor in range(minor, STABLE_ABI_MIN_MINOR - 1, -1):
+            names += [f"torch-stable-abi{major}{abi_minor}-{t}-{tail}" for t in tokens]
+        names += [f"torch{major}{minor}-{t}-{tail}" for t in tokens]
+        if system.cxx11_abi is not None:
+            tag = "cxx11" if system.cxx11_abi else "cxx98"
+            names += [f"torch{major}{minor}-{tag}-{t}-{tail}" for t in tokens]
+    if system.tvm_ffi_version is not None:
+        tmaj, tmin = system.tvm_ffi_version
+        names += [f"tvm-ffi{tmaj}{tmin}-{t}-{tail}" for t in tokens]
+    return names
+
+
+def noarch_variant_names(backend: str, *, universal: bool = True) -> list[str]:
+    """``["torch-<backend>", "torch-universal"]`` (the universal one optional)."""
+    return [f"torch-{backend}"] + ([UNIVERSAL] if universal else [])
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The verdict on one available variant: accepted (with rank) or rejected (with reason)."""
+
+    variant: str
+    accepted: bool
+    reason: str | None = None
+    rank: int | None = None
+
+    def describe(self) -> str:
+        """``name: accepted (#1)`` or ``name: <reason>``."""
+        if self.accepted:
+            return f"{self.variant}: accepted (preference #{(self.rank or 0) + 1})"
+        return f"{self.variant}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The result of resolving a set of variant names for a device.
+
+    Attributes:
+        accepted: accepted variant names, best first.
+        decisions: one :class:`Decision` per available name, accepted first (in
+            preference order), then rejected ones sorted by name.
+        device: the device resolved for. system: the system resolved on.
+    """
+
+    accepted: tuple[str, ...]
+    decisions: tuple[Decision, ...]
+    device: DeviceInfo
+    system: SystemInfo
+    preference: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def best(self) -> str | None:
+        """The best accepted variant, or None."""
+        return self.accepted[0] if self.accepted else None
+
+    def trace(self) -> str:
+        """One line per decision, in resolution order."""
+        return "\n".join("  " + d.describe() for d in self.decisions) or "  (no variants)"
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return {
+            "device": self.device.model_dump(mode="json"),
+            "system": self.system.to_dict(),
+            "best": self.best,
+            "accepted": list(self.accepted),
+            "decisions": [
+                {"variant": d.variant, "accepted": d.accepted, "reason": d.reason}
+                for d in self.decisions
+            ],
+        }
+
+
+Explain = Callable[[Variant], "str | None"]
+
+
+def _fmt(v: tuple[int, int] | None) -> str:
+    return "none" if v is None else f"{v[0]}.{v[1]}"
+
+
+def _generic_reason(v: Variant, device: DeviceInfo, system: SystemInfo) -> str | None:
+    """The reason a variant cannot load, from the parts every backend shares."""
+    if v.kind == "noarch":
+        if v.noarch_backend != device.backend:
+            return (
+                f"noarch variant for backend '{v.noarch_backend}'; the device is "
+                f"'{device.device_type}' (backend '{device.backend}', noarch name torch-{device.backend})"
+            )
+        return None
+    if v.kind == "universal":
+        return None
+    if v.os != system.os:
+        return f"built for OS {v.os}, the system is {system.os}"
+    if v.cpu != system.cpu:
+        return f"built for CPU {v.cpu}, the system is {system.cpu}"
+    if v.kind == "tvm-ffi":
+        if system.tvm_ffi_version is None:
+            return f"built against tvm-ffi {_fmt(v.version)}, but tvm-ffi is not installed"
+        if v.version != system.tvm_ffi_version:
+            return (
+                f"built against tvm-ffi {_fmt(v.version)}, installed tvm-ffi is "
+                f"{_fmt(system.tvm_ffi_version)}"
+            )
+        return None
+    if system.torch_version is None:
+        return f"built for torch {_fmt(v.version)}, but torch is not installed"
+    if v.kind == "stable-abi":
+        if v.version is not None and (v.version[0] != system.torch_version[0] or v.version > system.torch_version):
+            return (
+                f"torch stable ABI {_fmt(v.version)} needs torch >= {_fmt(v.version)} "
+                f"(same major), installed torch is {_fmt(system.torch_version)}"
+            )
+        return None
+    if v.version != system.torch_version:
+        return f"built for torch {_fmt(v.version)}, installed torch is {_fmt(system.torch_version)}"
+    if v.abi is not None and system.cxx11_abi is not None:
+        want = "cxx11" if system.cxx11_abi else "cxx98"
+        if v.abi != want:
+            return f"built with the {v.abi} C++ ABI, installed torch uses {want}"
+    return None
+
+
+def resolve(
+    available: Iterable[str],
+    device: DeviceInfo,
+    system: SystemInfo,
+    preference: Sequence[str],
+    *,
+    explain: Explain | None = None,
+    token_owner: Callable[[str], str | None] | None = None,
+) -> Resolution:
+    """Decide for every available variant name whether it fits, and rank the fits.
+
+    :param available: variant names found in the source (duplicates ignored).
+    :param device: the device to load for.
+    :param system: the host's system facts.
+    :param preference: the owner backend's accepted names, best first.
+    :param explain: the owner backend's ``explain_variant`` (reason for a token it rejects).
+    :param token_owner: maps a token prefix (``cu``) to the display name of the backend
+        that uses it, for "built for another backend" reasons.
+    :return: a :class:`Resolution`. Never raises for malformed names: they are rejected
+        with their parse error as the reason.
+    """
+    rank = {name: i for i, name in enumerate(preference)}
+    accepted: list[tuple[int, str]] = []
+    rejected: list[Decision] = []
+    for name in sorted(set(available), key=lambda n: (str(type(n)), str(n))):
+        try:
+            v = parse_variant(name)
+        except VariantNameError as e:
+            rejected.append(Decision(str(name), False, f"malformed variant name: {e}"))
+            continue
+        if name in rank:
+            accepted.append((rank[name], name))
+            continue
+        reason = _generic_reason(v, device, system)
+        if reason is None and v.token is not None:
+            prefix = v.token_prefix or ""
+            owner = token_owner(prefix) if token_owner else None
+            if owner is not None and owner != device.backend:
+                reason = f"built for backend '{owner}' (token {v.token}); the device is '{device.backend}'"
+            elif explain is not None:
+                reason = explain(v)
+            if reason is None:
+                reason = (
+                    f"backend token {v.token} is not accepted by backend '{device.backend}' on "
+                    "this system"
+                )
+        if reason is None:
+            reason = f"not in backend '{device.backend}'s accepted variants on this system"
+        rejected.append(Decision(name, False, reason))
+    accepted.sort()
+    decisions = tuple(Decision(n, True, None, i) for i, (_, n) in enumerate(accepted)) + tuple(
+        sorted(rejected, key=lambda d: d.variant)
+    )
+    return Resolution(
+        accepted=tuple(n for _, n in accepted),
+        decisions=decisions,
+        device=device,
+        system=system,
+        preference=tuple(preference),
+    )
