@@ -48,6 +48,7 @@ __all__ = [
     "register_property",
     "known_properties",
     "normalize_require",
+    "validate_properties",
     "declared_properties",
     "public_members",
     "check_module",
@@ -100,7 +101,20 @@ def normalize_require(require: Iterable[str] | str | None) -> frozenset[str]:
     """
     if require is None:
         return frozenset()
-    names = (require,) if isinstance(require, str) else tuple(require)
+    return validate_properties((require,) if isinstance(require, str) else require)
+
+
+def validate_properties(names: Iterable[str]) -> frozenset[str]:
+    """Check that every name is a known property; returns them as a frozenset.
+
+    Raises :class:`ContractError` for a non-string or an unknown name, listing the known ones.
+    """
+    if isinstance(names, str):
+        raise ContractError(
+            f"expected a collection of property names, got the string {names!r}; "
+            f"write {{{names!r}}}"
+        )
+    names = tuple(names)
     for n in names:
         if not isinstance(n, str):
             raise ContractError(f"required properties must be strings, got {n!r}")

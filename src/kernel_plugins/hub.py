@@ -392,7 +392,7 @@ def _revision_via_repo_info(
                 f"Revision {revision!r} of {repo_id} not found; branches and tags: "
                 f"{_format_refs(branches, tags)}. Pass one of those or a commit sha."
             ) from exc
-        raise _map_error(exc, repo_id, revision, endpoint, "resolving the revision") from exc
+        raise _map_error(exc, repo_id, revision, endpoint, "looking up the revision") from exc
     if not info.sha:
         raise HubError(f"The Hub returned no commit sha for {repo_id} at revision {revision!r}.")
     return str(info.sha)
@@ -469,7 +469,7 @@ def _first_type(
             if _is_not_found(exc):
                 last = exc
                 continue
-            raise _map_error(exc, repo_id, revision, endpoint, "resolving") from exc
+            raise _map_error(exc, repo_id, revision, endpoint, "looking up revisions") from exc
         _remember_type(endpoint, repo_id, t)
         return t, result
     tried = " or ".join(types)
@@ -753,9 +753,15 @@ def _map_error(
             if any(_storage_folder(repo_id, t).is_dir() for t in REPO_TYPES)
             else ""
         )
+        names = ("ConnectError", "ConnectTimeout", "ConnectionError")
+        if isinstance(exc, ConnectionRefusedError) or type(exc).__name__ in names:
+            return HubError(
+                f"Could not reach the Hub at {url} while {doing} for {repo_id}{at} ({detail}). "
+                f"Check the network and HF_ENDPOINT.{hint}"
+            )
         return HubError(
-            f"Could not reach the Hub at {url} while {doing} for {repo_id}{at} ({detail}). "
-            f"Check the network and HF_ENDPOINT.{hint}"
+            f"The connection to the Hub at {url} broke off while {doing} for {repo_id}{at} "
+            f"({detail}). Try again: files already downloaded are kept.{hint}"
         )
     if isinstance(exc, OSError) and type(exc).__name__ in (
         "LocalEntryNotFoundError",

@@ -207,6 +207,14 @@ class PluginManager:
     def _add(
         self, module: object, name: str, dist: str | None, version: str | None, *, builtin: bool
     ) -> BackendRecord | None:
+        if name in self._records:
+            other = self._records[name]
+            self._fail(
+                name, dist, version, "register",
+                f"backend name {name!r} is already provided by {other.origin()}; uninstall one of "
+                "the two distributions",
+            )
+            return None
         unknown = _unknown_hooks(module, self._pm)
         if unknown:
             self._fail(
@@ -240,15 +248,6 @@ class PluginManager:
                 name, dist, version, "backend_spec",
                 f"declares backend {spec.name!r} but is registered as {name!r}; the entry-point "
                 "name must be the backend name",
-            )
-            return None
-        if name in self._records:
-            other = self._records[name]
-            self._pm.unregister(module)
-            self._fail(
-                name, dist, version, "register",
-                f"backend name {name!r} is already provided by {other.origin()}; uninstall one of "
-                "the two distributions",
             )
             return None
         rec = BackendRecord(spec, module, dist, version, builtin)

@@ -31,6 +31,7 @@ per asyncio task, through a :class:`contextvars.ContextVar`).
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ __all__ = [
     "current_mapping",
     "find_candidates",
     "validate_device_key",
+    "describe_device",
 ]
 
 _SEQ = itertools.count()
@@ -209,9 +211,7 @@ def _split_device_value(value: object, where: str) -> dict[RangeKey, dict[Mode, 
         elif isinstance(k, Mode):
             plain.update(_split_modes({k: v}, where))
         else:
-            raise MappingError(
-                f"keys of {where} must be CapabilityRange or Mode values, got {k!r}"
-            )
+            raise MappingError(f"keys of {where} must be CapabilityRange or Mode values, got {k!r}")
     if plain:
         out[None] = plain
     return out
@@ -246,13 +246,9 @@ _EMPTY = KernelMapping()
 _global: KernelMapping = _EMPTY
 
 
-def _contextvar() -> Any:
-    import contextvars
-
-    return contextvars.ContextVar("kernel_plugins_kernel_mapping", default=None)
-
-
-_ACTIVE = _contextvar()
+_ACTIVE: contextvars.ContextVar[KernelMapping | None] = contextvars.ContextVar(
+    "kernel_plugins_kernel_mapping", default=None
+)
 
 
 def current_mapping() -> KernelMapping:
@@ -332,7 +328,10 @@ def describe_device(device: DeviceLike) -> str:
     extra = []
     if device.backend != device.device_type:
         extra.append(f"backend {device.backend}")
-    extra.append(f"capability {format_capability(device.capability)}")
+    if device.capability is None:
+        extra.append("no capability reported")
+    else:
+        extra.append(f"capability {format_capability(device.capability)}")
     if getattr(device, "emulated", False):
         extra.append("emulated")
     return f"{device.device_type} ({', '.join(extra)})"

@@ -13,7 +13,8 @@ host/device copies reach explicit PrivateUse1 kernels registered here.
 What it proves and what it does not: routing, device bookkeeping, dtype handling and
 error paths of the code under test; never vendor kernels, collectives or speed. Not
 available: ``torch.Generator(<name>)`` (random numbers come from the CPU generator),
-pinned memory, ``data_ptr()`` (0), storage access, ``torch.save`` of device tensors.
+pinned memory, ``data_ptr()`` (0), storage access, ``torch.accelerator.set_device_index``
+and ``torch.accelerator.synchronize()``.
 
 This module imports torch; import it lazily.
 """
@@ -443,3 +444,5 @@ def install_privateuse1_device(name: str, count: int, module: types.ModuleType) 
         torch._C._acc.register_python_privateuseone_hook(_Hooks())
         torch._C._acc.register_python_privateuseone_device_guard(_Guard())
         _register_kernels()
+        # Saved device tensors reload with torch.load's default weights_only=True.
+        torch.serialization.add_safe_globals([EmulatedTensor])

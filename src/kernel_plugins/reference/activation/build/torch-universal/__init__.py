@@ -24,14 +24,12 @@ from typing import TYPE_CHECKING
 
 from . import layers
 from ._native import ACTIVATIONS
-from ._ops import NAMESPACE, add_op_namespace_prefix, ops
+from ._ops import ops
 
 if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = [
-    "NAMESPACE",
-    "add_op_namespace_prefix",
     "fatrelu_and_mul",
     "gelu",
     "gelu_and_mul",

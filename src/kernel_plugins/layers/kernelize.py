@@ -1,0 +1,327 @@
+"""``kernelize``: replace the forward of marked layers by the mapped kernels' forwards.
+
+For each module of the model whose class is marked (``kernel_layer_name``), the
+candidates of the active mapping (:mod:`~kernel_plugins.layers.mapping`) are tried in
+order. A candidate is loaded with :func:`kernel_plugins.load` (once per kernelize call),
+its layer class or function validated (:mod:`~kernel_plugins.layers.validation`), and it
+is used when it fits the mode and declares every required property. The module
+instance then gets ``forward = MethodType(kernel_cls.forward, module)`` (for a marked
+function: the kernel function itself), so a call goes straight to the kernel's code,
+with no wrapper in between.
+
+When no candidate fits:
+
+* with ``require`` non-empty: :class:`~kernel_plugins.errors.ContractError`; the original
+  forward declares no properties, so it never stands in;
+* else with ``use_fallback=True``: the original forward (the class's own);
+* else :class:`~kernel_plugins.errors.LayerError` naming the layer, the device, the mode
+  and what each candidate lacked.
+
+A candidate that cannot be loaded on this device (no compatible variant, Hub
+unreachable, a missing Python dependency) is skipped with a warning. Other load errors
+(integrity, trust, lock file, strict-mode refusals...) and invalid kernel layers raise.
+The loader itself decides on reference fallbacks and reports them.
+
+``DISABLE_KERNEL_MAPPING=1`` (read at each call) makes kernelize restore the original
+forward of every marked module instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import types
+import warnings
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..contracts import format_properties, normalize_require
+from ..errors import (
+    ContractError,
+    HubError,
+    LayerError,
+    MissingDependencyError,
+    NoCompatibleVariantError,
+)
+from .decorators import marked_name, original_function
+from .mapping import Candidate, KernelMapping, current_mapping, describe_device
+from .mode import Mode, check_kernelize_mode, describe_mode
+from .repositories import KernelRepository
+from .validation import (
+    KernelTraits,
+    check_registered_mode,
+    missing_for,
+    validate_function,
+    validate_layer,
+)
+
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = ["kernelize", "KernelChoice", "kernel_choice", "mapping_disabled", "DISABLE_ENV"]
+
+log = logging.getLogger("kernel_plugins.layers")
+
+#: Environment variable that makes kernelize keep / restore original forwards.
+DISABLE_ENV = "DISABLE_KERNEL_MAPPING"
+
+#: Load errors meaning "this kernel is not available here": the candidate is skipped.
+_SKIPPABLE = (NoCompatibleVariantError, HubError, MissingDependencyError, ContractError)
+
+_CHOICES: weakref.WeakKeyDictionary[Any, KernelChoice] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """What the last kernelize call decided for one module.
+
+    Attributes:
+        layer_name: the marked name. mode: the kernelize mode. device: the device, as text.
+        candidate: the mapping entry used, or None when the original forward is used.
+        kernel_module: ``__name__`` of the loaded kernel module, or None.
+        skipped: one line per candidate tried before, with why it was not used.
+        provenance: the kernel module's ``__kernel_provenance__`` (source ``hub``,
+            ``local``, ``reference``...), or None.
+    """
+
+    layer_name: str
+    mode: Mode
+    device: str
+    candidate: Candidate | None
+    kernel_module: str | None
+    skipped: tuple[str, ...] = ()
+    provenance: Any = None
+
+    @property
+    def uses_kernel(self) -> bool:
+        """True when a kernel's forward replaced the original."""
+        return self.candidate is not None
+
+
+def kernel_choice(module: object) -> KernelChoice | None:
+    """The decision of the last :func:`kernelize` for this module instance, or None."""
+    try:
+        return _CHOICES.get(module)
+    except TypeError:
+        return None
+
+
+def mapping_disabled() -> bool:
+    """Whether ``DISABLE_KERNEL_MAPPING`` is set to a true value (``1``, ``true``, ``yes``)."""
+    raw = os.environ.get(DISABLE_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise LayerError(f"{DISABLE_ENV}={raw!r} is not understood; use 1 to disable or 0 to enable")
+
+
+def _resolve_device(device: object) -> Any:
+    """The DeviceInfo kernelize selects kernels for (default: :func:`kernel_plugins.get_device`)."""
+    import kernel_plugins
+
+    return kernel_plugins.get_device(device)
+
+
+def _load_kernel(repo: KernelRepository, device: Any) -> types.ModuleType:
+    """Load a candidate's kernel module through :func:`kernel_plugins.load`."""
+    import kernel_plugins
+
+    options = {k: v for k, v in repo.load_options().items() if v is not None}
+    return kernel_plugins.load(repo.target(), device=device, **options)
+
+
+def _restore(module: Any) -> None:
+    module.__dict__.pop("forward", None)
+
+
+class _Session:
+    """State of one kernelize call: device, mapping snapshot and per-call caches."""
+
+    def __init__(self, mode: Mode, device: object, require: frozenset[str], fallback: bool):
+        self.mode = mode
+        self.require = require
+        self.use_fallback = fallback
+        self._device_arg = device
+        self._device: Any = None
+        self.mapping: KernelMapping = current_mapping()
+        self._modules: dict[KernelRepository, types.ModuleType | Exception] = {}
+        self._traits: dict[tuple[KernelRepository, type], tuple[Any, KernelTraits]] = {}
+
+    @property
+    def device(self) -> Any:
+        if self._device is None:
+            self._device = _resolve_device(self._device_arg)
+        return self._device
+
+    def load(self, repo: KernelRepository) -> types.ModuleType | Exception:
+        if repo not in self._modules:
+            try:
+                self._modules[repo] = _load_kernel(repo, self.device)
+            except _SKIPPABLE as e:
+                warnings.warn(
+                    f"kernelize: skipping {repo.describe()} on {describe_device(self.device)}: {e}",
+                    stacklevel=4,
+                )
+                self._modules[repo] = e
+        return self._modules[repo]
+
+    def implementation(self, cand: Candidate, module: Any) -> tuple[Any, KernelTraits] | str:
+        """The validated kernel member and its traits, or why it is unavailable."""
+        cls = type(module)
+        key = (cand.repo, cls)
+        if key in self._traits:
+            return self._traits[key]
+        func = original_function(module)
+        if (func is None) != (cand.repo.kind == "layer"):
+            want = "a LayerRepository" if func is None else "a FuncRepository"
+            raise LayerError(
+                f"{cand.describe()} cannot serve `{cand.layer_name}`: it marks a "
+                f"{'layer class' if func is None else 'function'}, so map it to {want}"
+            )
+        kmod = self.load(cand.repo)
+        if isinstance(kmod, Exception):
+            return f"could not be loaded: {kmod}"
+        where = cand.repo.describe()
+        if func is None:
+            layers = getattr(kmod, "layers", None)
+            impl = getattr(layers, cand.repo.member, None) if layers is not None else None
+            if impl is None:
+                names = sorted(n for n in dir(layers) if not n.startswith("_")) if layers else []
+                raise LayerError(
+                    f"{where}: the kernel module {kmod.__name__} has "
+                    + (
+                        f"no layer `{cand.repo.member}` (layers: {', '.join(names) or 'none'})"
+                        if layers is not None
+                        else "no `layers` attribute"
+                    )
+                )
+            traits = validate_layer(impl, cls, where=where)
+        else:
+            impl = getattr(kmod, cand.repo.member, None)
+            if impl is None:
+                raise LayerError(f"{where}: kernel module {kmod.__name__} has no such function")
+            traits = validate_function(impl, func, where=where, module=kmod, name=cand.repo.member)
+        check_registered_mode(traits, cand.mode, where=f"{where} (for `{cand.layer_name}`)")
+        self._traits[key] = (impl, traits)
+        return impl, traits
+
+
+def _install(module: Any, impl: Any) -> None:
+    if original_function(module) is not None:
+        module.forward = impl
+    else:
+        module.forward = types.MethodType(impl.forward, module)
+
+
+def _nothing_mapped(session: _Session, name: str) -> str:
+    keys = session.mapping.device_keys(name)
+    if not keys:
+        layers = ", ".join(session.mapping.layer_names()) or "none"
+        return f"  - `{name}` is not in the kernel mapping (mapped layers: {layers})"
+    dev = session.device
+    return (
+        f"  - nothing mapped for `{name}` fits backend {dev.backend!r} / device type "
+        f"{dev.device_type!r} in this mode and capability (mapped device keys: {', '.join(keys)})"
+    )
+
+
+def _kernelize_module(module: Any, name: str, session: _Session) -> None:
+    cls_name = type(module).__name__
+    what = f"layer `{name}` ({cls_name})"
+    if session.require and mapping_disabled():
+        raise ContractError(
+            f"{what} requires {format_properties(session.require)}, but {DISABLE_ENV}=1 "
+            f"keeps the original forward, which declares no properties; unset {DISABLE_ENV} "
+            f"or drop require"
+        )
+    candidates = session.mapping.candidates(name, session.device, session.mode)
+    skipped: list[str] = []
+    for cand in candidates:
+        found = session.implementation(cand, module)
+        if isinstance(found, str):
+            skipped.append(f"  - {cand.describe()}: {found}")
+            continue
+        impl, traits = found
+        lacks = missing_for(traits, session.mode, session.require)
+        if lacks:
+            skipped.append(f"  - {cand.describe()}: lacks {'; '.join(lacks)}")
+            continue
+        _install(module, impl)
+        kmod = session.load(cand.repo)
+        _CHOICES[module] = KernelChoice(
+            name,
+            session.mode,
+            describe_device(session.device),
+            cand,
+            getattr(kmod, "__name__", None),
+            tuple(skipped),
+            getattr(kmod, "__kernel_provenance__", None),
+        )
+        log.info("kernelize: %s uses %s", what, cand.describe())
+        return
+    reasons = skipped or [_nothing_mapped(session, name)]
+    context = f"{what} on {describe_device(session.device)} in mode {describe_mode(session.mode)}"
+    if session.require:
+        raise ContractError(
+            f"{context} requires {format_properties(session.require)}, and no kernel "
+            f"provides it:\n" + "\n".join(reasons) + f"\nThe original forward of `{cls_name}` "
+            f"declares no properties, so it is never used when properties are required. Map "
+            f"a kernel that declares them (kernel_properties = frozenset({{...}})) or drop require."
+        )
+    if not session.use_fallback:
+        raise LayerError(
+            f"no kernel fits {context}:\n"
+            + "\n".join(reasons)
+            + "\nMap a kernel that fits, or pass use_fallback=True to keep the original forward."
+        )
+    _restore(module)
+    _CHOICES[module] = KernelChoice(
+        name, session.mode, describe_device(session.device), None, None, tuple(reasons)
+    )
+    log.info("kernelize: %s keeps its original forward:\n%s", context, "\n".join(reasons))
+
+
+def kernelize(
+    model: nn.Module,
+    *,
+    mode: Mode,
+    device: object = None,
+    use_fallback: bool = True,
+    require: set[str] | frozenset[str] | str | None = None,
+) -> nn.Module:
+    """Replace the forward of every marked layer of ``model`` by the best mapped kernel's.
+
+    :param model: the model (any ``nn.Module``; the model itself may be a marked layer).
+    :param mode: ``Mode.INFERENCE`` or ``Mode.TRAINING``, optionally ``| Mode.TORCH_COMPILE``.
+    :param device: ``"cuda"``, ``"mlu:1"``, a ``torch.device`` or a DeviceInfo; default
+        :func:`kernel_plugins.get_device` (the preferred available device).
+    :param use_fallback: keep the original forward when no kernel fits (else raise
+        :class:`~kernel_plugins.errors.LayerError`).
+    :param require: properties every chosen kernel must declare (e.g. ``{"deterministic"}``);
+        see :mod:`kernel_plugins.contracts`. The original forward never satisfies them.
+    :return: ``model`` itself, changed in place.
+
+    Example::
+
+        model = kernelize(model, mode=Mode.INFERENCE | Mode.TORCH_COMPILE, device="mlu")
+    """
+    import torch.nn as nn
+
+    mode = check_kernelize_mode(mode)
+    required = normalize_require(require)
+    if not isinstance(model, nn.Module):
+        raise LayerError(f"kernelize expects a torch.nn.Module, got {type(model).__name__}")
+    session = _Session(mode, device, required, use_fallback)
+    disabled = mapping_disabled()
+    for _, module in model.named_modules():
+        name = marked_name(module)
+        if name is None:
+            continue
+        if disabled and not required:
+            _restore(module)
+            _CHOICES.pop(module, None)
+            continue
+        _kernelize_module(module, name, session)
+    return model

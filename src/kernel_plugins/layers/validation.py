@@ -1,0 +1,210 @@
+"""Checks on kernel layers and kernel functions before they replace a forward.
+
+A kernel layer class must:
+
+* be a ``torch.nn.Module`` subclass that does not define ``__init__`` (it is stateless:
+  its forward runs on the original module instance and uses that instance's attributes);
+* add no members beyond ``forward`` and the declared class attributes ``has_backward``
+  (bool, default True), ``can_torch_compile`` (bool, default False) and
+  ``kernel_properties`` (a set of property names, default empty);
+* have a ``forward`` whose signature matches the original's: the same number of
+  parameters, the same kinds (positional, keyword-only, ``*args``, ``**kwargs``) in the
+  same order, and the same names for keyword-only parameters. Names of positional
+  parameters may differ (as in the Hub ``kernels`` package).
+
+A kernel function (for a marked function) must be callable with a signature matching the
+original function's by the same rule; it declares ``has_backward`` / ``can_torch_compile``
+as function attributes (same defaults) and its properties through the kernel module's
+``__kernel_properties__`` (see :mod:`kernel_plugins.contracts`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+
+from ..contracts import declared_properties, format_properties
+from ..errors import LayerError
+from .mode import Mode, describe_mode
+
+__all__ = [
+    "KernelTraits",
+    "ALLOWED_MEMBERS",
+    "validate_layer",
+    "validate_function",
+    "check_signature",
+    "missing_for",
+    "check_registered_mode",
+]
+
+#: Class attributes a kernel layer may declare besides ``forward``.
+ALLOWED_MEMBERS = frozenset({"has_backward", "can_torch_compile", "kernel_properties"})
+
+
+@dataclass(frozen=True)
+class KernelTraits:
+    """What a validated kernel layer or function declares.
+
+    Attributes: has_backward, can_torch_compile, properties (declared property names).
+    """
+
+    has_backward: bool
+    can_torch_compile: bool
+    properties: frozenset[str]
+
+
+def _flag(obj: object, attr: str, default: bool, where: str) -> bool:
+    value = getattr(obj, attr, default)
+    if not isinstance(value, bool):
+        raise LayerError(f"{where}: {attr} must be True or False, got {value!r}")
+    return value
+
+
+def _signature(fn: Callable[..., object], where: str) -> inspect.Signature:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError) as e:
+        raise LayerError(f"{where}: cannot read the signature of {fn!r}: {e}") from e
+
+
+def check_signature(
+    kernel_fn: Callable[..., object],
+    original_fn: Callable[..., object],
+    *,
+    where: str,
+    original: str,
+) -> None:
+    """Raise :class:`~kernel_plugins.errors.LayerError` unless the signatures match.
+
+    :param where: names the kernel side in the message; ``original``: the original side.
+    """
+    got = list(_signature(kernel_fn, where).parameters.values())
+    want = list(_signature(original_fn, original).parameters.values())
+
+    def show(params: list[inspect.Parameter]) -> str:
+        return "(" + ", ".join(str(p) for p in params) + ")"
+
+    problem = None
+    if len(got) != len(want):
+        problem = f"{len(got)} parameters instead of {len(want)}"
+    else:
+        for g, w in zip(got, want, strict=True):
+            if g.kind != w.kind:
+                problem = f"parameter `{g.name}` is {g.kind.description}, `{w.name}` is " + (
+                    w.kind.description
+                )
+                break
+            if w.kind is inspect.Parameter.KEYWORD_ONLY and g.name != w.name:
+                problem = f"keyword-only parameter `{g.name}` should be `{w.name}`"
+                break
+    if problem:
+        raise LayerError(
+            f"{where}: forward signature {show(got)} does not match {original} {show(want)}: "
+            f"{problem}"
+        )
+
+
+def validate_layer(kernel_cls: object, original_cls: type, *, where: str) -> KernelTraits:
+    """Check a kernel layer class against the class whose forward it replaces.
+
+    :param kernel_cls: the class found in the kernel's ``layers`` module.
+    :param original_cls: the marked model class.
+    :param where: how messages name the kernel layer.
+    :return: its :class:`KernelTraits`.
+    Raises :class:`~kernel_plugins.errors.LayerError` naming the rule that is broken.
+    """
+    import torch.nn as nn
+
+    if not inspect.isclass(kernel_cls) or not issubclass(kernel_cls, nn.Module):
+        raise LayerError(f"{where} is not a torch.nn.Module subclass (got {kernel_cls!r})")
+    if kernel_cls.__init__ is not nn.Module.__init__:
+        raise LayerError(
+            f"{where} defines __init__; kernel layers must be stateless: their forward runs "
+            f"on the original `{original_cls.__name__}` instance and reads its attributes"
+        )
+    extra = sorted(
+        n
+        for n in set(dir(kernel_cls)) - set(dir(nn.Module)) - ALLOWED_MEMBERS
+        if not (n.startswith("__") and n.endswith("__"))
+    )
+    if extra:
+        raise LayerError(
+            f"{where} adds members {', '.join(extra)}; a kernel layer may only define "
+            f"forward and the class attributes {', '.join(sorted(ALLOWED_MEMBERS))}"
+        )
+    check_signature(
+        kernel_cls.forward,
+        original_cls.forward,
+        where=where,
+        original=f"`{original_cls.__name__}.forward`",
+    )
+    return KernelTraits(
+        has_backward=_flag(kernel_cls, "has_backward", True, where),
+        can_torch_compile=_flag(kernel_cls, "can_torch_compile", False, where),
+        properties=declared_properties(kernel_cls),
+    )
+
+
+def validate_function(
+    func: object,
+    original: Callable[..., object],
+    *,
+    where: str,
+    module: ModuleType,
+    name: str,
+) -> KernelTraits:
+    """Check a kernel function against the marked function it replaces.
+
+    :param func: the kernel module's attribute ``name``.
+    :param original: the marked function.
+    :param module: the kernel module (for ``__kernel_properties__``).
+    :return: its :class:`KernelTraits`.
+    """
+    if not callable(func) or inspect.isclass(func):
+        raise LayerError(f"{where} is not a function (got {func!r})")
+    check_signature(
+        func, original, where=where, original=f"`{getattr(original, '__name__', original)}`"
+    )
+    return KernelTraits(
+        has_backward=_flag(func, "has_backward", True, where),
+        can_torch_compile=_flag(func, "can_torch_compile", False, where),
+        properties=declared_properties(func, module=module, name=name),
+    )
+
+
+def missing_for(traits: KernelTraits, mode: Mode, require: frozenset[str]) -> list[str]:
+    """What a kernel lacks for ``mode`` and ``require`` (empty when it fits)."""
+    lacks = []
+    if Mode.TRAINING in mode and not traits.has_backward:
+        lacks.append("backward support (has_backward is False), needed for TRAINING")
+    if Mode.TORCH_COMPILE in mode and not traits.can_torch_compile:
+        lacks.append("torch.compile support (can_torch_compile is False), needed for TORCH_COMPILE")
+    missing = require - traits.properties
+    if missing:
+        lacks.append(
+            f"required propert{'y' if len(missing) == 1 else 'ies'} "
+            f"{format_properties(missing)} (declares: {format_properties(traits.properties)})"
+        )
+    return lacks
+
+
+def check_registered_mode(traits: KernelTraits, registered: Mode, *, where: str) -> None:
+    """Refuse a mapping entry registered for a mode its kernel cannot serve.
+
+    An entry under ``Mode.TRAINING`` must have backward support and one under
+    ``... | Mode.TORCH_COMPILE`` must declare ``can_torch_compile``; entries under
+    ``Mode.FALLBACK`` or ``Mode.INFERENCE`` promise nothing. Raises
+    :class:`~kernel_plugins.errors.LayerError`: the mapping is wrong, not the device.
+    """
+    if Mode.TRAINING in registered and not traits.has_backward:
+        problem = "has no backward (has_backward is False)"
+    elif Mode.TORCH_COMPILE in registered and not traits.can_torch_compile:
+        problem = "does not support torch.compile (can_torch_compile is False)"
+    else:
+        return
+    raise LayerError(
+        f"{where} is registered for mode {describe_mode(registered)} but {problem}; "
+        f"register it under a mode it supports (e.g. Mode.INFERENCE or Mode.FALLBACK)"
+    )

@@ -1,0 +1,113 @@
+"""PyTorch custom operators of the reference rotary-embedding kernel.
+
+In the namespace named by this variant's metadata ``id``:
+
+* ``apply_rotary(Tensor x1, Tensor x2, Tensor cos, Tensor sin, Tensor(a!) out1,
+  Tensor(b!) out2, bool conj) -> ()``: the Hub kernel's out-variant.
+* ``apply_rotary_transformers(Tensor q, Tensor k, Tensor cos, Tensor sin,
+  int unsqueeze_dim=1) -> (Tensor, Tensor)``: the ``transformers`` convention.
+
+Both kernels are ``CompositeImplicitAutograd`` compositions of native ops, so
+autograd, fake tensors and ``torch.compile`` trace through them on every device.
+Registration is idempotent per process.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+__all__ = [
+    "NAMESPACE",
+    "add_op_namespace_prefix",
+    "apply_rotary_native",
+    "apply_rotary_transformers_native",
+    "ops",
+    "rotate_half",
+]
+
+NAMESPACE: str = json.loads(Path(__file__).with_name("metadata.json").read_text("utf-8"))["id"]
+"""The ``torch.ops`` namespace of this build (the metadata ``id``)."""
+
+
+def add_op_namespace_prefix(op_name: str) -> str:
+    """Return ``"<namespace>::<op_name>"`` for an operator of this build."""
+    return f"{NAMESPACE}::{op_name}"
+
+
+def apply_rotary_native(
+    x1: Tensor,
+    x2: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+    out1: Tensor,
+    out2: Tensor,
+    conj: bool,
+) -> None:
+    """Write ``x1*cos - x2*sin`` to ``out1`` and ``x2*cos + x1*sin`` to ``out2``.
+
+    ``conj`` negates ``sin`` (the inverse rotation). Both results are computed before
+    either output is written, so ``out1``/``out2`` may be ``x1``/``x2`` (in place).
+    """
+    s = -sin if conj else sin
+    r1 = x1 * cos - x2 * s
+    r2 = x2 * cos + x1 * s
+    for label, out, result in (("out1", out1, r1), ("out2", out2, r2)):
+        torch._check(
+            tuple(out.shape) == tuple(result.shape),
+            lambda label=label, out=out, result=result: (
+                f"apply_rotary: `{label}` has shape {tuple(out.shape)} but the rotated values "
+                f"have shape {tuple(result.shape)}; allocate it with the broadcast shape of "
+                "x1/x2 and cos/sin"
+            ),
+        )
+    out1.copy_(r1)
+    out2.copy_(r2)
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """``cat(-x[..., d:], x[..., :d])`` with ``d`` half the last dimension."""
+    d = x.shape[-1] // 2
+    return torch.cat((-x[..., d:], x[..., :d]), dim=-1)
+
+
+def apply_rotary_transformers_native(
+    q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, unsqueeze_dim: int = 1
+) -> tuple[Tensor, Tensor]:
+    """``transformers``' ``apply_rotary_pos_emb``: returns ``(q_embed, k_embed)``."""
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (rotate_half(q) * sin)
+    k_embed = (k * cos) + (rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
+_OPERATORS = (
+    (
+        "apply_rotary",
+        "(Tensor x1, Tensor x2, Tensor cos, Tensor sin, Tensor(a!) out1, Tensor(b!) out2, "
+        "bool conj) -> ()",
+        apply_rotary_native,
+    ),
+    (
+        "apply_rotary_transformers",
+        "(Tensor q, Tensor k, Tensor cos, Tensor sin, int unsqueeze_dim=1) -> (Tensor, Tensor)",
+        apply_rotary_transformers_native,
+    ),
+)
+
+for _name, _schema, _impl in _OPERATORS:
+    if not hasattr(getattr(torch.ops, NAMESPACE), _name):
+        torch.library.define(
+            add_op_namespace_prefix(_name), _schema, tags=(torch.Tag.pt2_compliant_tag,)
+        )
+        torch.library.impl(add_op_namespace_prefix(_name), "CompositeImplicitAutograd", _impl)
+
+ops = getattr(torch.ops, NAMESPACE)
+"""The operator namespace ``torch.ops.<metadata id>``."""

@@ -1,0 +1,233 @@
+"""Test helpers: emulate an accelerator on the CPU.
+
+:func:`emulate` makes ``torch.<name>`` and tensors on ``<name>:<i>`` work on a
+CPU-only machine (every op runs on a hidden CPU tensor), records the device as
+emulated (so it is never reported as real hardware) and asks the backend plugin that
+owns ``name`` to install stand-ins for its vendor stack.
+
+Emulation proves routing, device bookkeeping, dtype handling and error paths of the
+code under test. It proves nothing about vendor kernels, vendor-only APIs,
+collectives or performance.
+
+PyTorch allows one PrivateUse1 device name per process: emulate each device type in
+its own interpreter (:func:`run_in_fresh_interpreter`, or one pytest run per device
+with ``--emulate-device NAME``). Importing this package does not import torch.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._device_module import EmulatedDeviceProperties, configure_device_module, make_device_module
+from ._errors import EmulationError
+
+__all__ = [
+    "EmulatedDevice",
+    "EmulatedDeviceProperties",
+    "EmulationError",
+    "configure_device_module",
+    "emulate",
+    "emulated_devices",
+    "make_device_module",
+    "run_in_fresh_interpreter",
+]
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_LOCK = threading.Lock()
+_DEVICES: dict[str, EmulatedDevice] = {}
+
+#: Vendor facts the core itself uses for the generic device properties.
+_PROPERTY_FACTS = ("device_name", "capability", "total_memory", "multi_processor_count")
+
+
+@dataclass(frozen=True)
+class EmulatedDevice:
+    """An accelerator emulated on the CPU in this process.
+
+    Attributes:
+        name: the device type (``torch.device(name)`` works).
+        devices: number of emulated devices (0 = stack present, no device).
+        facts: the vendor facts passed to :func:`emulate` (read-only).
+        vendor_stand_ins: True when a backend plugin installed stand-ins for its
+            vendor stack (its ``emulate_device`` hook returned True).
+    """
+
+    name: str
+    devices: int
+    facts: Mapping[str, Any] = field(default_factory=lambda: types.MappingProxyType({}))
+    vendor_stand_ins: bool = field(default=False, compare=False)
+
+    @property
+    def module(self) -> types.ModuleType:
+        """The ``torch.<name>`` module (imports torch)."""
+        import torch
+
+        return getattr(torch, self.name)  # type: ignore[no-any-return]
+
+    def summary(self) -> str:
+        """One line for humans, saying plainly that the device is not real hardware."""
+        return f"{self.name} x{self.devices}: EMULATED on CPU, not real hardware"
+
+
+def _validate(name: object, devices: object) -> None:
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise EmulationError(
+            f"cannot emulate device {name!r}: the name must be a lowercase identifier "
+            "(a letter, then letters, digits or _; at most 32), e.g. 'mlu'"
+        )
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 0:
+        raise EmulationError(
+            f"cannot emulate {devices!r} {name} device(s): give a whole number >= 0 "
+            "(0 emulates a vendor stack without any device)"
+        )
+
+
+def _generic_properties(name: str, facts: Mapping[str, Any]) -> list[object] | None:
+    """Device properties from the generic facts, or None for the defaults."""
+    if not any(k in facts for k in _PROPERTY_FACTS):
+        return None
+    props: dict[str, Any] = {"name": str(facts.get("device_name", f"Emulated {name} device"))}
+    if "capability" in facts:
+        try:
+            major, minor = (int(x) for x in facts["capability"])
+        except (TypeError, ValueError) as e:
+            raise EmulationError(
+                f"fact capability={facts['capability']!r} is not a (major, minor) pair of "
+                "integers, e.g. (5, 0)"
+            ) from e
+        props.update(major=major, minor=minor)
+    for key in ("total_memory", "multi_processor_count"):
+        if key in facts:
+            props[key] = int(facts[key])
+    return [props]
+
+
+def _owning_backend(manager: Any, name: str) -> str | None:
+    backends = manager.backends()
+    if name in backends:
+        return name
+    record = manager.backend_for_device_type(name)
+    return None if record is None else str(record.name)
+
+
+def _ask_plugin(name: str, devices: int, facts: dict[str, Any]) -> bool:
+    """Let the backend plugin that owns ``name`` install its vendor stand-ins."""
+    try:
+        from ..plugins import get_manager
+
+        manager = get_manager()
+        backend = _owning_backend(manager, name)
+        if backend is None:
+            return False
+        return bool(manager.emulate_device(backend, devices, facts))
+    except (ImportError, AttributeError):
+        # The plugin manager is not available (yet): emulate the generic device only.
+        return False
+
+
+def emulate(name: str, devices: int = 2, **vendor_facts: Any) -> EmulatedDevice:
+    """Emulate ``devices`` accelerators of type ``name`` on the CPU, in this process.
+
+    Renames PyTorch's PrivateUse1 key to ``name``, registers ``torch.<name>`` (see
+    :func:`make_device_module`), records the type as emulated
+    (:func:`kernel_plugins._emulation.mark_emulated`) and asks the backend plugin that
+    owns ``name`` to install its vendor stand-ins through its ``emulate_device`` hook.
+
+    The same call again returns the same :class:`EmulatedDevice`. A different count or
+    different facts for the same name, or any second name, raise
+    :class:`EmulationError`: run other set-ups in a fresh interpreter.
+
+    Args:
+        name: the device type, a lowercase identifier such as ``"mlu"``.
+        devices: number of devices (0 = the stack is present but has no device).
+        **vendor_facts: facts the backend plugin reports (versions, names...). The
+            core itself reads ``device_name``, ``capability`` ``(major, minor)``,
+            ``total_memory`` and ``multi_processor_count`` for the generic device
+            properties; plugins may refine them with :func:`configure_device_module`.
+
+    Example::
+
+        dev = emulate("mlu", devices=2)
+        x = torch.ones(3, device="mlu:1")   # computed on the CPU
+    """
+    _validate(name, devices)
+    with _LOCK:
+        known = _DEVICES.get(name)
+        if known is not None:
+            if known.devices != devices or dict(known.facts) != vendor_facts:
+                raise EmulationError(
+                    f"{name} is already emulated in this process with devices={known.devices} "
+                    f"and facts {dict(known.facts)!r}; got devices={devices} and facts "
+                    f"{vendor_facts!r}. Use a fresh interpreter for another set-up."
+                )
+            return known
+        other = next(iter(_DEVICES), None)
+        if other is not None:
+            raise EmulationError(
+                f"cannot emulate {name!r}: this process already emulates {other!r}, and PyTorch "
+                "allows one PrivateUse1 device name per process. Use a fresh interpreter "
+                "(kernel_plugins.testing.run_in_fresh_interpreter, or one pytest run per device)."
+            )
+        from ._privateuse1 import install_privateuse1_device, installed_privateuse1_device
+
+        installed = installed_privateuse1_device()
+        if installed is not None and installed[0] == name and installed[1] != devices:
+            raise EmulationError(
+                f"{name} devices were installed with count {installed[1]}; got {devices}"
+            )
+        if installed is None:
+            module = make_device_module(
+                name, devices, properties=_generic_properties(name, vendor_facts)
+            )
+            install_privateuse1_device(name, devices, module)
+        from .. import _emulation
+
+        _emulation.mark_emulated(name, devices)
+        handled = _ask_plugin(name, devices, dict(vendor_facts))
+        device = EmulatedDevice(
+            name, devices, types.MappingProxyType(dict(vendor_facts)), vendor_stand_ins=handled
+        )
+        _DEVICES[name] = device
+        return device
+
+
+def emulated_devices() -> tuple[EmulatedDevice, ...]:
+    """The devices :func:`emulate` set up in this process (at most one)."""
+    with _LOCK:
+        return tuple(_DEVICES.values())
+
+
+def run_in_fresh_interpreter(
+    code: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a new Python process (same interpreter, spawned, never forked).
+
+    Use it to emulate another device name than this process's. The child sees this
+    process's environment plus ``env``, and imports the same ``kernel_plugins``.
+    stdout and stderr are captured as text; the exit status is not checked.
+
+    Raises:
+        subprocess.TimeoutExpired: the child ran longer than ``timeout`` seconds.
+    """
+    child_env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])
+    paths = [package_root, *filter(None, child_env.get("PYTHONPATH", "").split(os.pathsep))]
+    child_env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    child_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -1,0 +1,191 @@
+"""Plugin manager: lazy loading, failure isolation, allowlist, strict mode."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kernel_plugins import plugins
+from kernel_plugins.detection import get_device
+from kernel_plugins.device import DeviceInfo
+from kernel_plugins.errors import DeviceError, NoDeviceError, PluginError, UnknownDeviceError
+from kernel_plugins.hookspecs import hookimpl
+
+from .fakes import FakeEntryPoint, fake_backend
+
+
+@pytest.fixture
+def with_entry_points(monkeypatch):
+    """Install fake entry points and return a fresh manager factory."""
+    import importlib.metadata
+
+    def install(eps):
+        monkeypatch.setattr(importlib.metadata, "entry_points", lambda group=None: [e for e in eps if group == "kernel_plugins"])
+        pm = plugins.PluginManager()
+        plugins.reset_manager(pm)
+        return pm
+
+    old = plugins.reset_manager(None)
+    monkeypatch.delenv("KERNEL_PLUGINS_STRICT", raising=False)
+    monkeypatch.delenv("KERNEL_PLUGINS_LOAD", raising=False)
+    yield install
+    plugins.reset_manager(old)
+
+
+def test_builtins_are_plugins_and_loading_is_lazy(manager):
+    assert manager._loaded is False
+    assert list(manager.backends()) == ["cpu", "cuda", "rocm", "xpu", "metal"]
+    assert manager._loaded is True
+    assert all(r.builtin and r.distribution == "kernel-plugins" for r in manager.backends().values())
+    manager.load()  # idempotent
+    assert len(manager.backends()) == 5
+
+
+def test_import_does_not_load_torch_hub_or_plugins():
+    code = (
+        "import sys, json, kernel_plugins, kernel_plugins.plugins as p;"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'hub': 'huggingface_hub' in sys.modules,"
+        " 'manager': p._manager is not None}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == {"torch": False, "hub": False, "manager": False}
+
+
+def test_entry_point_plugin_is_loaded_with_distribution(with_entry_points):
+    pm = with_entry_points([FakeEntryPoint("fake", lambda: fake_backend("fake"))])
+    rec = pm.backends()["fake"]
+    assert (rec.distribution, rec.version, rec.builtin) == ("kernel-plugins-fake", "9.9", False)
+    dev = get_device("fake")
+    assert dev.backend == "fake" and dev.count == 1
+    # the highest-priority available device is preferred over cpu
+    assert get_device().backend == "fake"
+
+
+def test_import_error_is_reported_and_skipped(with_entry_points):
+    def boom():
+        raise ImportError("No module named 'torch_fake'")
+
+    pm = with_entry_points([FakeEntryPoint("broken", boom), FakeEntryPoint("fake", lambda: fake_backend("fake"))])
+    assert "fake" in pm.backends() and "broken" not in pm.backends()
+    (failure,) = pm.failures()
+    text = failure.describe()
+    assert "plugin 'broken'" in text and "kernel-plugins-fake 9.9" in text
+    assert "import" in text and "No module named 'torch_fake'" in text
+
+
+def test_strict_mode_raises_plugin_error(with_entry_points, monkeypatch):
+    monkeypatch.setenv("KERNEL_PLUGINS_STRICT", "1")
+
+    def boom():
+        raise RuntimeError("kaputt")
+
+    pm = with_entry_points([FakeEntryPoint("broken", boom)])
+    with pytest.raises(PluginError, match="plugin 'broken'.*kaputt"):
+        pm.backends()
+
+
+def test_allowlist_limits_entry_points(with_entry_points, monkeypatch):
+    eps = [FakeEntryPoint("fake", lambda: fake_backend("fake")), FakeEntryPoint("other", lambda: fake_backend("other"))]
+    monkeypatch.setenv("KERNEL_PLUGINS_LOAD", "other")
+    assert "fake" not in with_entry_points(eps).backends()
+    assert "other" in plugins.get_manager().backends()
+    monkeypatch.setenv("KERNEL_PLUGINS_LOAD", "")
+    assert list(with_entry_points(eps).backends()) == ["cpu", "cuda", "rocm", "xpu", "metal"]
+
+
+def test_duplicate_backend_name_second_is_skipped(manager):
+    assert manager.register(fake_backend("dup"), name="dup", distribution="first", version="1") is not None
+    assert manager.register(fake_backend("dup"), name="dup", distribution="second", version="2") is None
+    (failure,) = manager.failures()
+    assert failure.distribution == "second"
+    assert "already provided by plugin 'dup' (first 1)" in failure.message
+    assert manager.backends()["dup"].distribution == "first"
+
+
+def test_plugin_with_unknown_hook_is_rejected(manager):
+    @hookimpl
+    def detect_devices_typo():
+        return None
+
+    mod = fake_backend("typo", extra_hooks={"detect_devices_typo": detect_devices_typo})
+    assert manager.register(mod, name="typo") is None
+    assert "hooks that do not exist: detect_devices_typo" in manager.failures()[0].message
+
+
+def test_spec_name_must_match_entry_point_name(manager):
+    assert manager.register(fake_backend("a", spec_name="b"), name="a") is None
+    assert "declares backend 'b' but is registered as 'a'" in manager.failures()[0].message
+
+
+def test_detect_raising_is_that_backends_error_only(manager, monkeypatch):
+    def boom():
+        raise RuntimeError("driver exploded")
+
+    manager.register(fake_backend("bad", detect=boom), name="bad")
+    outcome = manager.detect("bad")
+    assert outcome.status == "error" and "driver exploded" in outcome.error
+    assert get_device().backend == "cpu"  # everything else keeps working
+    with pytest.raises(NoDeviceError, match="driver exploded"):
+        get_device("bad")
+    monkeypatch.setenv("KERNEL_PLUGINS_STRICT", "1")
+    with pytest.raises(PluginError, match="driver exploded"):
+        manager.detect("bad", refresh=True)
+
+
+@pytest.mark.parametrize(
+    "result,fragment",
+    [
+        ("not a device", "returned str, expected DeviceInfo or None"),
+        (DeviceInfo(backend="cpu", device_type="cpu", count=1), "expected 'wrong' / 'wrong'"),
+    ],
+)
+def test_detect_wrong_type_is_reported(manager, result, fragment):
+    manager.register(fake_backend("wrong", detect=lambda: result), name="wrong")
+    outcome = manager.detect("wrong")
+    assert outcome.status == "error" and fragment in outcome.error
+
+
+def test_negative_count_device_info_is_rejected():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        DeviceInfo(backend="x", device_type="x", count=-1)
+
+
+def test_list_variants_wrong_types_raise_plugin_error(manager):
+    manager.register(fake_backend("v", variants=lambda d, s: ["torch-v", 3]), name="v")
+    with pytest.raises(PluginError, match="plugin 'v'.*bad name"):
+        manager.list_variants(get_device("v"), None)
+
+
+def test_zero_devices_means_no_device(manager):
+    manager.register(fake_backend("zero", count=0), name="zero")
+    assert manager.detect("zero").status == "no device"
+    with pytest.raises(NoDeviceError, match="no 'zero' device is available.*no device present"):
+        get_device("zero")
+
+
+@pytest.mark.parametrize("dev,err,fragment", [
+    ("foo", UnknownDeviceError, "Installed backends: cpu, cuda, rocm (cuda), xpu, metal (mps)"),
+    ("mlu", UnknownDeviceError, "pip install kernel-plugins-mlu"),
+    ("cuda", NoDeviceError, "no 'cuda' device is available"),
+    ("cpu:1", DeviceError, "cpu has 1 device(s)"),
+    ("mlu:x", DeviceError, "invalid device string 'mlu:x'"),
+    ("cuda:-1", DeviceError, "invalid device string 'cuda:-1'"),
+    (3, DeviceError, "got int"),
+])
+def test_device_request_errors(manager, dev, err, fragment):
+    with pytest.raises(err) as e:
+        get_device(dev)
+    assert fragment in str(e.value)
+
+
+def test_device_by_torch_device_and_index(manager):
+    import torch
+
+    assert get_device(torch.device("cpu")).backend == "cpu"
+    assert get_device("cpu:0").index == 0
+    assert get_device("cpu:0").torch_device == "cpu:0"

@@ -1,0 +1,181 @@
+"""Variant parsing and resolution rules (the existing Hub rules, plus reasons)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kernel_plugins.device import DeviceInfo, SystemInfo
+from kernel_plugins.errors import VariantNameError
+from kernel_plugins.loader import resolve_variants
+from kernel_plugins.variants import (
+    arch_variant_names,
+    decode_token_version,
+    noarch_variant_names,
+    parse_variant,
+)
+
+LINUX = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
+CUDA128 = DeviceInfo(backend="cuda", device_type="cuda", count=1, runtime_version="12.8")
+
+
+@pytest.mark.parametrize(
+    "name,kind,version,abi,token,cpu,os",
+    [
+        ("torch210-cxx11-cu128-x86_64-linux", "arch", (2, 10), "cxx11", "cu128", "x86_64", "linux"),
+        ("torch29-cxx98-cu126-aarch64-linux", "arch", (2, 9), "cxx98", "cu126", "aarch64", "linux"),
+        ("torch210-cu128-x86_64-windows", "arch", (2, 10), None, "cu128", "x86_64", "windows"),
+        ("torch29-metal-aarch64-darwin", "arch", (2, 9), None, "metal", "aarch64", "darwin"),
+        ("torch-stable-abi211-cu128-x86_64-linux", "stable-abi", (2, 11), None, "cu128", "x86_64", "linux"),
+        ("tvm-ffi01-cu128-x86_64-linux", "tvm-ffi", (0, 1), None, "cu128", "x86_64", "linux"),
+        ("torch213-cxx11-cann100-aarch64-linux", "arch", (2, 13), "cxx11", "cann100", "aarch64", "linux"),
+        ("torch-cuda", "noarch", None, None, None, None, None),
+        ("torch-universal", "universal", None, None, None, None, None),
+    ],
+)
+def test_parse_every_form(name, kind, version, abi, token, cpu, os):
+    v = parse_variant(name)
+    assert (v.kind, v.version, v.abi, v.token, v.cpu, v.os) == (kind, version, abi, token, cpu, os)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "torch210-cu128-x86_64", "torch210-cxx11-cu128-x86_64-solaris", "../torch-cpu",
+     "torch-cpu/x", "Torch-CPU", "torch-\u00e9", "x" * 300, "torch210-cxx14-cu128-x86_64-linux"],
+)
+def test_malformed_names_raise_named_error(bad):
+    with pytest.raises(VariantNameError) as e:
+        parse_variant(bad)
+    assert str(e.value)
+
+
+def test_token_versions_keep_two_digit_majors():
+    assert decode_token_version("128", major_width=2) == (12, 8)
+    assert decode_token_version("1210", major_width=2) == (12, 10)
+    assert decode_token_version("83") == (8, 3)
+    assert decode_token_version("100", major_width=2) == (10, 0)
+
+
+def reasons(res):
+    return {d.variant: d.reason for d in res.decisions if not d.accepted}
+
+
+def test_cuda_same_major_rule_and_reasons(manager):
+    names = [f"torch213-cxx11-cu{v}-x86_64-linux" for v in ("128", "126", "120", "129", "130", "118", "1210")]
+    res = resolve_variants(names, CUDA128, LINUX)
+    assert res.accepted == (
+        "torch213-cxx11-cu128-x86_64-linux",
+        "torch213-cxx11-cu126-x86_64-linux",
+        "torch213-cxx11-cu120-x86_64-linux",
+    )
+    r = reasons(res)
+    assert r["torch213-cxx11-cu129-x86_64-linux"] == "CUDA 12.9 is newer than the system's CUDA 12.8"
+    assert r["torch213-cxx11-cu1210-x86_64-linux"] == "CUDA 12.10 is newer than the system's CUDA 12.8"
+    assert "CUDA 13.0 has another major version than the system's CUDA 12.8" == r[
+        "torch213-cxx11-cu130-x86_64-linux"
+    ]
+    assert "11.8" in r["torch213-cxx11-cu118-x86_64-linux"]
+
+
+def test_preference_order_across_forms(manager):
+    system = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True, tvm_ffi_version=(0, 1))
+    names = [
+        "torch-universal", "torch-cuda", "tvm-ffi01-cu128-x86_64-linux",
+        "torch213-cxx11-cu126-x86_64-linux", "torch213-cxx11-cu128-x86_64-linux",
+        "torch213-cu126-x86_64-linux", "torch-stable-abi211-cu126-x86_64-linux",
+        "torch-stable-abi212-cu120-x86_64-linux", "torch-stable-abi211-cu128-x86_64-linux",
+    ]
+    shuffled = names[:]
+    random.Random(1).shuffle(shuffled)
+    res = resolve_variants(shuffled, CUDA128, system)
+    assert res.accepted == (
+        "torch-stable-abi212-cu120-x86_64-linux",
+        "torch-stable-abi211-cu128-x86_64-linux",
+        "torch-stable-abi211-cu126-x86_64-linux",
+        "torch213-cu126-x86_64-linux",
+        "torch213-cxx11-cu128-x86_64-linux",
+        "torch213-cxx11-cu126-x86_64-linux",
+        "tvm-ffi01-cu128-x86_64-linux",
+        "torch-cuda",
+        "torch-universal",
+    )
+    assert res.best == "torch-stable-abi212-cu120-x86_64-linux"
+    assert resolve_variants(names, CUDA128, system).decisions == res.decisions
+
+
+@pytest.mark.parametrize(
+    "name,fragment",
+    [
+        ("torch212-cxx11-cu128-x86_64-linux", "built for torch 2.12, installed torch is 2.13"),
+        ("torch213-cxx98-cu128-x86_64-linux", "cxx98 C++ ABI, installed torch uses cxx11"),
+        ("torch213-cxx11-cu128-aarch64-linux", "built for CPU aarch64, the system is x86_64"),
+        ("torch213-cu128-x86_64-windows", "built for OS windows, the system is linux"),
+        ("torch-stable-abi214-cu128-x86_64-linux", "needs torch >= 2.14"),
+        ("tvm-ffi01-cu128-x86_64-linux", "tvm-ffi is not installed"),
+        ("torch-rocm", "noarch variant for backend 'rocm'"),
+        ("torch213-cxx11-rocm63-x86_64-linux", "built for backend 'rocm'"),
+        ("torch213-cxx11-zzz1-x86_64-linux", "backend token zzz1 is not accepted"),
+        ("bad variant", "malformed variant name"),
+    ],
+)
+def test_rejection_reasons_name_component_and_values(manager, name, fragment):
+    res = resolve_variants([name, "torch-cuda"], CUDA128, LINUX)
+    assert res.accepted == ("torch-cuda",)
+    assert fragment in reasons(res)[name]
+
+
+def test_rejected_listed_after_accepted_and_every_name_has_a_decision(manager):
+    names = ["torch-cpu", "zz", "torch-cuda", "torch213-cxx11-cu130-x86_64-linux"]
+    res = resolve_variants(names, CUDA128, LINUX)
+    assert [d.accepted for d in res.decisions] == [True, False, False, False]
+    assert {d.variant for d in res.decisions} == set(names)
+
+
+def test_tvm_ffi_version_must_match(manager):
+    system = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True, tvm_ffi_version=(0, 2))
+    res = resolve_variants(["tvm-ffi01-cu128-x86_64-linux", "tvm-ffi02-cu128-x86_64-linux"], CUDA128, system)
+    assert res.accepted == ("tvm-ffi02-cu128-x86_64-linux",)
+    assert "installed tvm-ffi is 0.2" in reasons(res)["tvm-ffi01-cu128-x86_64-linux"]
+
+
+def test_rocm_and_xpu_need_exact_match(manager):
+    rocm = DeviceInfo(backend="rocm", device_type="cuda", count=1, runtime_version="6.3.42131-fa1d09cbd")
+    res = resolve_variants(["torch213-cxx11-rocm63-x86_64-linux", "torch213-cxx11-rocm62-x86_64-linux", "torch-rocm", "torch-cuda"], rocm, LINUX)
+    assert res.accepted == ("torch213-cxx11-rocm63-x86_64-linux", "torch-rocm")
+    assert "ROCm 6.2 does not match the system's ROCm 6.3" in reasons(res)["torch213-cxx11-rocm62-x86_64-linux"]
+    xpu = DeviceInfo(backend="xpu", device_type="xpu", count=1, runtime_version="20250300")
+    res = resolve_variants(["torch213-cxx11-xpu20253-x86_64-linux", "torch213-cxx11-xpu20252-x86_64-linux"], xpu, LINUX)
+    assert res.accepted == ("torch213-cxx11-xpu20253-x86_64-linux",)
+    assert "oneAPI 2025.2 does not match" in reasons(res)["torch213-cxx11-xpu20252-x86_64-linux"]
+
+
+def test_metal_arch_needs_macos_26(manager):
+    mps = DeviceInfo(backend="metal", device_type="mps", count=1)
+    old = SystemInfo(cpu="aarch64", os="darwin", torch_version=(2, 13), macos_version=(15, 2))
+    new = SystemInfo(cpu="aarch64", os="darwin", torch_version=(2, 13), macos_version=(26, 0))
+    names = ["torch213-metal-aarch64-darwin", "torch-metal"]
+    res_old = resolve_variants(names, mps, old)
+    assert res_old.accepted == ("torch-metal",)
+    assert "need macOS >= 26.0, the system has macOS 15.2" in reasons(res_old)["torch213-metal-aarch64-darwin"]
+    assert resolve_variants(names, mps, new).accepted == tuple(names)
+
+
+def test_plugin_helper_builds_names_that_parse_back():
+    names = arch_variant_names(LINUX, ["cu128", "cu126"]) + noarch_variant_names("cuda")
+    assert names[-2:] == ["torch-cuda", "torch-universal"]
+    for n in names:
+        v = parse_variant(n)
+        if v.token:
+            assert v.token in ("cu128", "cu126")
+    # no torch: only noarch make sense
+    assert arch_variant_names(SystemInfo(cpu="x86_64", os="linux"), ["cu128"]) == []
+
+
+def test_resolution_to_dict_is_json_ready(manager):
+    import json
+
+    res = resolve_variants(["torch-cpu"], "cpu", LINUX)
+    data = json.loads(json.dumps(res.to_dict()))
+    assert data["best"] == "torch-cpu"
+    assert data["decisions"][0] == {"variant": "torch-cpu", "accepted": True, "reason": None}

@@ -1,0 +1,158 @@
+"""The reference kernels as kernel repositories: discovery, metadata, layout and hygiene."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kernel_plugins.reference as reference
+from kernel_plugins.reference import REFERENCE_ROOT, reference_names, reference_repo
+
+NAMES = ["activation", "rmsnorm", "rotary"]
+ALLOWED_IMPORTS = {
+    "__future__",
+    "collections.abc",
+    "dataclasses",
+    "json",
+    "math",
+    "pathlib",
+    "torch",
+    "torch.nn.functional",
+    "typing",
+}
+
+
+def _variant(name: str) -> Path:
+    return REFERENCE_ROOT / name / "build" / "torch-universal"
+
+
+def _metadata(name: str) -> dict:
+    return json.loads((_variant(name) / "metadata.json").read_text("utf-8"))
+
+
+def test_reference_root_is_the_package_folder() -> None:
+    assert isinstance(REFERENCE_ROOT, Path)
+    assert REFERENCE_ROOT.is_absolute()
+    assert REFERENCE_ROOT == Path(reference.__file__).resolve().parent
+
+
+def test_reference_names_lists_every_bundled_kernel() -> None:
+    assert reference_names() == NAMES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_repo_returns_the_repository_folder(name: str) -> None:
+    repo = reference_repo(name)
+    assert repo == REFERENCE_ROOT / name
+    assert (repo / "build" / "torch-universal" / "metadata.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["missing", "kernels-community/activation", "../reference", "", "Activation", "build"],
+)
+def test_reference_repo_returns_none_for_unknown_names(name: str) -> None:
+    assert reference_repo(name) is None
+
+
+def test_importing_the_index_does_not_import_torch() -> None:
+    src = Path(reference.__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
+    code = "import sys, kernel_plugins.reference as r; r.reference_names(); print('torch' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_metadata_is_valid(name: str) -> None:
+    meta = _metadata(name)
+    assert meta["name"] == name
+    assert meta["version"] == 1
+    assert meta["license"] == "Apache-2.0"
+    assert meta["python-depends"] == []
+    assert meta["backend"] == {"type": "universal"}
+    assert meta["id"].isidentifier()
+    prefix = f"_{name}_reference_"
+    assert meta["id"].startswith(prefix)
+    suffix = meta["id"][len(prefix) :]
+    assert len(suffix) == 8 and all(c in "0123456789abcdef" for c in suffix)
+
+
+def test_metadata_ids_are_unique() -> None:
+    ids = [_metadata(n)["id"] for n in NAMES]
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_flat_layout(name: str) -> None:
+    variant = _variant(name)
+    assert (variant / "__init__.py").is_file()
+    assert (variant / "_ops.py").is_file()
+    assert [p.name for p in (REFERENCE_ROOT / name / "build").iterdir()] == ["torch-universal"]
+
+
+def _sources() -> list[Path]:
+    return sorted(p for n in NAMES for p in _variant(n).glob("*.py"))
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: f"{p.parents[2].name}/{p.name}")
+def test_sources_are_self_contained_and_device_agnostic(path: Path) -> None:
+    tree = ast.parse(path.read_text("utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0:
+            assert node.module in ALLOWED_IMPORTS, f"absolute import of {node.module}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                assert alias.name in ALLOWED_IMPORTS, f"import of {alias.name}"
+        elif isinstance(node, ast.Attribute):
+            assert node.attr != "cuda", "no .cuda() / torch.cuda: the kernel runs on any device"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            assert node.value not in {"cuda", "cpu"}, "no hard-coded device"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_namespace_is_the_metadata_id(name: str, load) -> None:
+    module = load(name)
+    meta_id = _metadata(name)["id"]
+    assert module.__name__ == meta_id
+    assert module._ops.NAMESPACE == meta_id
+    assert module.ops.name == meta_id
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_kernel_properties_cover_every_public_function(name: str, load) -> None:
+    module = load(name)
+    public = {n for n in module.__all__ if inspect.isfunction(getattr(module, n))}
+    props = module.__kernel_properties__
+    assert set(props) == public
+    for value in props.values():
+        assert isinstance(value, frozenset)
+        assert value <= {"deterministic", "batch_invariant"}
+        assert "deterministic" in value
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_importing_twice_in_one_process_works(name: str, load, importer) -> None:
+    import torch
+
+    first = load(name)
+    again = importer(_variant(name), f"{_metadata(name)['id']}_again")
+    try:
+        assert again.ops.name == first.ops.name
+        assert again.__kernel_properties__ == first.__kernel_properties__
+        if name == "activation":
+            x = torch.randn(3, 8)
+            out = again.silu_and_mul(torch.empty(3, 4), x)
+            assert torch.equal(out, torch.nn.functional.silu(x[:, :4]) * x[:, 4:])
+    finally:
+        for key in [k for k in sys.modules if k.startswith(again.__name__)]:
+            del sys.modules[key]
