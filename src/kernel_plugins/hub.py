@@ -209,10 +209,8 @@ def list_variant_names(ref: HubRef) -> list[str]:
             )
         return sorted(p.name for p in build.iterdir() if p.is_dir())
     cached = _cached_tree(ref)
-    if cached is not None:
-        names = {p.split("/")[1] for p in cached if p.startswith("build/") and p.count("/") >= 2}
-        if names:
-            return sorted(names)
+    if cached is not None and _variants_in_tree(cached):
+        return _variants_in_tree(cached)
     from huggingface_hub import HfApi
 
     api = HfApi(endpoint=_endpoint(ref.endpoint))
@@ -276,6 +274,9 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
             f"cache ({_cache_dir()}) and HF_HUB_OFFLINE=1 forbids downloads; unset "
             "HF_HUB_OFFLINE to fetch it."
         )
+    tree = _cached_tree(ref)
+    if tree is not None and variant not in _variants_in_tree(tree):
+        raise _no_such_variant(ref, variant, tree)
     from huggingface_hub import snapshot_download
 
     try:
@@ -291,14 +292,22 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
         raise _map_error(exc, ref.repo_id, ref.sha, ref.endpoint, f"downloading {variant}") from exc
     folder = Path(snapshot) / "build" / variant
     if not folder.is_dir() or not any(folder.iterdir()):
-        tree = _cached_tree(ref) or []
-        names = sorted({p.split("/")[1] for p in tree if p.startswith("build/") and "/" in p[6:]})
-        listed = ", ".join(names) if names else "none found"
-        raise SourceError(
-            f"{ref.repo_id} at commit {ref.sha} has no build variant {variant!r} "
-            f"(variants: {listed}); pick one of those."
-        )
+        raise _no_such_variant(ref, variant, _cached_tree(ref) or [])
     return folder
+
+
+def _variants_in_tree(paths: Iterable[str]) -> list[str]:
+    """Sorted names of the folders directly under ``build/`` in a list of file paths."""
+    return sorted({p.split("/")[1] for p in paths if p.startswith("build/") and p.count("/") >= 2})
+
+
+def _no_such_variant(ref: HubRef, variant: str, tree: Iterable[str]) -> SourceError:
+    """The error for a variant the commit does not have, listing those it has."""
+    listed = ", ".join(_variants_in_tree(tree)) or "none found"
+    return SourceError(
+        f"{ref.repo_id} at commit {ref.sha} has no build variant {variant!r} "
+        f"(variants: {listed}); pick one of those."
+    )
 
 
 # --- resolution -------------------------------------------------------------------------
@@ -545,15 +554,10 @@ def _check_variant(ref: HubRef, variant: object) -> None:
         )
 
 
-def _versions(branches: Iterable[str] | dict[str, str]) -> dict[int, str]:
-    """Map version numbers to shas for the ``vN`` branches (``branches``: name -> sha)."""
-    out: dict[int, str] = {}
-    items = branches.items() if isinstance(branches, dict) else ((b, "") for b in branches)
-    for name, sha in items:
-        n = _version_of(name)
-        if n is not None:
-            out[n] = sha
-    return out
+def _versions(branches: dict[str, str]) -> dict[int, str]:
+    """Map version numbers to shas for the ``vN`` entries of ``branches`` (name -> sha)."""
+    found = ((_version_of(name), sha) for name, sha in branches.items())
+    return {n: sha for n, sha in found if n is not None}
 
 
 def _version_of(name: str) -> int | None:
@@ -632,12 +636,8 @@ def _cached_versions(repo_id: str, repo_type: str) -> dict[int, str]:
     refs = _storage_folder(repo_id, repo_type) / "refs"
     if not refs.is_dir():
         return {}
-    out: dict[int, str] = {}
-    for n in _versions([p.name for p in refs.iterdir() if p.is_file()]):
-        sha = _read_ref(repo_id, repo_type, f"v{n}")
-        if sha:
-            out[n] = sha
-    return out
+    shas = {p.name: _read_ref(repo_id, repo_type, p.name) for p in refs.iterdir() if p.is_file()}
+    return _versions({name: sha for name, sha in shas.items() if sha})
 
 
 def _write_ref(repo_id: str, repo_type: str, name: str, sha: str) -> None:
@@ -763,6 +763,10 @@ def _map_error(
             f"The connection to the Hub at {url} broke off while {doing} for {repo_id}{at} "
             f"({detail}). Try again: files already downloaded are kept.{hint}"
         )
+    cause = exc.__cause__
+    if isinstance(exc, OSError) and cause is not None and not isinstance(cause, SourceError):
+        if isinstance(cause, _connection_error_types()):  # the cache fallback failed too
+            return _map_error(cause, repo_id, revision, endpoint, doing)
     if isinstance(exc, OSError) and type(exc).__name__ in (
         "LocalEntryNotFoundError",
         "IncompleteSnapshotError",

@@ -1,0 +1,96 @@
+"""The command line: list-backends, variants, load, with --json, exit codes, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_plugins.cli import main
+from tests.support.kernels import make_repo
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relu"
+
+
+def run_cli(*args, env=None):
+    import os
+
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "kernel_plugins.cli.main", *args],
+        capture_output=True, text=True, env=full_env, timeout=120,
+    )
+
+
+def test_list_backends_table_shows_five_builtins(manager, capsys):
+    assert main(["list-backends"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["backend", "distribution", "status"]
+    for name in ("cpu", "cuda", "rocm", "xpu", "metal"):
+        assert any(line.startswith(name + " ") for line in lines), name
+    cpu = next(line for line in lines if line.startswith("cpu "))
+    assert "available" in cpu and "torch-stable-abi" in cpu
+
+
+def test_list_backends_json(manager, capsys):
+    assert main(["list-backends", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["name"]: r for r in data["backends"]}
+    assert set(rows) >= {"cpu", "cuda", "rocm", "xpu", "metal"}
+    assert rows["cpu"]["status"] == "available" and rows["cpu"]["count"] == 1
+    assert rows["cpu"]["variants"][-2:] == ["torch-cpu", "torch-universal"]
+    assert rows["cuda"]["status"] == "no device" and rows["cuda"]["variants"] == []
+    assert rows["metal"]["device_type"] == "mps"
+    assert data["system"]["torch_version"] is not None
+
+
+def test_variants_json_trace(manager, capsys, tmp_path):
+    make_repo(tmp_path / "r", ["torch-cpu", "torch-cuda", "torch-universal"])
+    assert main(["variants", str(tmp_path / "r"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["best"] == "torch-cpu"
+    assert data["accepted"] == ["torch-cpu", "torch-universal"]
+    rejected = [d for d in data["decisions"] if not d["accepted"]]
+    assert rejected == [{"variant": "torch-cuda", "accepted": False,
+                         "reason": "noarch variant for backend 'cuda'; the device is 'cpu' (backend 'cpu', noarch name torch-cpu)"}]
+
+
+def test_variants_exit_1_when_nothing_fits(manager, capsys, tmp_path):
+    make_repo(tmp_path / "r", ["torch-cuda"])
+    assert main(["variants", str(tmp_path / "r")]) == 1
+    out = capsys.readouterr().out
+    assert "chosen: none" in out and "torch-cuda" in out
+
+
+def test_load_example_json(manager, capsys):
+    assert main(["load", str(EXAMPLE), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["provenance"]["variant"] == "torch-cpu"
+    assert data["provenance"]["emulated"] is False
+    assert {"name": "relu", "signature": "(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor"} in data["functions"]
+
+
+def test_errors_have_no_traceback_unless_debug(tmp_path):
+    r = run_cli("load", str(tmp_path / "missing"))
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1].startswith("error: local kernel path")
+    assert "Traceback" not in r.stderr
+    r = run_cli("--debug", "load", str(tmp_path / "missing"))
+    assert r.returncode == 1 and "Traceback" in r.stderr
+
+
+def test_unknown_device_lists_backends(tmp_path):
+    r = run_cli("load", str(EXAMPLE), "--device", "foo", env={"KERNEL_PLUGINS_LOAD": ""})
+    assert r.returncode == 1
+    assert "unknown device type 'foo'" in r.stderr and "Installed backends: cpu" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("argv", [["variants"], ["load", "x", "--version", "abc"], ["nope"]])
+def test_usage_errors_exit_2(argv):
+    r = run_cli(*argv)
+    assert r.returncode == 2 and "usage:" in r.stderr
