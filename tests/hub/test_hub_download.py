@@ -168,3 +168,14 @@ def test_server_dying_mid_download_is_a_hub_error_and_retry_works(
     hub_env.clear_requests()  # also drops the remaining cuts
     path = hub.download_variant(ref, "torch-cpu", progress=False)
     assert (path / "blob.bin").read_bytes() == hub_repos.big_blob
+
+
+def test_missing_variant_of_a_cached_commit_needs_no_request(
+    hub_env: HubServer, hub_repos: HubRepos
+) -> None:
+    ref = hub.resolve(hub_repos.multi, version=1)
+    hub.download_variant(ref, "torch-cpu", progress=False)
+    hub_env.clear_requests()
+    with pytest.raises(SourceError, match="'torch-rocm'.*torch-cpu, torch-cpu-extra"):
+        hub.download_variant(ref, "torch-rocm", progress=False)
+    assert hub_env.requests == []
