@@ -31,7 +31,6 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "creating virtual environment $venv"
     "$python" -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet "olah==$OLAH_VERSION"
 if [ ! -x "$venv/bin/olah-cli" ]; then
     echo "error: olah-cli not found in $venv/bin after installing olah==$OLAH_VERSION" >&2

@@ -8,7 +8,7 @@ import textwrap
 from kernel_plugins.testing import run_in_fresh_interpreter
 
 #: Prelude of every scenario: ``check(key, fn)`` stores fn()'s value, or the error it raised.
-PRELUDE = '''
+PRELUDE = """
 import json, warnings
 warnings.filterwarnings("ignore")
 RESULTS = {}
@@ -18,22 +18,24 @@ def check(key, fn):
         RESULTS[key] = fn()
     except Exception as e:  # recorded so one failure does not hide the others
         RESULTS[key] = {"error": type(e).__name__, "message": str(e)}
-'''
+"""
 
-EPILOGUE = '''
+EPILOGUE = """
 print("RESULT:" + json.dumps(RESULTS, default=str))
-'''
+"""
 
 
 def run_scenario(body: str, *, timeout: float = 120) -> dict:
     """Run ``body`` (after :data:`PRELUDE`) in a new interpreter; return ``RESULTS``."""
     code = PRELUDE + textwrap.dedent(body) + EPILOGUE
-    proc = run_in_fresh_interpreter(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, timeout=timeout)
+    proc = run_in_fresh_interpreter(
+        code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, timeout=timeout
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT:")]
     assert proc.returncode == 0 and lines, (
         f"scenario failed (exit {proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     )
-    return json.loads(lines[-1][len("RESULT:"):])
+    return json.loads(lines[-1][len("RESULT:") :])
 
 
 def error_of(value: object) -> tuple[str, str] | None:

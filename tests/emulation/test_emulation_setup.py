@@ -63,7 +63,7 @@ def test_run_in_fresh_interpreter_passes_env_and_captures_output() -> None:
     assert proc.stdout.split() == ["hello", "False"]
 
 
-NO_DEVICE = '''
+NO_DEVICE = """
 import torch
 from kernel_plugins import _emulation
 from kernel_plugins.testing import emulate
@@ -75,7 +75,7 @@ check("module", lambda: [torch.foo.device_count(), torch.foo.is_available(),
 check("tensor", lambda: torch.ones(1, device="foo"))
 check("recorded", lambda: [_emulation.is_emulated("foo"), _emulation.emulated_count("foo")])
 check("backend_name", lambda: torch._C._get_privateuse1_backend_name())
-'''
+"""
 
 
 def test_zero_devices_emulates_a_stack_without_devices() -> None:
@@ -88,7 +88,7 @@ def test_zero_devices_emulates_a_stack_without_devices() -> None:
     assert res["backend_name"] == "foo"
 
 
-PLUGIN_HOOK = '''
+PLUGIN_HOOK = """
 import sys, types
 import torch
 from kernel_plugins import plugins
@@ -125,7 +125,7 @@ check("props", lambda: [torch.fakeacc.get_device_properties(2).name,
                         torch.fakeacc.get_device_properties(0).cores,
                         torch.fakeacc.vendor_version, "torch_fakeacc" in sys.modules])
 check("again", lambda: [emulate("fakeacc", devices=3, sdk="1.2.3") is dev, len(calls)])
-'''
+"""
 
 
 def test_the_owning_backend_plugin_installs_vendor_stand_ins() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from .scenario import error_of, run_scenario
 
-SCENARIO = '''
+SCENARIO = """
 import copy, io
 import torch
 from kernel_plugins import _emulation
@@ -167,7 +167,7 @@ def second_name():
     except EmulationError as e:
         return ["EmulationError", str(e), torch._C._get_privateuse1_backend_name()]
 check("second_name", second_name)
-'''
+"""
 
 
 @pytest.fixture(scope="module")

@@ -150,3 +150,12 @@ def test_unreachable_hub_suggests_offline_mode_when_cached(
     hub.resolve(hub_repos.multi, version=1)  # writes refs/v1 into the cache
     with pytest.raises(HubError, match="set HF_HUB_OFFLINE=1"):
         hub.resolve(hub_repos.multi, version=1, endpoint="http://127.0.0.1:9")
+
+
+def test_uncached_sha_of_model_repo_falls_back_to_model_type(
+    hub_env: HubServer, hub_repos: HubRepos
+) -> None:
+    sha = hub_repos.legacy_shas["v1"]
+    ref = hub.resolve(hub_repos.legacy, revision=sha)
+    assert (ref.repo_type, ref.sha) == ("model", sha)
+    assert hub_env.paths()[-1] == f"/api/models/{hub_repos.legacy}/revision/{sha}"

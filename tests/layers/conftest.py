@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernel_plugins.device import DeviceInfo
-from kernel_plugins.layers import kernelize as kz
+from kernel_plugins.layers import kernelizing as kz
 from kernel_plugins.layers import mapping
 
 

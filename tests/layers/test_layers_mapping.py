@@ -22,14 +22,14 @@ from kernel_plugins.layers import (
     use_kernel_mapping,
 )
 
-I, T, C, F = Mode.INFERENCE, Mode.TRAINING, Mode.TORCH_COMPILE, Mode.FALLBACK
+INF, TRN, TC, FB = Mode.INFERENCE, Mode.TRAINING, Mode.TORCH_COMPILE, Mode.FALLBACK
 
 
 def repo(name: str) -> LayerRepository:
     return LayerRepository(f"org/{name}", layer_name="L")
 
 
-def picked(layer, device, mode=I):
+def picked(layer, device, mode=INF):
     """Repo ids of the candidates, in order."""
     return [c.repo.repo_id for c in current_mapping().candidates(layer, device, mode)]
 
@@ -92,8 +92,8 @@ def test_locked_repository_without_lockfile_says_how_to_fix(tmp_path, monkeypatc
         ({"": {"cuda": repo("a")}}, MappingError, "must be layer names"),
         ({"L": repo("a")}, MappingError, r"mapping\['L'\] must be a dict of device type"),
         ({"L": {"cuda": "org/a"}}, MappingError, "must be a repository"),
-        ({"L": {"cuda": {I: "org/a"}}}, MappingError, "must be a repository"),
-        ({"L": {"cuda": {C: repo("a")}}}, ModeError, "cannot key a mapping entry"),
+        ({"L": {"cuda": {INF: "org/a"}}}, MappingError, "must be a repository"),
+        ({"L": {"cuda": {TC: repo("a")}}}, ModeError, "cannot key a mapping entry"),
         ({"L": {"cuda": {"x": repo("a"), CapabilityRange(): repo("b")}}}, MappingError, "keys"),
         ({"L": {3: repo("a")}}, MappingError, "must be strings"),
         ({"L": {"mlx": repo("a")}}, UnknownDeviceError, "unknown device type 'mlx'"),
@@ -126,17 +126,17 @@ def test_every_installed_backend_name_or_device_type_is_a_valid_key(key):
 
 def test_repository_without_mode_dict_is_a_fallback_entry(make_device):
     register_kernel_mapping({"L": {"cuda": repo("a")}})
-    cands = current_mapping().candidates("L", make_device("cuda"), T | C)
-    assert [(c.repo.repo_id, c.mode) for c in cands] == [("org/a", F)]
+    cands = current_mapping().candidates("L", make_device("cuda"), TRN | TC)
+    assert [(c.repo.repo_id, c.mode) for c in cands] == [("org/a", FB)]
 
 
 @pytest.mark.parametrize(
     ("mode", "expected"),
     [
-        (I, ["org/inf", "org/infc", "org/train", "org/trainc", "org/fb"]),
-        (T, ["org/train", "org/trainc", "org/fb"]),
-        (I | C, ["org/infc", "org/trainc", "org/fb"]),
-        (T | C, ["org/trainc", "org/fb"]),
+        (INF, ["org/inf", "org/infc", "org/train", "org/trainc", "org/fb"]),
+        (TRN, ["org/train", "org/trainc", "org/fb"]),
+        (INF | TC, ["org/infc", "org/trainc", "org/fb"]),
+        (TRN | TC, ["org/trainc", "org/fb"]),
     ],
 )
 def test_mode_entries_are_tried_in_priority_order(mode, expected, make_device):
@@ -144,11 +144,11 @@ def test_mode_entries_are_tried_in_priority_order(mode, expected, make_device):
         {
             "L": {
                 "cuda": {
-                    F: repo("fb"),
-                    T | C: repo("trainc"),
-                    T: repo("train"),
-                    I | C: repo("infc"),
-                    I: repo("inf"),
+                    FB: repo("fb"),
+                    TRN | TC: repo("trainc"),
+                    TRN: repo("train"),
+                    INF | TC: repo("infc"),
+                    INF: repo("inf"),
                 }
             }
         }
@@ -157,9 +157,9 @@ def test_mode_entries_are_tried_in_priority_order(mode, expected, make_device):
 
 
 def test_merge_replaces_same_mode_and_keeps_others(make_device):
-    register_kernel_mapping({"L": {"cuda": {I: repo("a"), T: repo("b")}}})
-    register_kernel_mapping({"L": {"cuda": {I: repo("c")}}, "M": {"cpu": repo("m")}})
-    assert picked("L", make_device("cuda"), I) == ["org/c", "org/b"]
+    register_kernel_mapping({"L": {"cuda": {INF: repo("a"), TRN: repo("b")}}})
+    register_kernel_mapping({"L": {"cuda": {INF: repo("c")}}, "M": {"cpu": repo("m")}})
+    assert picked("L", make_device("cuda"), INF) == ["org/c", "org/b"]
     assert current_mapping().layer_names() == ["L", "M"]
 
 
@@ -173,10 +173,10 @@ def test_register_without_inherit_replaces_everything(make_device):
 # ----------------------------------------------------------------- contexts
 def test_contexts_stack_and_restore(make_device):
     dev = make_device("cuda")
-    register_kernel_mapping({"L": {"cuda": {I: repo("global")}}})
-    with use_kernel_mapping({"L": {"cuda": {T: repo("outer")}}}) as outer:
+    register_kernel_mapping({"L": {"cuda": {INF: repo("global")}}})
+    with use_kernel_mapping({"L": {"cuda": {TRN: repo("outer")}}}) as outer:
         assert picked("L", dev) == ["org/global", "org/outer"]
-        with use_kernel_mapping({"L": {"cuda": {I: repo("inner")}}}):
+        with use_kernel_mapping({"L": {"cuda": {INF: repo("inner")}}}):
             assert picked("L", dev) == ["org/inner", "org/outer"]
         assert picked("L", dev) == ["org/global", "org/outer"]
         assert current_mapping() is outer
@@ -187,7 +187,7 @@ def test_inherit_false_hides_outer_and_global_mappings(make_device):
     dev = make_device("cuda")
     register_kernel_mapping({"L": {"cuda": repo("global")}, "M": {"cuda": repo("m")}})
     with use_kernel_mapping({"L": {"cuda": repo("outer")}}):
-        with use_kernel_mapping({"L": {"cuda": {I: repo("only")}}}, inherit_mapping=False):
+        with use_kernel_mapping({"L": {"cuda": {INF: repo("only")}}}, inherit_mapping=False):
             assert picked("L", dev) == ["org/only"]
             assert current_mapping().layer_names() == ["L"]
         assert picked("L", dev) == ["org/outer"]
@@ -269,8 +269,8 @@ CAP_MAPPING = {
             CapabilityRange(min=(7, 0), max=(9, 0)): repo("wide"),
             CapabilityRange(min=(8, 0), max=(8, 9)): repo("ampere"),
             CapabilityRange(min=(8, 9), max=(8, 9)): repo("ada"),
-            CapabilityRange(min=(9, 0)): {I: repo("hopper")},
-            F: repo("any"),
+            CapabilityRange(min=(9, 0)): {INF: repo("hopper")},
+            FB: repo("any"),
         }
     }
 }
@@ -321,7 +321,7 @@ def test_equal_width_ties_prefer_higher_min_then_later_registration(make_device)
 
 def test_capability_range_with_mode_dict(make_device):
     register_kernel_mapping(
-        {"L": {"cuda": {CapabilityRange(min=(8, 0)): {T: repo("t"), I: repo("i")}}}}
+        {"L": {"cuda": {CapabilityRange(min=(8, 0)): {TRN: repo("t"), INF: repo("i")}}}}
     )
-    assert picked("L", make_device("cuda", capability=(8, 0)), T) == ["org/t"]
-    assert picked("L", make_device("cuda", capability=(8, 0)), I) == ["org/i", "org/t"]
+    assert picked("L", make_device("cuda", capability=(8, 0)), TRN) == ["org/t"]
+    assert picked("L", make_device("cuda", capability=(8, 0)), INF) == ["org/i", "org/t"]

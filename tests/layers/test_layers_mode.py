@@ -16,17 +16,17 @@ from kernel_plugins.layers.mode import (
     describe_mode,
 )
 
-I, T, C, F = Mode.INFERENCE, Mode.TRAINING, Mode.TORCH_COMPILE, Mode.FALLBACK
+INF, TRN, TC, FB = Mode.INFERENCE, Mode.TRAINING, Mode.TORCH_COMPILE, Mode.FALLBACK
 
 
 @pytest.mark.parametrize(
     ("a", "b", "message"),
     [
-        (I, T, "mutually exclusive"),
-        (T, I, "mutually exclusive"),
-        (F, I, "cannot be combined"),
-        (T, F, "cannot be combined"),
-        (F, C, "cannot be combined"),
+        (INF, TRN, "mutually exclusive"),
+        (TRN, INF, "mutually exclusive"),
+        (FB, INF, "cannot be combined"),
+        (TRN, FB, "cannot be combined"),
+        (FB, TC, "cannot be combined"),
     ],
 )
 def test_forbidden_combinations_raise_on_or(a, b, message):
@@ -38,7 +38,11 @@ def test_forbidden_combinations_raise_on_or(a, b, message):
 
 @pytest.mark.parametrize(
     ("mode", "text"),
-    [(I | C, "INFERENCE | TORCH_COMPILE"), (T | C, "TRAINING | TORCH_COMPILE"), (F, "FALLBACK")],
+    [
+        (INF | TC, "INFERENCE | TORCH_COMPILE"),
+        (TRN | TC, "TRAINING | TORCH_COMPILE"),
+        (FB, "FALLBACK"),
+    ],
 )
 def test_allowed_combinations(mode, text):
     assert describe_mode(mode) == text
@@ -48,9 +52,9 @@ def test_allowed_combinations(mode, text):
 @pytest.mark.parametrize(
     ("mode", "message"),
     [
-        (F, "only be used to register"),
-        (C, "must contain Mode.INFERENCE or Mode.TRAINING"),
-        (Mode(I.value | T.value), "mutually exclusive"),  # built without `|`
+        (FB, "only be used to register"),
+        (TC, "must contain Mode.INFERENCE or Mode.TRAINING"),
+        (Mode(INF.value | TRN.value), "mutually exclusive"),  # built without `|`
         ("inference", "must be a kernel_plugins.layers.Mode"),
         (None, "must be a kernel_plugins.layers.Mode"),
     ],
@@ -60,14 +64,14 @@ def test_kernelize_mode_rejections(mode, message):
         check_kernelize_mode(mode)
 
 
-@pytest.mark.parametrize("mode", [I, T, I | C, T | C])
+@pytest.mark.parametrize("mode", [INF, TRN, INF | TC, TRN | TC])
 def test_kernelize_modes_accepted(mode):
     assert check_kernelize_mode(mode) is mode
 
 
 def test_torch_compile_alone_cannot_key_a_mapping():
     with pytest.raises(ModeError, match="cannot key a mapping entry"):
-        check_mapping_mode(C)
+        check_mapping_mode(TC)
     with pytest.raises(ModeError, match="must be Mode values"):
         check_mapping_mode("TRAINING")
 
@@ -75,10 +79,10 @@ def test_torch_compile_alone_cannot_key_a_mapping():
 @pytest.mark.parametrize(
     ("mode", "order"),
     [
-        (I, [I, I | C, T, T | C, F]),
-        (T, [T, T | C, F]),
-        (I | C, [I | C, T | C, F]),
-        (T | C, [T | C, F]),
+        (INF, [INF, INF | TC, TRN, TRN | TC, FB]),
+        (TRN, [TRN, TRN | TC, FB]),
+        (INF | TC, [INF | TC, TRN | TC, FB]),
+        (TRN | TC, [TRN | TC, FB]),
     ],
 )
 def test_candidate_mode_order(mode, order):
@@ -86,9 +90,9 @@ def test_candidate_mode_order(mode, order):
 
 
 def test_training_never_uses_inference_entries():
-    for mode in (T, T | C):
-        assert I not in candidate_modes(mode)
-        assert I | C not in candidate_modes(mode)
+    for mode in (TRN, TRN | TC):
+        assert INF not in candidate_modes(mode)
+        assert INF | TC not in candidate_modes(mode)
 
 
 def test_importing_layers_does_not_import_torch():

@@ -38,7 +38,9 @@ def kernel_class(forward=None, **attrs):
 
 def test_valid_layer_gets_defaults():
     traits = validate_layer(kernel_class(), Original, where="K")
-    assert traits == KernelTraits(has_backward=True, can_torch_compile=False, properties=frozenset())
+    assert traits == KernelTraits(
+        has_backward=True, can_torch_compile=False, properties=frozenset()
+    )
 
 
 def test_declared_attributes_are_read():
@@ -63,7 +65,11 @@ def _init(self):
         (lambda: kernel_class(__init__=_init), LayerError, "defines __init__"),
         (lambda: kernel_class(helper=lambda self: 1), LayerError, "adds members helper"),
         (lambda: kernel_class(EPS=1e-5), LayerError, "adds members EPS"),
-        (lambda: kernel_class(has_backward="yes"), LayerError, "has_backward must be True or False"),
+        (
+            lambda: kernel_class(has_backward="yes"),
+            LayerError,
+            "has_backward must be True or False",
+        ),
         (lambda: kernel_class(can_torch_compile=1), LayerError, "can_torch_compile must be"),
         (lambda: kernel_class(kernel_properties="deterministic"), ContractError, "must be a set"),
         (
@@ -133,7 +139,7 @@ def test_invalid_functions(func, message):
         validate_function(func, original_fn, where="function `f`", module=mod, name="f")
 
 
-I, T, C, F = Mode.INFERENCE, Mode.TRAINING, Mode.TORCH_COMPILE, Mode.FALLBACK
+INF, TRN, TC, FB = Mode.INFERENCE, Mode.TRAINING, Mode.TORCH_COMPILE, Mode.FALLBACK
 FULL = KernelTraits(True, True, frozenset({"deterministic", "batch_invariant"}))
 NO_BW = KernelTraits(False, True, frozenset())
 NO_COMPILE = KernelTraits(True, False, frozenset({"deterministic"}))
@@ -142,12 +148,17 @@ NO_COMPILE = KernelTraits(True, False, frozenset({"deterministic"}))
 @pytest.mark.parametrize(
     ("traits", "mode", "require", "lacks"),
     [
-        (FULL, T | C, {"deterministic", "batch_invariant"}, []),
-        (NO_BW, I | C, set(), []),
-        (NO_BW, T, set(), ["backward support"]),
-        (NO_COMPILE, T | C, set(), ["torch.compile support"]),
-        (NO_COMPILE, I, {"batch_invariant"}, ["required property batch_invariant"]),
-        (NO_BW, T | C, {"deterministic"}, ["backward support", "required property deterministic"]),
+        (FULL, TRN | TC, {"deterministic", "batch_invariant"}, []),
+        (NO_BW, INF | TC, set(), []),
+        (NO_BW, TRN, set(), ["backward support"]),
+        (NO_COMPILE, TRN | TC, set(), ["torch.compile support"]),
+        (NO_COMPILE, INF, {"batch_invariant"}, ["required property batch_invariant"]),
+        (
+            NO_BW,
+            TRN | TC,
+            {"deterministic"},
+            ["backward support", "required property deterministic"],
+        ),
     ],
 )
 def test_missing_for_mode_and_requirements(traits, mode, require, lacks):
@@ -160,10 +171,10 @@ def test_missing_for_mode_and_requirements(traits, mode, require, lacks):
 @pytest.mark.parametrize(
     ("traits", "registered", "message"),
     [
-        (NO_BW, T, "has no backward"),
-        (NO_BW, T | C, "has no backward"),
-        (NO_COMPILE, I | C, "does not support torch.compile"),
-        (NO_COMPILE, T | C, "does not support torch.compile"),
+        (NO_BW, TRN, "has no backward"),
+        (NO_BW, TRN | TC, "has no backward"),
+        (NO_COMPILE, INF | TC, "does not support torch.compile"),
+        (NO_COMPILE, TRN | TC, "does not support torch.compile"),
     ],
 )
 def test_entries_registered_for_a_mode_their_kernel_cannot_serve(traits, registered, message):
@@ -172,7 +183,7 @@ def test_entries_registered_for_a_mode_their_kernel_cannot_serve(traits, registe
 
 
 @pytest.mark.parametrize(
-    ("traits", "registered"), [(NO_BW, I), (NO_BW, F), (NO_COMPILE, T), (NO_COMPILE, F)]
+    ("traits", "registered"), [(NO_BW, INF), (NO_BW, FB), (NO_COMPILE, TRN), (NO_COMPILE, FB)]
 )
 def test_entries_that_promise_nothing_more_are_accepted(traits, registered):
     check_registered_mode(traits, registered, where="K")

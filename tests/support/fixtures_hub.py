@@ -71,9 +71,13 @@ def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name, value in (
         ("HF_XET_CACHE", home / "xet"),
         ("AGENT_HARNESSES_PATH", home / ".agent_harnesses.json"),
+        ("HF_TOKEN_PATH", home / "token"),  # never send a developer's token to the test server
+        ("HF_STORED_TOKENS_PATH", home / "stored_tokens"),
     ):
         if hasattr(constants, name):
             monkeypatch.setattr(constants, name, str(value))
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH"):
+        monkeypatch.delenv(name, raising=False)
     return cache
 
 

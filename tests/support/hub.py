@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -68,6 +69,14 @@ def olah_cli() -> Path | None:
             if path.is_file() and os.access(path, os.X_OK):
                 return path
     return None
+
+
+def _die_with_parent() -> None:
+    """In the child (Linux): get SIGTERM when the test process dies, so olah never lingers."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def _free_port() -> int:
@@ -453,6 +462,7 @@ class HubServer:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         finally:
             out.close()

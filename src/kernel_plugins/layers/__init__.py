@@ -33,7 +33,7 @@ from .decorators import (
     use_kernel_forward_from_hub,
     use_kernel_func_from_hub,
 )
-from .kernelize import KernelChoice, kernel_choice, kernelize
+from .kernelizing import KernelChoice, kernel_choice, kernelize
 from .mapping import (
     Candidate,
     KernelMapping,

@@ -8,7 +8,9 @@
   Keep it as an attribute of a model, or kernelize it directly; kernelize then makes the
   mapped kernel function (a :class:`~kernel_plugins.layers.FuncRepository` entry) its
   forward. The instance carries the function's ``__name__``, ``__doc__`` and
-  ``__wrapped__``, so ``inspect.signature`` shows the original signature.
+  ``__wrapped__``, so ``inspect.signature`` shows the original signature. There is one
+  instance per decorated function: kernelizing any model that holds it changes it for
+  every caller (as for any module shared between models).
 """
 
 from __future__ import annotations

@@ -207,13 +207,18 @@ def emulated_devices() -> tuple[EmulatedDevice, ...]:
 
 
 def run_in_fresh_interpreter(
-    code: str, env: dict[str, str] | None = None, timeout: float = 120
+    code: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a new Python process (same interpreter, spawned, never forked).
 
     Use it to emulate another device name than this process's. The child sees this
     process's environment plus ``env``, and imports the same ``kernel_plugins``.
-    stdout and stderr are captured as text; the exit status is not checked.
+    stdout and stderr are captured as text; the exit status is not checked. ``cwd`` is
+    the child's working directory (default: this process's).
 
     Raises:
         subprocess.TimeoutExpired: the child ran longer than ``timeout`` seconds.
@@ -226,6 +231,7 @@ def run_in_fresh_interpreter(
     return subprocess.run(
         [sys.executable, "-c", code],
         env=child_env,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -47,9 +47,31 @@ _LIBRARIES: list[torch.library.Library] = []
 
 _RESERVED = frozenset(
     {
-        "cpu", "cuda", "hip", "mps", "xpu", "meta", "xla", "lazy", "ipu", "mtia", "hpu",
-        "ve", "vulkan", "metal", "fpga", "maia", "ort", "mkldnn", "opengl", "opencl",
-        "ideep", "privateuseone", "msnpu", "mlc", "cuda_graph",
+        "cpu",
+        "cuda",
+        "hip",
+        "mps",
+        "xpu",
+        "meta",
+        "xla",
+        "lazy",
+        "ipu",
+        "mtia",
+        "hpu",
+        "ve",
+        "vulkan",
+        "metal",
+        "fpga",
+        "maia",
+        "ort",
+        "mkldnn",
+        "opengl",
+        "opencl",
+        "ideep",
+        "privateuseone",
+        "msnpu",
+        "mlc",
+        "cuda_graph",
     }
 )
 
@@ -122,7 +144,10 @@ class EmulatedTensor(torch.Tensor):
 
     @staticmethod
     def __tensor_unflatten__(
-        inner_tensors: dict[str, torch.Tensor], meta: torch.device, outer_size: Any, outer_stride: Any
+        inner_tensors: dict[str, torch.Tensor],
+        meta: torch.device,
+        outer_size: Any,
+        outer_stride: Any,
     ) -> EmulatedTensor:
         """Rebuild a wrapper from :meth:`__tensor_flatten__`'s parts."""
         return EmulatedTensor(inner_tensors["_inner"], meta)
@@ -325,9 +350,25 @@ def _fallback(op: Any, *args: Any, **kwargs: Any) -> Any:
 
 # Ops AMP runs in lower precision (a subset of CUDA's list, enough for matmul-heavy code).
 _AUTOCAST_LOWER = (
-    "mm", "bmm", "addmm", "addbmm", "baddbmm", "matmul", "linear", "conv1d", "conv2d",
-    "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
-    "_convolution", "convolution", "addmv", "mv", "chain_matmul",
+    "mm",
+    "bmm",
+    "addmm",
+    "addbmm",
+    "baddbmm",
+    "matmul",
+    "linear",
+    "conv1d",
+    "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
+    "prelu",
+    "_convolution",
+    "convolution",
+    "addmv",
+    "mv",
+    "chain_matmul",
 )
 
 

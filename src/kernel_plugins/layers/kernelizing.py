@@ -146,6 +146,7 @@ class _Session:
         self._device_arg = device
         self._device: Any = None
         self.mapping: KernelMapping = current_mapping()
+        self.disabled = mapping_disabled()
         self._modules: dict[KernelRepository, types.ModuleType | Exception] = {}
         self._traits: dict[tuple[KernelRepository, type], tuple[Any, KernelTraits]] = {}
 
@@ -227,17 +228,28 @@ def _nothing_mapped(session: _Session, name: str) -> str:
     )
 
 
-def _kernelize_module(module: Any, name: str, session: _Session) -> None:
+@dataclass(frozen=True)
+class _Decision:
+    module: Any
+    impl: Any  # kernel layer class / function, or None for the original forward
+    choice: KernelChoice | None
+
+
+def _decide(module: Any, name: str, session: _Session) -> _Decision:
+    """Choose for one module without changing it (raises when nothing may serve it)."""
     cls_name = type(module).__name__
     what = f"layer `{name}` ({cls_name})"
-    if session.require and mapping_disabled():
-        raise ContractError(
-            f"{what} requires {format_properties(session.require)}, but {DISABLE_ENV}=1 "
-            f"keeps the original forward, which declares no properties; unset {DISABLE_ENV} "
-            f"or drop require"
-        )
+    if session.disabled:
+        if session.require:
+            raise ContractError(
+                f"{what} requires {format_properties(session.require)}, but {DISABLE_ENV}=1 "
+                f"keeps the original forward, which declares no properties; unset "
+                f"{DISABLE_ENV} or drop require"
+            )
+        return _Decision(module, None, None)
     candidates = session.mapping.candidates(name, session.device, session.mode)
     skipped: list[str] = []
+    device = describe_device(session.device)
     for cand in candidates:
         found = session.implementation(cand, module)
         if isinstance(found, str):
@@ -248,21 +260,20 @@ def _kernelize_module(module: Any, name: str, session: _Session) -> None:
         if lacks:
             skipped.append(f"  - {cand.describe()}: lacks {'; '.join(lacks)}")
             continue
-        _install(module, impl)
         kmod = session.load(cand.repo)
-        _CHOICES[module] = KernelChoice(
+        choice = KernelChoice(
             name,
             session.mode,
-            describe_device(session.device),
+            device,
             cand,
             getattr(kmod, "__name__", None),
             tuple(skipped),
             getattr(kmod, "__kernel_provenance__", None),
         )
         log.info("kernelize: %s uses %s", what, cand.describe())
-        return
+        return _Decision(module, impl, choice)
     reasons = skipped or [_nothing_mapped(session, name)]
-    context = f"{what} on {describe_device(session.device)} in mode {describe_mode(session.mode)}"
+    context = f"{what} on {device} in mode {describe_mode(session.mode)}"
     if session.require:
         raise ContractError(
             f"{context} requires {format_properties(session.require)}, and no kernel "
@@ -276,11 +287,22 @@ def _kernelize_module(module: Any, name: str, session: _Session) -> None:
             + "\n".join(reasons)
             + "\nMap a kernel that fits, or pass use_fallback=True to keep the original forward."
         )
-    _restore(module)
-    _CHOICES[module] = KernelChoice(
-        name, session.mode, describe_device(session.device), None, None, tuple(reasons)
-    )
     log.info("kernelize: %s keeps its original forward:\n%s", context, "\n".join(reasons))
+    return _Decision(
+        module, None, KernelChoice(name, session.mode, device, None, None, tuple(reasons))
+    )
+
+
+def _apply(decision: _Decision) -> None:
+    module = decision.module
+    if decision.impl is None:
+        _restore(module)
+    else:
+        _install(module, decision.impl)
+    if decision.choice is None:
+        _CHOICES.pop(module, None)
+    else:
+        _CHOICES[module] = decision.choice
 
 
 def kernelize(
@@ -301,7 +323,8 @@ def kernelize(
         :class:`~kernel_plugins.errors.LayerError`).
     :param require: properties every chosen kernel must declare (e.g. ``{"deterministic"}``);
         see :mod:`kernel_plugins.contracts`. The original forward never satisfies them.
-    :return: ``model`` itself, changed in place.
+    :return: ``model`` itself, changed in place. When kernelize raises, no module was
+        changed.
 
     Example::
 
@@ -314,14 +337,11 @@ def kernelize(
     if not isinstance(model, nn.Module):
         raise LayerError(f"kernelize expects a torch.nn.Module, got {type(model).__name__}")
     session = _Session(mode, device, required, use_fallback)
-    disabled = mapping_disabled()
-    for _, module in model.named_modules():
-        name = marked_name(module)
-        if name is None:
-            continue
-        if disabled and not required:
-            _restore(module)
-            _CHOICES.pop(module, None)
-            continue
-        _kernelize_module(module, name, session)
+    decisions = [
+        _decide(module, name, session)
+        for _, module in model.named_modules()
+        if (name := marked_name(module)) is not None
+    ]
+    for decision in decisions:  # only after every module was decided: all or nothing
+        _apply(decision)
     return model

@@ -1,0 +1,206 @@
+"""Stand-ins for the Cambricon stack, for tests on machines without an MLU.
+
+Faithful to what ``torch_mlu`` shows PyTorch (see the package README):
+
+* a ``torch_mlu`` package in ``sys.modules`` with ``__version__`` like
+  ``"1.22.0+torch2.13.0"``;
+* ``torch.version.mlu = None`` (the real extension sets it to None explicitly);
+* ``torch.mlu.get_device_properties(i)`` with ``name``, ``major``, ``minor``,
+  ``multi_processor_count``, ``total_memory``, ``cluster_count``,
+  ``core_num_per_cluster``, ``frequency``, ``dram_bandwidth``,
+  ``supports_linear_memory``; ``torch.mlu.is_bf16_supported()`` is ``major >= 5``;
+* a Neuware folder whose ``version.txt`` says ``Neuware Version <toolkit>``, named by
+  ``NEUWARE_HOME``.
+
+:func:`build_stand_ins` makes them without installing anything (detection-level
+simulation: tests put them in place with ``monkeypatch``). The ``emulate_device`` hook
+calls :func:`install` after :func:`kernel_plugins.testing.emulate` has set up the
+PrivateUse1 ``mlu`` device. Every default is illustrative, not a product's data
+sheet; nothing here says anything about real hardware.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.machinery
+import os
+import re
+import shutil
+import sys
+import tempfile
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .versions import NEUWARE_ENV, VERSION_FILE
+
+__all__ = ["DEFAULT_FACTS", "StandIns", "build_stand_ins", "install"]
+
+NAME = "mlu"
+VENDOR = "torch_mlu"
+
+#: Facts :func:`kernel_plugins.testing.emulate` accepts for ``mlu``, with their defaults.
+#: ``version`` None means ``1.22.0+torch<installed torch>``; ``toolkit`` None means no
+#: readable CNToolkit version.
+DEFAULT_FACTS: dict[str, Any] = {
+    "device_name": "MLU590-H8",
+    "capability": (5, 0),
+    "total_memory": 64 * 1024**3,
+    "multi_processor_count": None,  # None: cluster_count * core_num_per_cluster
+    "cluster_count": 12,
+    "core_num_per_cluster": 4,
+    "frequency": 1300,
+    "dram_bandwidth": 1228,
+    "supports_linear_memory": True,
+    "version": None,
+    "toolkit": "3.13.5",
+}
+
+
+@dataclass
+class StandIns:
+    """What :func:`install` puts in place.
+
+    Attributes:
+        package: the stand-in ``torch_mlu`` module.
+        device_module: the ``torch.mlu`` module (configured with the vendor properties).
+        version_attrs: attributes for ``torch.version`` (``{"mlu": None}``).
+        environ: environment variables to set (``NEUWARE_HOME``).
+    """
+
+    package: types.ModuleType
+    device_module: types.ModuleType
+    version_attrs: dict[str, Any] = field(default_factory=dict)
+    environ: dict[str, str] = field(default_factory=dict)
+
+
+def _error(message: str) -> Exception:
+    from kernel_plugins.testing import EmulationError
+
+    return EmulationError(message)
+
+
+def _merge_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(facts) - set(DEFAULT_FACTS))
+    if unknown:
+        raise _error(
+            f"unknown mlu emulation fact(s) {', '.join(unknown)}; known facts: "
+            f"{', '.join(sorted(DEFAULT_FACTS))}"
+        )
+    merged = {**DEFAULT_FACTS, **facts}
+    cap = merged["capability"]
+    if (
+        not isinstance(cap, (tuple, list))
+        or len(cap) != 2
+        or not all(isinstance(x, int) and x >= 0 for x in cap)
+    ):
+        raise _error(f"fact capability={cap!r} must be a (major, minor) pair, e.g. (5, 0)")
+    for key in ("version", "toolkit"):
+        if merged[key] is not None and not isinstance(merged[key], str):
+            raise _error(f"fact {key}={merged[key]!r} must be a string or None")
+    return merged
+
+
+def _torch_version() -> str:
+    import torch
+
+    m = re.match(r"^\d+\.\d+\.\d+", str(torch.__version__))
+    return m.group(0) if m else str(torch.__version__)
+
+
+def _properties(merged: Mapping[str, Any]) -> dict[str, Any]:
+    mpc = merged["multi_processor_count"]
+    if mpc is None:
+        mpc = int(merged["cluster_count"]) * int(merged["core_num_per_cluster"])
+    return {
+        "name": str(merged["device_name"]),
+        "major": int(merged["capability"][0]),
+        "minor": int(merged["capability"][1]),
+        "multi_processor_count": int(mpc),
+        "total_memory": int(merged["total_memory"]),
+        "cluster_count": int(merged["cluster_count"]),
+        "core_num_per_cluster": int(merged["core_num_per_cluster"]),
+        "frequency": int(merged["frequency"]),
+        "dram_bandwidth": int(merged["dram_bandwidth"]),
+        "supports_linear_memory": bool(merged["supports_linear_memory"]),
+    }
+
+
+def _neuware_home(toolkit: str | None, workdir: Path | None) -> Path:
+    if workdir is None:
+        home = Path(tempfile.mkdtemp(prefix="kp-emulated-neuware-"))
+        atexit.register(shutil.rmtree, home, True)
+    else:
+        home = workdir / "neuware"
+        home.mkdir(parents=True, exist_ok=True)
+    version_file = home / VERSION_FILE
+    if toolkit is None:
+        version_file.unlink(missing_ok=True)
+    else:
+        version_file.write_text(f"Neuware Version {toolkit}\n", encoding="utf-8")
+    return home
+
+
+def build_stand_ins(
+    count: int,
+    facts: Mapping[str, Any] | None = None,
+    *,
+    device_module: types.ModuleType | None = None,
+    workdir: Path | None = None,
+) -> StandIns:
+    """Build the Cambricon stand-ins for ``count`` devices without installing them.
+
+    :param count: number of devices (0: the stack is present without devices).
+    :param facts: overrides of :data:`DEFAULT_FACTS` (unknown names raise
+        :class:`~kernel_plugins.testing.EmulationError`).
+    :param device_module: an emulated ``torch.mlu`` to configure; None builds a new one
+        with :func:`kernel_plugins.testing.make_device_module`.
+    :param workdir: where to write the stand-in Neuware folder (default: a temporary
+        folder removed at exit).
+    """
+    from kernel_plugins.testing import configure_device_module, make_device_module
+
+    merged = _merge_facts(facts or {})
+    props = [_properties(merged)] if count > 0 else []
+    major = int(merged["capability"][0])
+
+    def is_bf16_supported(including_emulation: bool = True) -> bool:
+        """BF16 needs an MLU of capability 5.x or newer (MLU590)."""
+        return major >= 5
+
+    extra = {"is_bf16_supported": is_bf16_supported}
+    if device_module is None:
+        device_module = make_device_module(NAME, count, properties=props, extra=extra)
+    else:
+        configure_device_module(device_module, properties=props, extra=extra)
+    version = merged["version"] or f"1.22.0+torch{_torch_version()}"
+    package = types.ModuleType(VENDOR, "Stand-in for torch_mlu (EMULATED on CPU, not hardware).")
+    package.__spec__ = importlib.machinery.ModuleSpec(VENDOR, None)
+    package.__version__ = version  # type: ignore[attr-defined]
+    package.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
+    home = _neuware_home(merged["toolkit"], workdir)
+    return StandIns(package, device_module, {"mlu": None}, {NEUWARE_ENV: str(home)})
+
+
+def install(count: int, facts: Mapping[str, Any]) -> bool:
+    """Install the stand-ins into this process, next to the emulated ``torch.mlu``.
+
+    Called by the ``emulate_device`` hook; :func:`kernel_plugins.testing.emulate` must
+    have created the PrivateUse1 ``mlu`` device first.
+    """
+    import torch
+
+    module = getattr(torch, NAME, None)
+    if module is None or not getattr(module, "__kernel_plugins_emulated__", False):
+        raise _error(
+            "torch.mlu is missing or is not an emulated module: emulate the device with "
+            "kernel_plugins.testing.emulate('mlu'), which calls this hook"
+        )
+    stand = build_stand_ins(count, facts, device_module=module)
+    sys.modules[VENDOR] = stand.package
+    for key, value in stand.version_attrs.items():
+        setattr(torch.version, key, value)
+    os.environ.update(stand.environ)
+    return True

@@ -1,0 +1,163 @@
+"""Version strings of the Cambricon stack, parsed by small pure functions.
+
+* The extension: ``torch_mlu.__version__`` is ``"<torch_mlu>+torch<torch>"``
+  (``"1.22.0+torch2.4.0"``; some releases write ``-torch``).
+* The toolkit: ``torch.version.mlu`` is always None, so the CNToolkit version (the
+  release that ships ``libcnrt.so``, the runtime an MLU kernel binary links against) is
+  read from, in this order:
+
+  1. ``KERNEL_PLUGINS_MLU_TOOLKIT_VERSION`` (e.g. ``3.13.5``), for installs where the
+     file below is missing or wrong;
+  2. ``$NEUWARE_HOME/version.txt`` (``NEUWARE_HOME`` defaults to ``/usr/local/neuware``),
+     which a CNToolkit install writes as ``Neuware Version 3.13.5``: the first
+     ``X.Y.Z`` in the file is taken.
+
+  When neither gives a version the toolkit version is None and the reason is returned
+  as a note; nothing is guessed.
+
+* Arch variant token: ``mlu<major><minor>`` of the CNToolkit release (3.13 -> ``mlu313``).
+  The major is one digit (CNToolkit majors are 1 to 4; minors reach two digits).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "TOOLKIT_ENV",
+    "NEUWARE_ENV",
+    "DEFAULT_NEUWARE_HOME",
+    "VERSION_FILE",
+    "TOKEN_PREFIX",
+    "ExtensionVersion",
+    "ToolkitVersion",
+    "parse_extension_version",
+    "parse_toolkit_version",
+    "toolkit_token",
+    "decode_mlu_token",
+    "read_toolkit_version",
+]
+
+#: Environment variable that states the CNToolkit version explicitly.
+TOOLKIT_ENV = "KERNEL_PLUGINS_MLU_TOOLKIT_VERSION"
+#: Environment variable naming the Neuware (Cambricon SDK) install folder.
+NEUWARE_ENV = "NEUWARE_HOME"
+#: Where Neuware is installed when ``NEUWARE_HOME`` is not set.
+DEFAULT_NEUWARE_HOME = "/usr/local/neuware"
+#: File under the Neuware folder that records the installed version.
+VERSION_FILE = "version.txt"
+#: Letters of the backend token in arch variant names.
+TOKEN_PREFIX = "mlu"
+
+_EXT_RE = re.compile(r"^(?P<ext>\d+\.\d+\.\d+[0-9A-Za-z.]*)[+-]torch(?P<torch>\d+\.\d+(?:\.\d+)?)$")
+_TOOLKIT_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
+_IN_FILE_RE = re.compile(r"\d+\.\d+\.\d+")
+_TOKEN_RE = re.compile(r"^mlu([1-9])(\d+)$")
+
+
+@dataclass(frozen=True)
+class ExtensionVersion:
+    """``torch_mlu.__version__`` split into the extension and the torch it was built for."""
+
+    extension: str
+    torch: str
+
+    @property
+    def torch_major_minor(self) -> tuple[int, int]:
+        """The torch version it was built for, as ``(major, minor)``."""
+        major, minor = self.torch.split(".")[:2]
+        return int(major), int(minor)
+
+
+@dataclass(frozen=True)
+class ToolkitVersion:
+    """The CNToolkit version as read, where it came from, and a note when unusable.
+
+    Attributes:
+        text: the version exactly as found (``"3.13.5"``), or None.
+        source: where it was read (``"$KERNEL_PLUGINS_MLU_TOOLKIT_VERSION"`` or the file path).
+        note: why ``text`` is None or unparsable, else None.
+    """
+
+    text: str | None
+    source: str | None
+    note: str | None = None
+
+
+def parse_extension_version(text: object) -> ExtensionVersion | None:
+    """``"1.22.0+torch2.4.0"`` -> ``ExtensionVersion("1.22.0", "2.4.0")``; None when malformed.
+
+    >>> parse_extension_version("1.24.1-torch2.5.0").torch
+    '2.5.0'
+    """
+    if not isinstance(text, str):
+        return None
+    m = _EXT_RE.match(text.strip())
+    return ExtensionVersion(m.group("ext"), m.group("torch")) if m else None
+
+
+def parse_toolkit_version(text: object) -> tuple[int, int] | None:
+    """``"3.13.5"`` or ``"3.13"`` -> ``(3, 13)``; None when it is not such a version.
+
+    >>> parse_toolkit_version("3.13.5")
+    (3, 13)
+    """
+    if not isinstance(text, str):
+        return None
+    m = _TOOLKIT_RE.match(text.strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def toolkit_token(version: tuple[int, int]) -> str:
+    """The backend token of a CNToolkit version: ``(3, 13)`` -> ``"mlu313"``."""
+    major, minor = version
+    return f"{TOKEN_PREFIX}{major}{minor}"
+
+
+def decode_mlu_token(token: str) -> tuple[int, int] | None:
+    """``"mlu313"`` -> ``(3, 13)``, ``"mlu50"`` -> ``(5, 0)``; None when not an mlu token.
+
+    The first digit is the major version, the rest the minor (see the module docs).
+    """
+    m = _TOKEN_RE.match(token)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def read_toolkit_version(environ: Mapping[str, str] | None = None) -> ToolkitVersion:
+    """Read the CNToolkit version the documented way (see the module docs).
+
+    :param environ: the environment to read (default ``os.environ``).
+    :return: a :class:`ToolkitVersion`; never raises for a missing or unreadable file.
+    """
+    env = os.environ if environ is None else environ
+    explicit = env.get(TOOLKIT_ENV, "").strip()
+    if explicit:
+        note = None
+        if parse_toolkit_version(explicit) is None:
+            note = (
+                f"{TOOLKIT_ENV}={explicit!r} is not a CNToolkit version like 3.13.5; arch "
+                "variants (mlu<major><minor>) cannot be matched"
+            )
+        return ToolkitVersion(explicit, f"${TOOLKIT_ENV}", note)
+    home = env.get(NEUWARE_ENV, "").strip() or DEFAULT_NEUWARE_HOME
+    path = Path(home) / VERSION_FILE
+    hint = f"set {TOOLKIT_ENV} (e.g. 3.13.5) to load mlu<major><minor> arch variants"
+    try:
+        content = path.read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError as e:
+        return ToolkitVersion(
+            None, None, f"CNToolkit version unknown: cannot read {path} ({e.strerror or e}); {hint}"
+        )
+    m = _IN_FILE_RE.search(content)
+    if m is None:
+        first = content.strip().splitlines()[0][:80] if content.strip() else ""
+        return ToolkitVersion(
+            None,
+            str(path),
+            f"CNToolkit version unknown: {path} holds no X.Y.Z version (starts {first!r}); {hint}",
+        )
+    return ToolkitVersion(m.group(0), str(path))
