@@ -7,6 +7,9 @@ import textwrap
 
 from kernel_plugins.testing import run_in_fresh_interpreter
 
+#: Built-in backends only (no installed vendor plugin joins in), no vendor autoload.
+ISOLATED_ENV = {"KERNEL_PLUGINS_LOAD": "", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+
 #: Prelude of every scenario: ``check(key, fn)`` stores fn()'s value, or the error it raised.
 PRELUDE = """
 import json, warnings
@@ -29,7 +32,7 @@ def run_scenario(body: str, *, timeout: float = 120) -> dict:
     """Run ``body`` (after :data:`PRELUDE`) in a new interpreter; return ``RESULTS``."""
     code = PRELUDE + textwrap.dedent(body) + EPILOGUE
     proc = run_in_fresh_interpreter(
-        code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, timeout=timeout
+        code, env=ISOLATED_ENV, timeout=timeout
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT:")]
     assert proc.returncode == 0 and lines, (

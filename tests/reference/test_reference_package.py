@@ -64,8 +64,14 @@ def test_reference_repo_returns_none_for_unknown_names(name: str) -> None:
 
 def test_importing_the_index_does_not_import_torch() -> None:
     src = Path(reference.__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
-    code = "import sys, kernel_plugins.reference as r; r.reference_names(); print('torch' in sys.modules)"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]),
+    }
+    code = (
+        "import sys, kernel_plugins.reference as r; r.reference_names(); "
+        "print('torch' in sys.modules)"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )

@@ -147,11 +147,11 @@ def test_compiles_fullgraph(rotary, backend: str) -> None:
     cos2, sin2 = _input((2, 5, 8), seed=2), _input((2, 5, 8), seed=3)
     got = torch.compile(f, fullgraph=True, backend=backend)(x1, x2, cos, sin, q, k)
     expected = (*_native_rotary(x1, x2, cos, sin, False), *_native_transformers(q, k, cos2, sin2))
-    for g, e in zip(got, expected):
+    for g, e in zip(got, expected, strict=True):
         torch.testing.assert_close(g, e, atol=0, rtol=0)
     grads = torch.autograd.grad(sum(g.sum() for g in got), (x1, x2, q))
     ref_grads = torch.autograd.grad(sum(e.sum() for e in expected), (x1, x2, q))
-    for g, e in zip(grads, ref_grads):
+    for g, e in zip(grads, ref_grads, strict=True):
         torch.testing.assert_close(g, e, atol=0, rtol=0)
 
 
@@ -168,8 +168,11 @@ def test_runs_on_meta_device(rotary) -> None:
     cos = torch.empty(5, 1, 4, device="meta")
     out1, out2 = torch.empty_like(x1), torch.empty_like(x1)
     rotary.apply_rotary(x1, x1, cos, cos, out1, out2, True)
-    q_embed, _ = rotary.apply_rotary_transformers(x1, x1, torch.empty(2, 3, 4, device="meta"), cos[:, 0].expand(2, 5, 4)[:, :3])
-    assert out1.device.type == "meta" and q_embed.shape == x1.shape
+    assert out1.device.type == "meta" and out2.shape == x1.shape
+    q = torch.empty(2, 3, 5, 8, device="meta")
+    angles = torch.empty(2, 5, 8, device="meta")
+    q_embed, k_embed = rotary.apply_rotary_transformers(q, q, angles, angles)
+    assert q_embed.device.type == "meta" and k_embed.shape == q.shape
 
 
 @pytest.mark.parametrize("name", ["apply_rotary", "apply_rotary_transformers"])
@@ -182,8 +185,9 @@ def test_declared_properties_hold(rotary, name: str) -> None:
     def run(n: int) -> torch.Tensor:
         if name == "apply_rotary_transformers":
             return torch.cat(rotary.apply_rotary_transformers(q[:n], k[:n], cos[:n], sin[:n], 2))
-        return torch.cat(_apply(rotary, q[:n, ..., :4], q[:n, ..., 4:], cos[:n, :, None, :4],
-                                sin[:n, :, None, :4], False))
+        x1, x2 = q[:n, ..., :4], q[:n, ..., 4:]
+        c, s = cos[:n, :, None, :4], sin[:n, :, None, :4]
+        return torch.cat(_apply(rotary, x1, x2, c, s, False))
 
     full = run(9)
     torch.testing.assert_close(run(9), full, atol=0, rtol=0)

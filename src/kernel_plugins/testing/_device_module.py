@@ -77,6 +77,8 @@ def _as_properties(entry: object, default_name: str) -> object:
 
 def _properties_list(name: str, count: int, properties: list[object] | None) -> list[object]:
     default_name = f"Emulated {name} device"
+    if count == 0:
+        return []  # no device, nothing to describe (vendor facts may still be given)
     if properties is None:
         return [EmulatedDeviceProperties(default_name) for _ in range(count)]
     entries = [_as_properties(p, default_name) for p in properties]
