@@ -134,6 +134,10 @@ def import_variant(load: KernelLoad) -> ModuleType:
         if cached is not None:
             return cached
         existing = sys.modules.get(load.module_name)
+        if existing is not None and _same_files(pkg, getattr(existing, "__file__", None)):
+            # the identical build from another copy (another cache, say): reuse it
+            _by_path[key] = existing
+            return existing
         if existing is not None:
             raise KernelImportError(
                 f"cannot import {load.path} as {load.module_name!r}: a module of that name is "
@@ -157,6 +161,25 @@ def import_variant(load: KernelLoad) -> ModuleType:
             ) from e
         _by_path[key] = module
         return module
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
+
+
+def _same_files(pkg: Path, other_init: str | None) -> bool:
+    """Whether the package at ``pkg`` has exactly the files of the one at ``other_init``."""
+    if not other_init:
+        return False
+    other = Path(other_init).parent
+    try:
+        return _files(pkg) == _files(other)
+    except OSError:
+        return False
 
 
 def cached_module(path: Path) -> ModuleType | None:

@@ -136,4 +136,6 @@ def read_metadata(variant_dir: Path) -> KernelMetadata:
         raise MetadataError(f"{path}: not UTF-8 text ({e})") from None
     except json.JSONDecodeError as e:
         raise MetadataError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise MetadataError(f"{path}: malformed JSON: values are nested too deeply") from None
     return parse_metadata(data, where=str(path))

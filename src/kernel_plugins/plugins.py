@@ -340,6 +340,22 @@ class PluginManager:
             if strict_mode():
                 raise PluginError(f"{rec.origin()}: {msg}")
             return DetectOutcome(rec.name, None, msg)
+        try:  # a DeviceInfo built with model_construct() skipped validation
+            result = DeviceInfo.model_validate(result.model_dump())
+        except Exception as e:  # noqa: BLE001 - reported like any bad return value
+            errors = getattr(e, "errors", None)
+            detail = (
+                "; ".join(
+                    f"{'.'.join(map(str, err['loc']))}: {err['msg']} (got {err.get('input')!r})"
+                    for err in errors()
+                )
+                if callable(errors)
+                else _describe_exc(e)
+            )
+            msg = f"detect_device returned an invalid DeviceInfo: {detail}"
+            if strict_mode():
+                raise PluginError(f"{rec.origin()}: {msg}") from e
+            return DetectOutcome(rec.name, None, msg)
         if result.backend != rec.name or result.device_type != rec.spec.device_type:
             msg = (
                 f"detect_device returned backend {result.backend!r} / device type "

@@ -357,7 +357,9 @@ def resolve(
     :return: a :class:`Resolution`. Never raises for malformed names: they are rejected
         with their parse error as the reason.
     """
-    rank = {name: i for i, name in enumerate(preference)}
+    rank: dict[str, int] = {}
+    for i, name in enumerate(preference):
+        rank.setdefault(name, i)  # a name listed twice keeps its first (best) place
     accepted: list[tuple[int, str]] = []
     rejected: list[Decision] = []
     for name in sorted(set(available), key=lambda n: (str(type(n)), str(n))):

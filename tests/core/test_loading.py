@@ -61,10 +61,16 @@ def test_two_builds_of_one_kernel_load_side_by_side(manager, tmp_path):
 
 def test_same_id_from_another_path_is_refused(manager, tmp_path):
     make_variant(tmp_path / "x1", "torch-cpu", kernel_id="_clash_1234")
-    make_variant(tmp_path / "x2", "torch-cpu", kernel_id="_clash_1234")
+    make_variant(tmp_path / "x2", "torch-cpu", kernel_id="_clash_1234", code="VALUE = 2\n")
     kernel_plugins.load(tmp_path / "x1")
     with pytest.raises(KernelImportError, match="already loaded"):
         kernel_plugins.load(tmp_path / "x2")
+
+
+def test_identical_copy_of_a_loaded_build_is_reused(manager, tmp_path):
+    make_variant(tmp_path / "c1", "torch-cpu", kernel_id="_copy_1234")
+    make_variant(tmp_path / "c2", "torch-cpu", kernel_id="_copy_1234")
+    assert kernel_plugins.load(tmp_path / "c1") is kernel_plugins.load(tmp_path / "c2")
 
 
 @pytest.mark.parametrize(

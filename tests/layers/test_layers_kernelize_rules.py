@@ -181,6 +181,18 @@ def test_entry_registered_for_training_without_backward_is_a_mapping_error(fake_
         kernelize(Model(), mode=TRN)
 
 
+def test_registered_mode_is_checked_for_every_entry_of_a_repo(fake_loader):
+    fake_loader.add("org/k", layers={"Scale": kernel(1.0)})  # no torch.compile support
+    register_kernel_mapping({"Scale": {"cuda": {INF: repo("k"), TRN | TC: repo("k")}}})
+    kernelize(Model(), mode=INF)
+    # the INFERENCE entry is skipped for the contract, then the same (cached) kernel is
+    # reached through the TRAINING | TORCH_COMPILE entry, which it cannot serve
+    with pytest.raises(
+        LayerError, match=r"registered for mode TRAINING \| TORCH_COMPILE but does not"
+    ):
+        kernelize(Model(), mode=INF, require={"deterministic"})
+
+
 @pytest.mark.parametrize(
     "error",
     [

@@ -225,6 +225,7 @@ def test_failed_kernelize_changes_nothing(repo):
     assert all(kernel_choice(layer) is None for layer in layers)
 
 
+@pytest.mark.filterwarnings("ignore:.*torch-universal variant is deprecated:DeprecationWarning")
 def test_reference_kernels_serve_the_block(repo):
     from kernel_plugins.reference import REFERENCE_ROOT
 

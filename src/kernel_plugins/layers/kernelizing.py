@@ -28,6 +28,7 @@ forward of every marked module instead.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import types
@@ -67,7 +68,7 @@ log = logging.getLogger("kernel_plugins.layers")
 DISABLE_ENV = "DISABLE_KERNEL_MAPPING"
 
 #: Load errors meaning "this kernel is not available here": the candidate is skipped.
-_SKIPPABLE = (NoCompatibleVariantError, HubError, MissingDependencyError, ContractError)
+_SKIPPABLE = (NoCompatibleVariantError, HubError, MissingDependencyError)
 
 _CHOICES: weakref.WeakKeyDictionary[Any, KernelChoice] = weakref.WeakKeyDictionary()
 
@@ -172,8 +173,18 @@ class _Session:
         """The validated kernel member and its traits, or why it is unavailable."""
         cls = type(module)
         key = (cand.repo, cls)
-        if key in self._traits:
-            return self._traits[key]
+        if key not in self._traits:
+            found = self._validated(cand, module)
+            if isinstance(found, str):
+                return found
+            self._traits[key] = found
+        impl, traits = self._traits[key]
+        where = f"{cand.repo.describe()} (for `{cand.layer_name}`)"
+        check_registered_mode(traits, cand.mode, where=where)
+        return impl, traits
+
+    def _validated(self, cand: Candidate, module: Any) -> tuple[Any, KernelTraits] | str:
+        cls = type(module)
         func = original_function(module)
         if (func is None) != (cand.repo.kind == "layer"):
             want = "a LayerRepository" if func is None else "a FuncRepository"
@@ -189,7 +200,15 @@ class _Session:
             layers = getattr(kmod, "layers", None)
             impl = getattr(layers, cand.repo.member, None) if layers is not None else None
             if impl is None:
-                names = sorted(n for n in dir(layers) if not n.startswith("_")) if layers else []
+                names = (
+                    sorted(
+                        n
+                        for n, v in getattr(layers, "__dict__", {}).items()
+                        if inspect.isclass(v) and not n.startswith("_")
+                    )
+                    if layers is not None
+                    else []
+                )
                 raise LayerError(
                     f"{where}: the kernel module {kmod.__name__} has "
                     + (
@@ -204,8 +223,6 @@ class _Session:
             if impl is None:
                 raise LayerError(f"{where}: kernel module {kmod.__name__} has no such function")
             traits = validate_function(impl, func, where=where, module=kmod, name=cand.repo.member)
-        check_registered_mode(traits, cand.mode, where=f"{where} (for `{cand.layer_name}`)")
-        self._traits[key] = (impl, traits)
         return impl, traits
 
 

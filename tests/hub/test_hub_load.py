@@ -1,0 +1,123 @@
+"""End-to-end: kernel_plugins.load() against a real Hub server (olah) on loopback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import kernel_plugins
+from kernel_plugins.errors import NoCompatibleVariantError, VersionNotFoundError
+from tests.support.hub import make_kernel_repo
+
+
+def variant_files(name: str, kernel_id: str, backend: str, value: int) -> dict[str, str]:
+    meta = {"name": name, "id": kernel_id, "version": 1, "license": "Apache-2.0",
+            "python-depends": [], "backend": {"type": backend}}
+    return {"metadata.json": json.dumps(meta), "__init__.py": f"VALUE = {value}\n"}
+
+
+@pytest.fixture(scope="module")
+def e2e_repo(hub_server):
+    repo_id = "kernels-community/e2e-load"
+    repo = make_kernel_repo(
+        hub_server, repo_id,
+        variants={
+            "torch-cpu": variant_files("e2e-load", "_e2e_load_cpu_v1", "cpu", 1),
+            "torch-cuda": variant_files("e2e-load", "_e2e_load_cuda_v1", "cuda", 1),
+        },
+        branches=("v1",), tags=("release-1",),
+    )
+    make_kernel_repo(
+        hub_server, repo_id,
+        variants={"torch-cpu": variant_files("e2e-load", "_e2e_load_cpu_v2", "cpu", 2)},
+        branches=("v2",),
+    )
+    return repo_id, repo
+
+
+def test_version_revision_tag_and_newest(manager, hub_env, e2e_repo):
+    repo_id, _ = e2e_repo
+    assert kernel_plugins.load(repo_id, version=1).VALUE == 1
+    assert kernel_plugins.load(repo_id, revision="release-1").VALUE == 1
+    newest = kernel_plugins.load(repo_id)
+    assert newest.VALUE == 2
+    prov = newest.__kernel_provenance__
+    assert prov.source == "hub" and prov.variant == "torch-cpu" and len(prov.sha) == 40
+
+
+def test_missing_version_lists_available(manager, hub_env, e2e_repo):
+    with pytest.raises(VersionNotFoundError, match="available versions: 1, 2"):
+        kernel_plugins.load(e2e_repo[0], version=3)
+
+
+def test_only_the_chosen_variant_is_downloaded(manager, hub_env, e2e_repo):
+    kernel_plugins.load(e2e_repo[0], version=1)
+    gets = [p for p in hub_env.paths("GET") if "/resolve/" in p]
+    assert gets and all("build/torch-cpu/" in p for p in gets)
+    assert not any("torch-cuda" in p for p in gets)
+
+
+def test_offline_reuse_makes_no_request(manager, hub_env, hub_offline, e2e_repo):
+    first = kernel_plugins.load(e2e_repo[0], version=1)
+    hub_env.clear_requests()
+    hub_offline(True)
+    again = kernel_plugins.load(e2e_repo[0], version=1)
+    assert again.VALUE == 1 and again is first
+    assert hub_env.requests == []
+
+
+def test_no_variant_for_device_lists_hub_variants(manager, hub_env, e2e_repo):
+    from tests.core.fakes import fake_backend
+
+    manager.register(fake_backend("fakeacc"), name="fakeacc")
+    with pytest.raises(NoCompatibleVariantError) as e:
+        kernel_plugins.load(e2e_repo[0], version=1, device="fakeacc")
+    text = str(e.value)
+    assert "Source hub: kernels-community/e2e-load at" in text
+    assert "torch-cpu: noarch variant for backend 'cpu'" in text
+
+
+@pytest.fixture(scope="module")
+def cuda_only_activation(hub_server):
+    make_kernel_repo(
+        hub_server, "kernels-community/activation",
+        variants={"torch-cuda": variant_files("activation", "_activation_cuda_hub", "cuda", 1)},
+        branches=("v1",),
+    )
+
+
+def test_reference_fallback_when_no_variant_fits(manager, hub_env, cuda_only_activation):
+    import torch
+
+    with pytest.warns(UserWarning, match="portable reference kernel for 'activation'.*no variant for cpu"):
+        act = kernel_plugins.load("activation", version=1, device="cpu")
+    prov = act.__kernel_provenance__
+    assert prov.source == "reference" and "reference fallback" in prov.notes[0]
+    x = torch.randn(4, 8)
+    out = torch.empty(4, 4)
+    act.silu_and_mul(out, x)
+    assert torch.equal(out, torch.nn.functional.silu(x[:, :4]) * x[:, 4:])
+
+
+def test_reference_fallback_refused_shows_trace(manager, hub_env, cuda_only_activation, monkeypatch):
+    from kernel_plugins.errors import FallbackError
+
+    with pytest.raises(FallbackError) as e:
+        kernel_plugins.load("activation", version=1, device="cpu", fallback="error")
+    assert "torch-cuda: noarch variant for backend 'cuda'" in str(e.value)
+    assert "fallback='error'" in str(e.value)
+    monkeypatch.setenv("KERNEL_PLUGINS_STRICT", "1")
+    with pytest.raises(FallbackError, match="KERNEL_PLUGINS_STRICT=1"):
+        kernel_plugins.load("activation", version=1, device="cpu")
+
+
+def test_reference_fallback_when_hub_unreachable(manager, hf_cache, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    with pytest.warns(UserWarning, match="the Hub could not be reached"):
+        mod = kernel_plugins.load("rmsnorm", device="cpu")
+    assert mod.__kernel_provenance__.source == "reference"
+    assert hasattr(mod, "apply_rms_norm")
