@@ -55,6 +55,11 @@ _EXPORTS: dict[str, str] = {
     "register_kernel_mapping": "layers",
     "use_kernel_mapping": "layers",
     "use_kernel_forward_from_hub": "layers",
+    "use_kernel_func_from_hub": "layers",
+    "FuncRepository": "layers",
+    "LocalFuncRepository": "layers",
+    "LockedFuncRepository": "layers",
+    "kernel_choice": "layers",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__", "errors"])

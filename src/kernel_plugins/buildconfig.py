@@ -694,7 +694,8 @@ def validate_build_data(
     try:
         config = BuildConfig.model_validate(rest)
     except ValidationError as e:
-        issues += [_issue_from_error(err) for err in e.errors()]
+        located = {i.key for i in issues}  # a specific issue beats the generic type error
+        issues += [i for i in map(_issue_from_error, e.errors()) if i.key not in located]
     except RecursionError:
         issues.append(BuildConfigIssue("", "values are nested too deeply", "flatten the file"))
     unique = sorted(dict.fromkeys(issues), key=lambda i: i.key)

@@ -419,7 +419,9 @@ def _resolve_offline(
     fix = "unset HF_HUB_OFFLINE to look it up on the Hub"
     present = [t for t in types if _storage_folder(repo_id, t).is_dir()]
     if not present:
-        raise SourceError(f"{repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; {fix}.")
+        # offline with nothing cached: the Hub cannot be used (a HubError, so that callers
+        # may fall back exactly as when the Hub is unreachable)
+        raise HubError(f"{repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; {fix}.")
     if revision is not None and _SHA_RE.fullmatch(revision):
         raise RevisionError(
             f"Commit {revision} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; {fix}."

@@ -17,7 +17,9 @@ PLUGIN = "kernel_plugins.testing.pytest_plugin"
 def _run_pytest(folder: Path, *args: str) -> tuple[int, str]:
     """Run pytest on ``folder`` with the plugin loaded once; return (exit code, output)."""
     installed = any(ep.value == PLUGIN for ep in entry_points(group="pytest11"))
-    argv = [".", "-p", "no:cacheprovider", "-rA", *args]
+    # other installed pytest plugins only cost start-up time here
+    quiet = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:anyio"]
+    argv = [".", *quiet, "-rA", *args]
     if not installed:
         argv = ["-p", PLUGIN, *argv]
     proc = run_in_fresh_interpreter(

@@ -40,6 +40,17 @@ def test_invalid_device_counts_are_refused(devices: object) -> None:
     assert emulated_devices() == before
 
 
+@pytest.mark.parametrize("name", ["cuda", "meta", "linalg", "nn"])
+def test_names_torch_already_uses_are_refused_before_any_rename(name: str) -> None:
+    import torch
+
+    before = torch._C._get_privateuse1_backend_name()
+    with pytest.raises(EmulationError, match=name):
+        emulate(name, devices=1)
+    assert torch._C._get_privateuse1_backend_name() == before
+    assert name not in [d.name for d in emulated_devices()]
+
+
 def test_emulation_error_is_a_kernel_plugins_error() -> None:
     assert issubclass(EmulationError, KernelPluginsError)
 

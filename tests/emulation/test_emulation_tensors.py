@@ -32,6 +32,7 @@ check("full", lambda: torch.full((2,), 3.5, device="mlu:1").tolist())
 check("randn_device", lambda: str(torch.randn(2, 2, device="mlu:1").device))
 check("bad_ordinal", lambda: torch.ones(1, device="mlu:2"))
 check("is_mlu", lambda: [x.is_mlu, str(torch.ones(1).mlu().device)])
+check("repr", lambda: repr(torch.arange(2, dtype=torch.int32, device="mlu:1")))
 
 # indexing and views compute on the right elements
 a = torch.arange(6.0).reshape(2, 3).to("mlu:1")
@@ -185,6 +186,7 @@ def test_factories_create_tensors_on_the_requested_device(mlu: dict) -> None:
     assert mlu["full"] == [3.5, 3.5]
     assert mlu["randn_device"] == "mlu:1"
     assert mlu["is_mlu"] == [True, "mlu:0"]
+    assert mlu["repr"] == "tensor([0, 1], device='mlu:1', dtype=torch.int32)"
 
 
 def test_device_index_beyond_count_is_refused(mlu: dict) -> None:

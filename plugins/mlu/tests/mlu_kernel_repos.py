@@ -51,13 +51,18 @@ def _backend_of(variant: str) -> str:
 
 
 def make_repo(
-    root: Path, variants: Iterable[str], *, name: str = "fixture", python_depends: Iterable[str] = ()
+    root: Path,
+    variants: Iterable[str],
+    *,
+    name: str = "fixture",
+    python_depends: Iterable[str] = (),
 ) -> Path:
     """Create ``root/build/<variant>/`` for every variant and return ``root``."""
     for variant in variants:
         folder = root / "build" / variant
         folder.mkdir(parents=True)
-        ident = f"_{name.replace('-', '_')}_{re.sub(r'[^a-z0-9]', '_', variant)}_{uuid.uuid4().hex[:8]}"
+        slug = re.sub(r"[^a-z0-9]", "_", variant)
+        ident = f"_{name.replace('-', '_')}_{slug}_{uuid.uuid4().hex[:8]}"
         metadata = {
             "name": name,
             "id": ident,

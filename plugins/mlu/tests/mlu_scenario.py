@@ -34,14 +34,13 @@ def check(key: str, fn: Callable[[], Any]) -> None:
 def main() -> None:
     """Emulate two MLUs and exercise detection, models, loading, fallback and the CLI."""
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    import kernel_plugins
     import torch
     import torch.nn.functional as F
-    from mlu_kernel_repos import make_repo
-
-    import kernel_plugins
     from kernel_plugins.errors import NoCompatibleVariantError
     from kernel_plugins.loader import system_info
     from kernel_plugins.testing import emulate
+    from mlu_kernel_repos import make_repo
 
     emulated = emulate("mlu", devices=2)
     RESULTS["stand_ins"] = emulated.vendor_stand_ins
@@ -86,7 +85,10 @@ def main() -> None:
     other_toolkit = f"{torch_tag}-{abi}-mlu312-{s.cpu}-{s.os}"
     cuda_arch = f"{torch_tag}-{abi}-cu128-{s.cpu}-{s.os}"
     tmp = Path(tempfile.mkdtemp(prefix="kp-mlu-scenario-"))
-    full = make_repo(tmp / "full", [arch, other_toolkit, cuda_arch, "torch-mlu", "torch-cuda", "torch-universal"])
+    full = make_repo(
+        tmp / "full",
+        [arch, other_toolkit, cuda_arch, "torch-mlu", "torch-cuda", "torch-universal"],
+    )
     noarch = make_repo(tmp / "noarch", [other_toolkit, "torch-mlu", "torch-universal"])
     cuda_only = make_repo(tmp / "cuda-only", [cuda_arch, other_toolkit, "torch-cuda"])
     RESULTS["arch_variant"] = arch

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 import torch
-
 from kernel_plugins.errors import PluginError
 from kernel_plugins.plugins import PluginManager
+
 from kernel_plugins_mlu import hooks
 from kernel_plugins_mlu.emulation import build_stand_ins
 from kernel_plugins_mlu.versions import TOOLKIT_ENV
@@ -62,7 +62,9 @@ def test_absent_stack_returns_none_without_importing(no_stack: None) -> None:
     assert (outcome.status, outcome.error) == ("no device", None)
 
 
-def test_blocked_vendor_module_counts_as_absent(monkeypatch: pytest.MonkeyPatch, no_stack: None) -> None:
+def test_blocked_vendor_module_counts_as_absent(
+    monkeypatch: pytest.MonkeyPatch, no_stack: None
+) -> None:
     monkeypatch.setitem(sys.modules, "torch_mlu", None)
     assert hooks.detect_device() is None
 

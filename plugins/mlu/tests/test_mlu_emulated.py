@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from kernel_plugins.testing import run_in_fresh_interpreter
 
 SCENARIO = Path(__file__).resolve().parent / "mlu_scenario.py"

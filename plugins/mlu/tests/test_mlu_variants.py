@@ -6,13 +6,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mlu_kernel_repos import make_repo
-
 from kernel_plugins import plugins
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.loader import resolve_variants
 from kernel_plugins.sources import local_variants
 from kernel_plugins.variants import parse_variant, resolve
+from mlu_kernel_repos import make_repo
+
 from kernel_plugins_mlu import hooks
 
 SYSTEM = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
@@ -54,7 +54,9 @@ def test_variants_for_toolkit_3_13() -> None:
     assert all("mlu313" in n for n in names[:-2])
 
 
-@pytest.mark.parametrize(("runtime", "token"), [("5.0.1", "mlu50"), ("3.9", "mlu39"), ("4.12.0", "mlu412")])
+@pytest.mark.parametrize(
+    ("runtime", "token"), [("5.0.1", "mlu50"), ("3.9", "mlu39"), ("4.12.0", "mlu412")]
+)
 def test_variants_name_the_exact_toolkit(runtime: str, token: str) -> None:
     names = hooks.list_variants(_device(runtime), SYSTEM)
     tokens = {parse_variant(n).token for n in names} - {None}
@@ -93,7 +95,8 @@ def test_explain_token_without_version() -> None:
 
 
 def test_explain_leaves_other_tokens_to_the_core() -> None:
-    assert hooks.explain_variant(_device(), SYSTEM, parse_variant("torch213-cxx11-cu128-x86_64-linux")) is None
+    cuda = parse_variant("torch213-cxx11-cu128-x86_64-linux")
+    assert hooks.explain_variant(_device(), SYSTEM, cuda) is None
     assert hooks.explain_variant(_device(), SYSTEM, parse_variant("torch-mlu")) is None
 
 
@@ -129,7 +132,9 @@ def test_resolution_against_a_fixture_repo(tmp_path: Path, manager: plugins.Plug
     assert reasons["torch213-cxx11-mlu312-x86_64-linux"] == (
         "CNToolkit 3.12 does not match the system's CNToolkit 3.13 (an exact match is required)"
     )
-    assert reasons["torch213-cxx11-mlu313-aarch64-linux"] == "built for CPU aarch64, the system is x86_64"
+    assert reasons["torch213-cxx11-mlu313-aarch64-linux"] == (
+        "built for CPU aarch64, the system is x86_64"
+    )
     assert "built for torch 2.12" in reasons["torch212-cxx11-mlu313-x86_64-linux"]
     assert "needs torch >= 2.14" in reasons["torch-stable-abi214-mlu313-x86_64-linux"]
     assert reasons["torch213-cxx11-cu128-x86_64-linux"] == (
@@ -140,7 +145,9 @@ def test_resolution_against_a_fixture_repo(tmp_path: Path, manager: plugins.Plug
     assert "noarch variant for backend 'npu'" in reasons["torch-npu"]
 
 
-def test_resolution_on_another_toolkit_falls_to_noarch(tmp_path: Path, manager: plugins.PluginManager) -> None:
+def test_resolution_on_another_toolkit_falls_to_noarch(
+    tmp_path: Path, manager: plugins.PluginManager
+) -> None:
     repo = make_repo(tmp_path / "repo", REPO_VARIANTS)
     res = resolve_variants(local_variants(repo).variants, device=_device("3.9.0"), system=SYSTEM)
     assert res.accepted == ("torch-mlu", "torch-universal")
@@ -152,7 +159,9 @@ def test_resolution_on_another_toolkit_falls_to_noarch(tmp_path: Path, manager: 
 
 def test_mlu_variants_are_rejected_for_cuda_with_the_owner(manager: plugins.PluginManager) -> None:
     cuda = DeviceInfo(backend="cuda", device_type="cuda", count=1, runtime_version="12.8")
-    res = resolve_variants(["torch213-cxx11-mlu313-x86_64-linux", "torch-mlu"], device=cuda, system=SYSTEM)
+    res = resolve_variants(
+        ["torch213-cxx11-mlu313-x86_64-linux", "torch-mlu"], device=cuda, system=SYSTEM
+    )
     assert res.accepted == ()
     reasons = {d.variant: d.reason for d in res.decisions}
     assert reasons["torch213-cxx11-mlu313-x86_64-linux"] == (
@@ -163,7 +172,11 @@ def test_mlu_variants_are_rejected_for_cuda_with_the_owner(manager: plugins.Plug
 def test_resolve_with_the_hooks_directly() -> None:
     device = _device("5.0.0")
     res = resolve(
-        ["torch213-cxx11-mlu50-x86_64-linux", "torch213-cxx11-mlu313-x86_64-linux", "torch-universal"],
+        [
+            "torch213-cxx11-mlu50-x86_64-linux",
+            "torch213-cxx11-mlu313-x86_64-linux",
+            "torch-universal",
+        ],
         device,
         SYSTEM,
         hooks.list_variants(device, SYSTEM),

@@ -39,7 +39,9 @@ def test_extension_version_torch_major_minor() -> None:
     assert v is not None and v.torch_major_minor == (2, 13)
 
 
-@pytest.mark.parametrize("text", ["1.22.0", "", "torch2.4.0", "1.22+torch2.4.0", "1.22.0+torch2", None, 1.22])
+@pytest.mark.parametrize(
+    "text", ["1.22.0", "", "torch2.4.0", "1.22+torch2.4.0", "1.22.0+torch2", None, 1.22]
+)
 def test_extension_version_malformed(text: object) -> None:
     assert parse_extension_version(text) is None
 
@@ -106,7 +108,8 @@ def test_version_file_without_version_is_reported(tmp_path: Path) -> None:
     (tmp_path / "version.txt").write_text("Neuware Version unknown\n", encoding="utf-8")
     v = read_toolkit_version({"NEUWARE_HOME": str(tmp_path)})
     assert v.text is None
-    assert v.note is not None and "no X.Y.Z version" in v.note and "Neuware Version unknown" in v.note
+    assert v.note is not None
+    assert "no X.Y.Z version" in v.note and "Neuware Version unknown" in v.note
 
 
 @pytest.mark.skipif(Path(DEFAULT_NEUWARE_HOME).exists(), reason="a real Neuware install is present")

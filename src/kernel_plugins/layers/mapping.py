@@ -220,7 +220,8 @@ def _split_device_value(value: object, where: str) -> dict[RangeKey, dict[Mode, 
 def validate_device_key(key: object) -> None:
     """Check a mapping's device key against the installed backends.
 
-    Accepts any installed backend's name or device type. Raises the loader's
+    Accepts any installed backend's name or device type, and the known plugin backends
+    (mlu, musa, npu, neuron) even when not installed. Raises the loader's
     :class:`~kernel_plugins.errors.UnknownDeviceError` (from
     :func:`kernel_plugins.detection.unknown_device_error`) otherwise.
     """
@@ -234,9 +235,12 @@ def validate_device_key(key: object) -> None:
     for name, rec in get_manager().backends().items():
         known.add(name)
         known.add(rec.spec.device_type)
-    if key in known:
+    from ..detection import INSTALL_HINTS, unknown_device_error
+
+    # Known plugin backends that are not installed are accepted, so that a library can
+    # register mappings for every device at import time; they never match a device here.
+    if key in known or key in INSTALL_HINTS:
         return
-    from ..detection import unknown_device_error
 
     raise unknown_device_error(key)
 

@@ -184,7 +184,10 @@ class EmulatedTensor(torch.Tensor):
         with torch._C.DisableTorchFunctionSubclass():
             text = repr(self._inner.detach())
         dev = f"device='{self.device}'"
-        if text.endswith(")"):
+        at = text.rfind("dtype=")
+        if at >= 0:  # torch prints the device before the dtype
+            text = f"{text[:at]}{dev}, {text[at:]}"
+        elif text.endswith(")"):
             text = text[:-1] + f", {dev})"
         if self.grad_fn is not None:
             text = text[:-1] + f", grad_fn=<{type(self.grad_fn).__name__}>)"

@@ -1,0 +1,68 @@
+"""Version strings of the Huawei Ascend stack, parsed by small pure functions.
+
+* ``torch.version.cann`` is the CANN toolkit version: ``"8.3.RC1"``, ``"8.5.0"``,
+  ``"9.0.0"``, or ``"not known"`` when ``torch_npu`` could not read it.
+* Arch variant token (the existing Hub convention): ``cann<major><minor>``, CANN 8.3 ->
+  ``cann83``, CANN 10.0 -> ``cann100``. When a token is decoded, its LAST digit is the
+  minor and the digits before it the major, so a two-digit major survives (CANN minors
+  are single digits); names are only ever compared whole.
+* ``torch.npu.get_soc_version()`` is an integer: 220-225 is the Ascend 910B family,
+  250-255 the 910_93 family, 202 the 310P3 (mapping from a third-party fork, unverified).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "TOKEN_PREFIX",
+    "parse_cann_version",
+    "cann_token",
+    "decode_cann_token",
+    "soc_family",
+]
+
+#: Letters of the backend token in arch variant names.
+TOKEN_PREFIX = "cann"
+
+_CANN_RE = re.compile(r"^(\d+)\.(\d+)(?:\.[0-9A-Za-z]+)*$")
+_TOKEN_RE = re.compile(r"^cann([1-9]\d*)(\d)$")
+
+
+def parse_cann_version(text: object) -> tuple[int, int] | None:
+    """``"8.3.RC1"`` -> ``(8, 3)``, ``"10.0.0"`` -> ``(10, 0)``; None for ``"not known"`` etc.
+
+    >>> parse_cann_version("8.3.RC1")
+    (8, 3)
+    """
+    if not isinstance(text, str):
+        return None
+    m = _CANN_RE.match(text.strip())
+    if not m or int(m.group(1)) == 0:
+        return None
+    return int(m.group(1)), int(m.group(2))
+
+
+def cann_token(version: tuple[int, int]) -> str:
+    """The token of a CANN version: ``(8, 3)`` -> ``"cann83"``, ``(10, 0)`` -> ``"cann100"``."""
+    major, minor = version
+    return f"{TOKEN_PREFIX}{major}{minor}"
+
+
+def decode_cann_token(token: str) -> tuple[int, int] | None:
+    """``"cann83"`` -> ``(8, 3)``, ``"cann100"`` -> ``(10, 0)``; None when not a cann token."""
+    m = _TOKEN_RE.match(token)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def soc_family(soc_version: object) -> str | None:
+    """The Ascend family of a ``get_soc_version()`` value (unverified mapping), or None."""
+    if isinstance(soc_version, bool) or not isinstance(soc_version, int):
+        return None
+    if 220 <= soc_version <= 225:
+        return "Ascend 910B"
+    if 250 <= soc_version <= 255:
+        return "Ascend 910_93"
+    if soc_version == 202:
+        return "Ascend 310P3"
+    return None

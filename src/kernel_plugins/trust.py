@@ -1,0 +1,78 @@
+"""Which Hub organisations may supply kernel code without an explicit opt-in.
+
+A kernel is Python (and native) code that runs inside the user's process, so loading one
+from the Hub is running someone else's code. Kernels from an organisation on the allowlist
+load as usual; any other organisation needs ``trust_remote_code=True`` (command line:
+``--trust-remote-code``) or its name in ``KERNEL_PLUGINS_TRUSTED_ORGS``.
+
+The allowlist is ``kernels-community`` plus the comma-separated entries of
+``KERNEL_PLUGINS_TRUSTED_ORGS`` (read at every check). An entry is an organisation
+(``acme``) or one repository (``acme/activation``). Names compare case-insensitively, as
+the Hub does. Local folders and ``LOCAL_KERNELS`` overrides are the user's own choice and
+are never checked.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import TrustError
+
+__all__ = [
+    "DEFAULT_TRUSTED_ORGS",
+    "TRUSTED_ORGS_ENV",
+    "trusted_entries",
+    "is_trusted",
+    "check_trusted",
+]
+
+#: Organisations trusted without any configuration.
+DEFAULT_TRUSTED_ORGS: tuple[str, ...] = ("kernels-community",)
+#: Environment variable with more trusted organisations (or ``org/name`` repositories).
+TRUSTED_ORGS_ENV = "KERNEL_PLUGINS_TRUSTED_ORGS"
+
+
+def trusted_entries() -> tuple[str, ...]:
+    """The allowlist now: the defaults, then the entries of ``KERNEL_PLUGINS_TRUSTED_ORGS``.
+
+    Entries are stripped; empty ones are ignored. Order is kept, duplicates dropped.
+    """
+    raw = os.environ.get(TRUSTED_ORGS_ENV, "")
+    extra = [e.strip() for e in raw.split(",") if e.strip()]
+    seen: dict[str, None] = {}
+    for entry in (*DEFAULT_TRUSTED_ORGS, *extra):
+        seen.setdefault(entry, None)
+    return tuple(seen)
+
+
+def is_trusted(repo_id: str) -> bool:
+    """Whether ``repo_id`` (``org/name``) is on the allowlist, by organisation or by name."""
+    org = repo_id.split("/", 1)[0].lower()
+    full = repo_id.lower()
+    for entry in trusted_entries():
+        low = entry.lower().rstrip("/")
+        if low == full or ("/" not in low and low == org):
+            return True
+    return False
+
+
+def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
+    """Refuse to load Hub code from ``repo_id`` unless it is trusted.
+
+    :param repo_id: the Hub repository, ``org/name``.
+    :param trust_remote_code: the caller's explicit opt-in; when True nothing is checked.
+    :raises TrustError: the organisation is not on the allowlist and no opt-in was given;
+        the message names both ways to allow it.
+    """
+    if trust_remote_code or is_trusted(repo_id):
+        return
+    org = repo_id.split("/", 1)[0]
+    listed = ", ".join(trusted_entries())
+    raise TrustError(
+        f"Refusing to load kernel code from {repo_id!r}: the organisation {org!r} is not "
+        f"trusted (trusted: {listed}). A kernel runs as code inside this process. If you "
+        f"trust {org!r}, either pass trust_remote_code=True (command line: "
+        f"--trust-remote-code), or add it to the allowlist with the environment variable "
+        f"{TRUSTED_ORGS_ENV}={org} (comma-separated; an entry may also name one repository, "
+        f"e.g. {repo_id})."
+    )

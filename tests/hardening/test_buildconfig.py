@@ -1,0 +1,286 @@
+"""build.toml models: every real-world file validates; bad files get located, fixable issues."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_plugins.buildconfig import (
+    MAX_BUILD_TOML_BYTES,
+    loads_toml,
+    parse_build_toml,
+    read_build_toml,
+    validate_build_data,
+)
+from kernel_plugins.errors import BuildConfigError
+
+from ._support import BUILD_TOML, CORPUS
+
+CORPUS_FILES = sorted(CORPUS.glob("*.build.toml"))
+pytestmark = pytest.mark.usefixtures("builtin_manager")
+
+
+def issues_of(text: str) -> dict[str, tuple[str, str]]:
+    """key -> (message, fix) of every issue of ``text`` (which must be valid TOML)."""
+    config, issues = validate_build_data(loads_toml(text))
+    assert config is None, "expected issues"
+    return {i.key: (i.message, i.fix) for i in issues}
+
+
+def test_the_corpus_is_complete() -> None:
+    assert len(CORPUS_FILES) == 52
+
+
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name.removesuffix(".build.toml"))
+def test_every_real_build_toml_validates(path: Path) -> None:
+    build = read_build_toml(path)
+    assert build.name == path.name.removesuffix(".build.toml") or path.name.startswith("mlx")
+    if build.edition == 5:
+        assert build.shape == "edition 5" and not build.legacy and build.notes == ()
+    else:
+        assert build.legacy and build.shape in ("legacy v3", "legacy v4")
+        assert len(build.notes) == 1 and "legacy build.toml format" in build.notes[0]
+        assert "edition = 5" in build.notes[0]
+
+
+def test_corpus_editions_and_shapes() -> None:
+    shapes = [read_build_toml(p).shape for p in CORPUS_FILES]
+    assert shapes.count("edition 5") == 5
+    assert shapes.count("legacy v4") + shapes.count("legacy v3") == 47
+
+
+def test_models_expose_the_tables() -> None:
+    fa4 = read_build_toml(CORPUS / "flash-attn4.build.toml")
+    assert fa4.config.torch_noarch is not None and fa4.config.kernel == {}
+    assert fa4.python_depends("cuda") == ["einops", "tvm-ffi", "nvidia-cutlass-dsl"]
+    assert fa4.python_depends("rocm") == ["einops", "tvm-ffi"]
+    assert fa4.backend_tables["cuda"].minver == "12.8"  # type: ignore[attr-defined]
+    act = read_build_toml(CORPUS / "activation.build.toml")
+    assert act.config.torch is not None and act.config.torch.stable_abi == {
+        "cuda": "2.10",
+        "rocm": "2.10",
+    }
+    assert act.config.kernel["activation_rocm"].rocm_archs[0] == "gfx906"  # type: ignore[index]
+    assert act.backends == ["cuda", "metal", "cpu", "rocm"]
+    fa3 = read_build_toml(CORPUS / "flash-attn3.build.toml")
+    assert fa3.config.torch is not None and fa3.config.torch.stable_abi == "2.9"
+    assert fa3.shape == "legacy v4"
+
+
+def test_a_good_edition_5_file() -> None:
+    build = parse_build_toml(BUILD_TOML)
+    assert (build.edition, build.name, build.backends) == (5, "relu", ["cpu", "cuda"])
+    assert build.config.general.hub is not None
+    assert build.config.general.hub.repo_id == "kernels-community/relu"
+
+
+def test_unknown_key_is_refused_with_its_location_and_the_allowed_keys() -> None:
+    found = issues_of(BUILD_TOML.replace("[torch]\n", "[torch]\nsources = []\n"))
+    message, fix = found["torch.sources"]
+    assert message == "unknown key 'torch.sources'"
+    assert "keys allowed in [torch]:" in fix and "src" in fix and "stable-abi" in fix
+
+
+def test_snake_case_key_gets_the_kebab_case_fix() -> None:
+    found = issues_of(BUILD_TOML.replace("cuda-capabilities", "cuda_capabilities"))
+    assert found["kernel.relu_cuda.cuda_capabilities"][1] == (
+        "keys are kebab-case: write 'cuda-capabilities' instead of 'cuda_capabilities'"
+    )
+
+
+def test_unknown_key_in_a_kernel_table_lists_backend_specific_keys() -> None:
+    found = issues_of(BUILD_TOML.replace('backend = "cpu"\n', 'backend = "cpu"\nflags = []\n'))
+    fix = found["kernel.relu_cpu.flags"][1]
+    assert "backend, cxx-flags, depends, include, src" in fix
+    assert "for rocm kernels: rocm-archs, hip-flags" in fix
+
+
+@pytest.mark.parametrize(
+    ("drop", "key"),
+    [
+        ('name = "relu"\n', "general.name"),
+        ('backends = ["cpu", "cuda"]\n', "general.backends"),
+        ('src = ["relu_cpu/relu.cpp"]\n', "kernel.relu_cpu.src"),
+        ('version = 1\n', "general.version"),
+        ('license = "Apache-2.0"\n', "general.license"),
+    ],
+)
+def test_missing_required_keys(drop: str, key: str) -> None:
+    message, fix = issues_of(BUILD_TOML.replace(drop, "", 1))[key]
+    assert f"missing required key '{key}'" in message
+    assert fix.startswith(f"add {key.rsplit('.', 1)[1]} = ...")
+
+
+def test_version_and_license_are_optional_in_legacy_files() -> None:
+    text = BUILD_TOML.replace("edition = 5\n", "").replace("version = 1\n", "")
+    build = parse_build_toml(text.replace('license = "Apache-2.0"\n', ""))
+    assert build.legacy and build.config.general.version is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "fix"),
+    [
+        ("version = 1", 'version = "1"', "general.version", "whole number without quotes"),
+        ("version = 1", "version = -1", "general.version", "not negative"),
+        ('backends = ["cpu", "cuda"]', 'backends = "cpu"', "general.backends", "write a list"),
+        ('name = "relu"', 'name = "Relu_Kernel"', "general.name", 'such as "my-kernel"'),
+        ('depends = ["torch"]\nsrc = ["relu_cpu/relu.cpp"]', 'depends = ["torch"]\nsrc = [1]',
+         "kernel.relu_cpu.src[0]", "quoted string"),
+        ("[torch]\n", '[torch]\nstable-abi = 2\n', "torch.stable-abi", "stable-abi = \"2.10\""),
+        ("[torch]\n", '[torch]\nminver = "two"\n', "torch.minver", 'version such as "12.8"'),
+    ],
+)
+def test_wrong_types_name_the_key_and_the_fix(old: str, new: str, key: str, fix: str) -> None:
+    found = issues_of(BUILD_TOML.replace(old, new, 1))
+    assert fix in found[key][1]
+
+
+def test_unknown_backends_are_refused_everywhere_with_the_known_list() -> None:
+    text = BUILD_TOML.replace('backends = ["cpu", "cuda"]', 'backends = ["cpu", "cuda", "tpu"]')
+    text = text.replace('backend = "cpu"', 'backend = "qpu"')
+    text = text.replace("[torch]\n", "[torch.stable-abi]\nfoo = \"2.10\"\n[torch]\n")
+    found = issues_of(text)
+    for key, name in (
+        ("general.backends[2]", "tpu"),
+        ("kernel.relu_cpu.backend", "qpu"),
+        ("torch.stable-abi.foo", "foo"),
+    ):
+        message, fix = found[key]
+        assert message == f"unknown backend '{name}'"
+        assert "cpu, cuda, metal, mlu, musa, neuron, npu, rocm, xpu" in fix
+
+
+def test_mlu_and_musa_targets_validate_without_the_plugins_installed() -> None:
+    text = """
+[general]
+name = "mlu-ops"
+version = 1
+edition = 5
+license = "MIT"
+backends = ["mlu", "musa", "cann"]
+
+[general.mlu]
+python-depends = ["einops"]
+
+[torch]
+src = []
+
+[kernel.ops_mlu]
+backend = "mlu"
+depends = ["torch"]
+src = ["ops_mlu/ops.mlu"]
+
+[kernel.ops_musa]
+backend = "musa"
+depends = ["torch"]
+src = ["ops_musa/ops.mu"]
+"""
+    build = parse_build_toml(text)
+    assert build.backends == ["mlu", "musa", "npu"]  # cann is the builder name of npu
+    assert build.python_depends("mlu") == ["einops"]
+
+
+def test_backend_specific_kernel_keys_belong_to_their_backend() -> None:
+    text = BUILD_TOML.replace('src = ["relu_cpu/relu.cpp"]', 'src = ["a.cpp"]\nrocm-archs = []')
+    message, fix = issues_of(text)["kernel.relu_cpu.rocm-archs"]
+    assert "only for rocm kernels" in message and "'cpu'" in message
+    assert fix == "remove 'rocm-archs' or set backend = \"rocm\""
+
+
+def test_kernel_backend_must_be_declared_in_general_backends() -> None:
+    text = BUILD_TOML.replace('backends = ["cpu", "cuda"]', 'backends = ["cuda"]')
+    message, fix = issues_of(text)["kernel.relu_cpu.backend"]
+    assert "general.backends does not list" in message
+    assert "add 'cpu' to general.backends" in fix
+
+
+def test_duplicate_backend_is_reported() -> None:
+    text = BUILD_TOML.replace('backends = ["cpu", "cuda"]', 'backends = ["cpu", "cuda", "cpu"]')
+    assert "listed twice" in issues_of(text)["general.backends[2]"][0]
+
+
+@pytest.mark.parametrize(
+    ("edition", "fix"),
+    [("6", "upgrade kernel-plugins"), ("4", "write edition = 5"), ('"5"', "write edition = 5")],
+)
+def test_unsupported_or_malformed_editions(edition: str, fix: str) -> None:
+    found = issues_of(BUILD_TOML.replace("edition = 5", f"edition = {edition}"))
+    assert fix in found["general.edition"][1]
+
+
+def test_edition_5_needs_exactly_one_framework_table() -> None:
+    none = BUILD_TOML.replace('[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n', "")
+    assert issues_of(none)[""][0] == "no framework table"
+    two = BUILD_TOML + "\n[torch-noarch]\n"
+    found = issues_of(two)
+    assert "more than one framework table" in found[""][0]
+    assert "a [torch-noarch] kernel has no compiled code" in found["kernel"][0]
+
+
+def test_kernel_depends_need_exactly_one_of_version_and_revision() -> None:
+    text = BUILD_TOML.replace(
+        'backends = ["cpu", "cuda"]\n',
+        'backends = ["cpu", "cuda"]\nkernel-depends = [{repo-id = "a/b"}, '
+        '{repo-id = "a/b", version = 1}, {repo-id = "a/b", revision = "main"}]\n',
+    )
+    found = issues_of(text.replace('"kernels-community/relu"', '"kernels-community/relu"'))
+    assert set(found) == {"general.kernel-depends[0]"}
+    assert "exactly one of 'version'" in found["general.kernel-depends[0]"][0]
+
+
+def test_hub_repo_id_is_validated() -> None:
+    found = issues_of(BUILD_TOML.replace("kernels-community/relu", "kernels-community/../relu"))
+    assert "Invalid repository id" in found["general.hub.repo-id"][0]
+
+
+def test_quoted_kernel_names_are_located_in_toml_syntax() -> None:
+    build = parse_build_toml(BUILD_TOML.replace("[kernel.relu_cpu]", '[kernel."relu.cpu"]'))
+    assert "relu.cpu" in build.config.kernel
+    text = BUILD_TOML.replace("[kernel.relu_cpu]", '[kernel."relu.cpu"]').replace(
+        'backend = "cpu"', "backend = 1"
+    )
+    assert 'kernel."relu.cpu".backend' in issues_of(text)
+
+
+def test_parse_raises_one_error_listing_every_issue() -> None:
+    text = BUILD_TOML.replace("version = 1", 'version = "1"').replace("[torch]\n", "[torch]\nx=1\n")
+    with pytest.raises(BuildConfigError) as info:
+        parse_build_toml(text, where="repo/build.toml")
+    message = str(info.value)
+    assert message.startswith("repo/build.toml: invalid build.toml: ")
+    assert "general.version:" in message and "torch.x: unknown key 'torch.x'" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (b"[general\nname = 1", "malformed TOML"),
+        (b"name = \xff\xfe", "not UTF-8 text"),
+        (b"a = " + b"[" * 5000 + b"]" * 5000, "nested too deeply"),
+        (b"# " + b"x" * (MAX_BUILD_TOML_BYTES + 1), "larger than the"),
+    ],
+    ids=["syntax", "encoding", "nesting", "huge"],
+)
+def test_unreadable_files(tmp_path: Path, raw: bytes, fragment: str) -> None:
+    (tmp_path / "build.toml").write_bytes(raw)
+    with pytest.raises(BuildConfigError, match=fragment):
+        read_build_toml(tmp_path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(BuildConfigError, match="a kernel source repository has a build.toml"):
+        read_build_toml(tmp_path)
+
+
+def test_non_table_document_is_an_issue_not_a_crash() -> None:
+    config, issues = validate_build_data(["not", "a", "table"])
+    assert config is None and "expected a TOML document" in issues[0].message
+
+
+def test_python_310_without_tomli_gets_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tomllib", None)
+    monkeypatch.setitem(sys.modules, "tomli", None)
+    with pytest.raises(BuildConfigError, match="pip install tomli"):
+        parse_build_toml(BUILD_TOML)
