@@ -45,9 +45,8 @@ def _backend_of(variant: str) -> str:
         return str(v.noarch_backend)
     if v.kind == "universal":
         return "universal"
-    token = v.token or ""
-    prefix = re.match(r"[a-z]+", token)
-    return {"cu": "cuda", "cann": "npu"}.get(prefix.group(0) if prefix else "", token)
+    prefix = v.token_prefix or ""
+    return {"cu": "cuda", "cann": "npu"}.get(prefix, prefix)
 
 
 def make_repo(
