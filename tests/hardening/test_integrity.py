@@ -73,7 +73,8 @@ def test_missing_changed_and_unexpected_are_each_reported(variant: Path) -> None
     files["gone.py"] = b64(b"x")
     (variant / "_ops.py").write_text("ops = 2\n")
     (variant / "extra.so").write_bytes(b"\x7fELF")
-    found = {(m.path, m.kind) for m in check_digest(variant, {"algorithm": "sha256", "files": files})}
+    mismatches = check_digest(variant, {"algorithm": "sha256", "files": files})
+    found = {(m.path, m.kind) for m in mismatches}
     assert found == {("gone.py", "missing"), ("_ops.py", "changed"), ("extra.so", "unexpected")}
 
 

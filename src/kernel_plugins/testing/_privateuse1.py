@@ -278,7 +278,7 @@ def _check_devices(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
                 isinstance(a, torch.Tensor)
                 and not isinstance(a, EmulatedTensor)
                 and a.dim() != 0
-                and a.device.type != "meta"
+                and a.device.type not in ("meta", _STATE["name"])  # fake tensors under compile
             ):
                 raise _device_mismatch(device, a.device, func)
     return device

@@ -1,0 +1,67 @@
+"""Pure version parsing of the Ascend stack: CANN versions, cann tokens, SoC families."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernel_plugins_npu.versions import (
+    cann_token,
+    decode_cann_token,
+    parse_cann_version,
+    soc_family,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("8.3.RC1", (8, 3)),
+        ("8.5.0", (8, 5)),
+        ("9.0.0", (9, 0)),
+        ("10.0.RC1", (10, 0)),
+        ("8.0.RC2.alpha003", (8, 0)),
+        (" 8.2.RC1\n", (8, 2)),
+        ("8.3", (8, 3)),
+    ],
+)
+def test_parse_cann_version(text: str, expected: tuple[int, int]) -> None:
+    assert parse_cann_version(text) == expected
+
+
+@pytest.mark.parametrize("text", ["not known", "", "8", "8.x.RC1", "0.3.0", "CANN 8.3", None, 8.3])
+def test_malformed_cann_version(text: object) -> None:
+    assert parse_cann_version(text) is None
+
+
+@pytest.mark.parametrize(
+    ("version", "token"),
+    [((8, 3), "cann83"), ((8, 0), "cann80"), ((10, 0), "cann100"), ((12, 5), "cann125")],
+)
+def test_token_keeps_a_two_digit_major(version: tuple[int, int], token: str) -> None:
+    assert cann_token(version) == token
+    assert decode_cann_token(token) == version
+
+
+@pytest.mark.parametrize("token", ["cann8", "cann", "cann03", "mlu313", "xcann83"])
+def test_decode_rejects_other_tokens(token: str) -> None:
+    assert decode_cann_token(token) is None
+
+
+@given(st.integers(1, 99), st.integers(0, 9))
+def test_token_round_trip(major: int, minor: int) -> None:
+    assert decode_cann_token(cann_token((major, minor))) == (major, minor)
+
+
+@pytest.mark.parametrize(
+    ("soc", "family"),
+    [(220, "Ascend 910B"), (225, "Ascend 910B"), (250, "Ascend 910_93"), (202, "Ascend 310P3")],
+)
+def test_soc_family(soc: int, family: str) -> None:
+    assert soc_family(soc) == family
+
+
+@pytest.mark.parametrize("soc", [219, 226, 100, None, "222", True])
+def test_unknown_soc_family(soc: object) -> None:
+    assert soc_family(soc) is None
