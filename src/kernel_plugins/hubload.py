@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,7 +194,10 @@ def fetch_variant(
 
     Downloads under a per-variant file lock (one process downloads, concurrent ones wait
     and then find it cached; a fully cached variant costs no request), then checks the
-    files with :func:`verify_variant`.
+    files with :func:`verify_variant`. After the first successful check a small record of
+    the verified files is kept next to the cache (``<repo cache>/kernel-plugins/``): a file
+    that later disappears is then reported as missing instead of being quietly fetched
+    again, while a download that was interrupted before it ever completed is resumed.
 
     :param pinned: the lock's hash of the variant, when a lock file pins it.
     :param pinned_by: the lock file, for messages.
@@ -202,13 +206,69 @@ def fetch_variant(
     """
     from . import hub
 
+    folder = _storage_folder(ref) / "snapshots" / ref.sha / "build" / variant
     with _variant_lock(ref, variant):
+        record = _read_record(ref, variant)
         path = hub.cached_variant_path(ref, variant)
+        if path is None and record is not None and folder.is_dir():
+            path = folder  # it was complete once: check it as it is
         if path is None:
             path = hub.download_variant(ref, variant, progress=progress)
-    check = verify_variant(ref, variant, path, pinned=pinned, pinned_by=pinned_by)
+    check = verify_variant(ref, variant, path, pinned=pinned, pinned_by=pinned_by, record=record)
     check.raise_for_problems()
+    if record is None:
+        _write_record(ref, variant, check)
     return path
+
+
+def _record_path(ref: HubRef, variant: str) -> Path:
+    return _storage_folder(ref) / "kernel-plugins" / ref.sha / f"{variant}.json"
+
+
+def _read_record(ref: HubRef, variant: str) -> dict[str, FileHash] | None:
+    """The files recorded when the variant was last verified, or None."""
+    from .varianthash import FileHash
+
+    try:
+        data = json.loads(_record_path(ref, variant).read_text(encoding="utf-8"))
+        files = {
+            str(rel): FileHash(item["kind"], item["hex"], item.get("size"))
+            for rel, item in data["files"].items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if any(fh.kind not in ("git", "lfs") for fh in files.values()):
+        return None
+    return files
+
+
+def _write_record(ref: HubRef, variant: str, check: VariantCheck) -> None:
+    """Record a verified variant's files (atomically; best effort)."""
+    path = _record_path(ref, variant)
+    data = {
+        "repo_id": ref.repo_id,
+        "sha": ref.sha,
+        "variant": variant,
+        "hash": check.computed_hash,
+        "files": {
+            rel: {"kind": fh.kind, "hex": fh.hex, "size": fh.size}
+            for rel, fh in sorted(check.actual.items())
+        },
+    }
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{variant}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        log.debug("Could not record the verified files of %s %s: %s", ref, variant, exc)
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 # --- verification -----------------------------------------------------------------------
@@ -227,6 +287,7 @@ class VariantCheck:
         listing_source: where the per-file reference came from ("" when none was at hand).
         notes: further findings (e.g. the listing disagreeing with the lock).
         has_digest: whether ``metadata.json`` carries a digest (it was checked).
+        actual: the hashes of the files on disk.
     """
 
     ref: Any
@@ -240,6 +301,7 @@ class VariantCheck:
     listing_source: str = ""
     notes: list[str] = field(default_factory=list)
     has_digest: bool = False
+    actual: dict[str, FileHash] = field(default_factory=dict, repr=False)
 
     @property
     def lock_mismatch(self) -> bool:
@@ -323,13 +385,15 @@ def verify_variant(
     pinned: VariantLock | None = None,
     pinned_by: object = None,
     listing: dict[str, FileHash] | None = None,
+    record: dict[str, FileHash] | None = None,
 ) -> VariantCheck:
     """Check the files of a cached variant; makes no request.
 
     The files are hashed and compared with
 
     - the commit's file listing (``listing``, else the one huggingface_hub cached with the
-      download); without one, with the hashes the cached blobs are named after;
+      download, else ``record``: the files found when the variant was first verified);
+      without any, with the hashes the cached blobs are named after;
     - ``pinned``: the lock's ``git_lfs_concat`` hash of the variant;
     - the ``digest`` of ``metadata.json``, when present (missing, changed and unexpected
       files are each reported).
@@ -353,6 +417,8 @@ def verify_variant(
         cached = cached_listing(ref)
         if cached is not None:
             expected, source = cached.get(variant, {}), "cached file listing"
+        elif record is not None:
+            expected, source = record, "record of the first verification"
     notes: list[str] = []
     if expected is not None and pinned is not None and variant_hash(expected) != pinned.hash:
         notes.append(
@@ -377,6 +443,7 @@ def verify_variant(
         files=files,
         listing_source=source,
         notes=notes,
+        actual=actual,
     )
     digest = _read_digest(Path(path))
     if digest is not None:

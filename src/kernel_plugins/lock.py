@@ -277,7 +277,9 @@ def _parse_variants(label: str, variants: object) -> dict[str, VariantLock]:
             )
         value = item["hash"]
         if not isinstance(value, str) or not _HASH_RE.fullmatch(value):
-            raise LockfileError(f"{at}: key 'hash' must be 'sha256-' + 64 hex digits, got {value!r}")
+            raise LockfileError(
+                f"{at}: key 'hash' must be 'sha256-' + 64 hex digits, got {value!r}"
+            )
         out[name] = VariantLock(value, hash_type)
     return out
 

@@ -227,7 +227,7 @@ def disk_file_hashes(
 
 
 def hash_variant_dir(variant_dir: Path, expected: Mapping[str, FileHash] | None = None) -> str:
-    """The ``git_lfs_concat`` hash of the files in ``variant_dir`` (see :func:`disk_file_hashes`)."""
+    """The ``git_lfs_concat`` hash of the files in a folder (see :func:`disk_file_hashes`)."""
     return variant_hash(disk_file_hashes(variant_dir, expected))
 
 

@@ -83,7 +83,11 @@ def test_unknown_cann_gives_noarch_only(runtime: str | None) -> None:
             "not known",
             "CANN 8.3 cannot be checked: the system's CANN version is unknown",
         ),
-        ("torch213-cxx11-cann8-aarch64-linux", "8.3.RC1", "backend token 'cann8' does not encode a CANN version"),
+        (
+            "torch213-cxx11-cann8-aarch64-linux",
+            "8.3.RC1",
+            "backend token 'cann8' does not encode a CANN version",
+        ),
     ],
 )
 def test_explain(variant: str, system: str, reason: str) -> None:
@@ -125,7 +129,9 @@ def test_resolution_against_a_fixture_repo(tmp_path: Path, manager: plugins.Plug
     assert reasons["torch213-cxx11-cann100-aarch64-linux"] == (
         "CANN 10.0 does not match the system's CANN 8.3 (an exact match is required)"
     )
-    assert reasons["torch213-cxx11-cann83-x86_64-linux"] == "built for CPU x86_64, the system is aarch64"
+    assert reasons["torch213-cxx11-cann83-x86_64-linux"] == (
+        "built for CPU x86_64, the system is aarch64"
+    )
     assert reasons["tvm-ffi01-cann83-aarch64-linux"] == (
         "built against tvm-ffi 0.1, but tvm-ffi is not installed"
     )
@@ -136,7 +142,11 @@ def test_resolution_against_a_fixture_repo(tmp_path: Path, manager: plugins.Plug
 def test_cann_10_accepts_its_own_build(tmp_path: Path, manager: plugins.PluginManager) -> None:
     repo = make_repo(
         tmp_path / "repo",
-        ["torch213-cxx11-cann100-aarch64-linux", "torch213-cxx11-cann10-aarch64-linux", "torch-npu"],
+        [
+            "torch213-cxx11-cann100-aarch64-linux",
+            "torch213-cxx11-cann10-aarch64-linux",
+            "torch-npu",
+        ],
     )
     res = resolve_variants(local_variants(repo).variants, device=_device("10.0.RC1"), system=SYSTEM)
     assert res.accepted == ("torch213-cxx11-cann100-aarch64-linux", "torch-npu")

@@ -16,7 +16,10 @@ from ._output import CommandError
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: Command modules under ``kernel_plugins.cli``; each has NAME, HELP, add_arguments, run.
-COMMANDS = ["list_backends", "variants", "load_cmd", "check_cmd"]
+COMMANDS = [
+    "list_backends", "variants", "load_cmd", "check_cmd",
+    "lock_cmd", "download_cmd", "verify_cmd", "benchmark_cmd",
+]
 
 
 def add_emulate_option(parser: argparse.ArgumentParser) -> None:

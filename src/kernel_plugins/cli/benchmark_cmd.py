@@ -1,0 +1,151 @@
+"""``kernel-plugins benchmark``: time a kernel's functions against the reference, check outputs.
+
+Human-readable table by default, ``--json`` for machines (layout documented in
+:mod:`kernel_plugins.benchmark`), ``--plot FILE.png`` for a chart (needs matplotlib). Exit
+status 1 when an output differs from the reference beyond the tolerance (the message names
+the function, shape, maximum error and tolerance), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._output import CommandError, print_json
+
+NAME = "benchmark"
+HELP = "time a kernel's functions against the portable reference and check their outputs"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options: NAME_OR_PATH, device, selection, shapes, dtype, iterations, output."""
+    from .main import add_device_option, add_emulate_option, add_revision_options
+
+    parser.add_argument("target", metavar="NAME_OR_PATH", help="org/name, short name or local path")
+    add_device_option(parser)
+    add_revision_options(parser)
+    parser.add_argument(
+        "--functions", metavar="F,G", help="comma-separated functions (default: every one)"
+    )
+    parser.add_argument(
+        "--shapes",
+        nargs="+",
+        metavar="AxB",
+        help="input shapes for every selected function, e.g. 16x1024 128x4096 (what a shape "
+        "means depends on the function: see kernel_plugins.benchmark.BUILDERS)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        metavar="D[,D]",
+        help="comma-separated dtypes: float32, float16, bfloat16, float64 (default float32)",
+    )
+    parser.add_argument("--warmup", type=int, default=10, help="calls before timing (default 10)")
+    parser.add_argument(
+        "--iterations", type=int, default=100, help="timed samples per case (default 100)"
+    )
+    parser.add_argument(
+        "--min-sample-ms",
+        type=float,
+        default=0.2,
+        help="repeat calls inside a sample until it lasts this long (default 0.2)",
+    )
+    parser.add_argument("--rtol", type=float, help="relative tolerance (default: per dtype)")
+    parser.add_argument("--atol", type=float, help="absolute tolerance (default: per dtype)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--plot", metavar="FILE.png", help="write a chart (needs matplotlib)")
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bar (it shows on a terminal)"
+    )
+    parser.add_argument(
+        "--no-fallback",
+        action="store_true",
+        help="fail instead of benchmarking a portable reference kernel when no variant fits",
+    )
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="allow loading from a Hub organisation outside the trusted list",
+    )
+    add_emulate_option(parser)
+
+
+def parse_shapes(values: list[str] | None) -> list[tuple[int, ...]] | None:
+    """``["16x1024", "2x8x64,4x4"]`` -> ``[(16, 1024), (2, 8, 64), (4, 4)]``."""
+    if not values:
+        return None
+    shapes = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                shape = tuple(int(s) for s in part.lower().split("x"))
+            except ValueError:
+                raise CommandError(
+                    f"--shapes: {part!r} is not a shape; write sizes joined by x, e.g. 16x1024"
+                ) from None
+            if any(s <= 0 for s in shape):
+                raise CommandError(f"--shapes: {part!r} has a size <= 0")
+            shapes.append(shape)
+    return shapes or None
+
+
+def _split(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    return names or None
+
+
+def _check_plot(path: str | None) -> None:
+    if path is None:
+        return
+    if not path.lower().endswith(".png"):
+        raise CommandError(f"--plot writes a PNG chart: give a name ending in .png, not {path}")
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise CommandError(
+            "--plot needs matplotlib, which is not installed: pip install matplotlib"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, benchmark, print; exit 1 when a check failed."""
+    from ..benchmark import benchmark, plot_report
+
+    if args.warmup < 0 or args.iterations < 1 or args.min_sample_ms < 0:
+        raise CommandError("--warmup must be >= 0, --iterations >= 1 and --min-sample-ms >= 0")
+    _check_plot(args.plot)
+    device = args.device or getattr(args, "emulate", None)
+    load_options = {
+        "revision": args.revision,
+        "version": args.version,
+        "trust_remote_code": args.trust_remote_code,
+        "fallback": "error" if args.no_fallback else "reference",
+    }
+    report = benchmark(
+        args.target,
+        device=device,
+        load_options=load_options,
+        functions=_split(args.functions),
+        shapes=parse_shapes(args.shapes),
+        dtypes=_split(args.dtype) or ["float32"],
+        warmup=args.warmup,
+        iterations=args.iterations,
+        min_sample_s=args.min_sample_ms / 1e3,
+        rtol=args.rtol,
+        atol=args.atol,
+        progress=not args.no_progress and not args.json and sys.stderr.isatty(),
+    )
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(report.format_table())
+    if args.plot:
+        plot_report(report, args.plot)
+        print(f"chart written to {args.plot}", file=sys.stderr)
+    report.raise_for_failures()
+    return 0

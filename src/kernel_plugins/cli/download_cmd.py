@@ -1,0 +1,82 @@
+"""``kernel-plugins download PROJECT_DIR``: fetch and check what ``kernels.lock`` pins."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "download"
+HELP = (
+    "download the kernels PROJECT_DIR/kernels.lock pins (the variant for this machine, or "
+    "all with --all-variants) and check them against the lock"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options: PROJECT_DIR, ``--all-variants``, ``--device``, ``--trust-remote-code``."""
+    from .main import add_device_option, add_emulate_option
+
+    parser.add_argument(
+        "project_dir", metavar="PROJECT_DIR", nargs="?", default=".",
+        help="folder holding kernels.lock, or the lock file itself (default: .)",
+    )
+    parser.add_argument(
+        "--all-variants", action="store_true",
+        help="download every variant the lock lists, not only the one for this device",
+    )
+    add_device_option(parser)
+    parser.add_argument(
+        "--trust-remote-code", action="store_true",
+        help="allow Hub organisations outside the trusted list",
+    )
+    add_emulate_option(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check trust for every entry first, then fetch and verify; one line per variant."""
+    from .. import hub
+    from ..errors import KernelPluginsError
+    from ..hubload import fetch_variant
+    from ..lock import lockfile_path, read_lockfile
+    from ..trust import check_trusted
+
+    path = lockfile_path(args.project_dir)
+    locks = read_lockfile(path)
+    for entry in locks:  # refuse before anything is fetched
+        check_trusted(entry.repo_id, args.trust_remote_code)
+    failures = 0
+    for entry in locks:
+        variants = sorted(entry.variants) if args.all_variants else _for_device(entry, args)
+        if not variants:
+            failures += 1
+            continue
+        try:
+            ref = hub.resolve(entry.repo_id, revision=entry.sha)
+        except KernelPluginsError as e:
+            print(f"FAILED {entry.repo_id}: {e}")
+            failures += len(variants)
+            continue
+        for variant in variants:
+            try:
+                folder = fetch_variant(
+                    ref, variant, pinned=entry.variants[variant], pinned_by=path, progress=False
+                )
+            except KernelPluginsError as e:
+                print(f"FAILED {entry.repo_id} {variant}: {e}")
+                failures += 1
+                continue
+            print(f"ok {entry.repo_id} {variant} {entry.variants[variant].hash} {folder}")
+    return 1 if failures else 0
+
+
+def _for_device(entry: object, args: argparse.Namespace) -> list[str]:
+    """The variant of ``entry`` for ``--device`` (printed as a failure when none fits)."""
+    from ..loader import resolve_variants
+
+    res = resolve_variants(list(entry.variants), args.device)  # type: ignore[attr-defined]
+    if res.best is None:
+        print(
+            f"FAILED {entry.repo_id}: no variant in the lock fits this device "  # type: ignore[attr-defined]
+            f"({', '.join(sorted(entry.variants))}); use --all-variants to fetch them anyway"  # type: ignore[attr-defined]
+        )
+        return []
+    return [res.best]
