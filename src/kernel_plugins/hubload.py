@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .device import DeviceInfo, SystemInfo
 from .errors import IntegrityError, LockfileError, SourceError
+from .variants import validate_variant_name
 
 if TYPE_CHECKING:
     from .hub import HubRef
@@ -97,6 +98,7 @@ def load_from_hub(
     candidates.append(cand)
     cand.variants = {n: Path("build") / n for n in names}
     best = _resolve_candidate(cand, info, system)
+    validate_variant_name(best)
     pinned = entry.variants[best] if entry is not None else None
     path = distributed.once_per_node(
         lambda: fetch_variant(ref, best, pinned=pinned, pinned_by=lock_path),
@@ -163,6 +165,7 @@ def _variant_lock(ref: HubRef, variant: str) -> Iterator[None]:
 
     folder = Path(constants.HF_HUB_CACHE).expanduser() / ".locks" / _storage_folder(ref).name
     path = folder / f"kernel-plugins--{ref.sha}--{variant}.lock"
+    lock: Any = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(path))
@@ -174,12 +177,12 @@ def _variant_lock(ref: HubRef, variant: str) -> Iterator[None]:
                 log.info("Waiting for another process downloading %s %s (%s)", ref, variant, path)
     except OSError as exc:
         log.debug("No download lock for %s %s (%s): %s", ref, variant, path, exc)
-        yield
-        return
+        lock = None
     try:
         yield
     finally:
-        lock.release()
+        if lock is not None:
+            lock.release()
 
 
 def fetch_variant(

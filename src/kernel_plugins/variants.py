@@ -28,6 +28,7 @@ __all__ = [
     "split_token",
     "decode_token_version",
     "version_token_reason",
+    "explain_token_version",
     "resolve",
     "UNIVERSAL",
 ]
@@ -196,6 +197,37 @@ def version_token_reason(
     return (
         f"{label} {fmt(variant_version)} does not match the system's {label} "
         f"{fmt(system_version)} (an exact match is required)"
+    )
+
+
+def explain_token_version(
+    variant: Variant,
+    prefix: str,
+    label: str,
+    system_version: tuple[int, int] | None,
+    rule: Literal["exact", "same-major"],
+    *,
+    major_width: int = 1,
+) -> str | None:
+    """The ``explain_variant`` answer of a backend whose tokens are ``<prefix><version>``.
+
+    Returns None for a variant whose token has another prefix (not this backend's).
+
+    >>> v = parse_variant("torch213-cxx11-cu130-x86_64-linux")
+    >>> explain_token_version(v, "cu", "CUDA", (12, 8), "same-major", major_width=2)
+    "CUDA 13.0 has another major version than the system's CUDA 12.8"
+    """
+    if variant.token is None:
+        return None
+    token_prefix, digits = split_token(variant.token)
+    if token_prefix != prefix:
+        return None
+    return version_token_reason(
+        label,
+        decode_token_version(digits, major_width=major_width),
+        system_version,
+        rule,
+        token=variant.token,
     )
 
 

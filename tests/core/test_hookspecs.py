@@ -31,7 +31,7 @@ def test_docstring_sections_in_order(name, fn):
     markers += [f":param {p}:" for p in inspect.signature(fn).parameters]
     markers += [":return:", "Example::"]
     positions = [doc.find(m) for m in markers]
-    missing = [m for m, p in zip(markers, positions) if p < 0]
+    missing = [m for m, p in zip(markers, positions, strict=True) if p < 0]
     assert not missing, f"{name}: docstring lacks {missing}"
     assert positions == sorted(positions), f"{name}: sections out of order {markers}"
 

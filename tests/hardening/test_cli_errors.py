@@ -27,7 +27,9 @@ def test_check_clean_repository(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert out.strip() == f"ok: no problems in {repo} (1 variant(s))"
 
 
-def test_check_prints_one_line_per_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_prints_one_line_per_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo = make_repo(tmp_path / "relu", {
         "torch-cpu": metadata(version="1", python_depends=["nki"]),
         "torch-cuda": metadata(backend={"type": "rocm"}),

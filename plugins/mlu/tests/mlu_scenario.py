@@ -176,6 +176,37 @@ def main() -> None:
 
     check("kernelize", kernelized)
 
+    def capability_range() -> dict[str, Any]:
+        from kernel_plugins.layers import (
+            CapabilityRange,
+            LocalLayerRepository,
+            Mode,
+            kernel_choice,
+            kernelize,
+            use_kernel_forward_from_hub,
+            use_kernel_mapping,
+        )
+
+        @use_kernel_forward_from_hub("SiluAndMul")
+        class SiluAndMul(torch.nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                d = x.shape[-1] // 2
+                return F.silu(x[..., :d]) * x[..., d:]
+
+        low = make_repo(tmp / "mlu3x", ["torch-mlu"], name="mlu3x")
+        high = make_repo(tmp / "mlu5x", ["torch-mlu"], name="mlu5x")
+        mapping = {"SiluAndMul": {"mlu": {
+            CapabilityRange(max=(3, 9)): LocalLayerRepository(low, layer_name="SiluAndMul"),
+            CapabilityRange(min=(5, 0)): LocalLayerRepository(high, layer_name="SiluAndMul"),
+        }}}
+        layer = SiluAndMul().to("mlu")
+        with use_kernel_mapping(mapping):
+            kernelize(layer, mode=Mode.INFERENCE, device="mlu")
+        choice = kernel_choice(layer)
+        return {"path": getattr(getattr(choice, "provenance", None), "path", None)}
+
+    check("capability_range", capability_range)
+
     def synchronize() -> list[Any]:
         info = kernel_plugins.get_device("mlu")
         before = torch.mlu.synchronize_calls

@@ -111,3 +111,9 @@ def test_cli_lists_the_emulated_mlu(results: dict[str, Any]) -> None:
     assert row["distribution"] == "kernel-plugins-mlu"
     assert "torch-mlu" in row["variants"]
     assert "EMULATED" in cli["stderr"]
+
+
+def test_capability_range_picks_the_mlu5_kernel(results: dict[str, Any]) -> None:
+    """The emulated MLU590 has capability 5.0: the 5.x mapping entry wins over 3.x."""
+    path = _ok(results["capability_range"])["path"]
+    assert path is not None and "/mlu5x/" in path

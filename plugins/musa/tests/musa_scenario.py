@@ -174,6 +174,37 @@ def main() -> None:
 
     check("kernelize", kernelized)
 
+    def capability_range() -> dict[str, Any]:
+        from kernel_plugins.layers import (
+            CapabilityRange,
+            LocalLayerRepository,
+            Mode,
+            kernel_choice,
+            kernelize,
+            use_kernel_forward_from_hub,
+            use_kernel_mapping,
+        )
+
+        @use_kernel_forward_from_hub("SiluAndMul")
+        class SiluAndMul(torch.nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                d = x.shape[-1] // 2
+                return F.silu(x[..., :d]) * x[..., d:]
+
+        low = make_repo(tmp / "qy1", ["torch-musa"], name="qy1")
+        high = make_repo(tmp / "qy2", ["torch-musa"], name="qy2")
+        mapping = {"SiluAndMul": {"musa": {
+            CapabilityRange(max=(2, 1)): LocalLayerRepository(low, layer_name="SiluAndMul"),
+            CapabilityRange(min=(2, 2)): LocalLayerRepository(high, layer_name="SiluAndMul"),
+        }}}
+        layer = SiluAndMul().to("musa")
+        with use_kernel_mapping(mapping):
+            kernelize(layer, mode=Mode.INFERENCE, device="musa")
+        choice = kernel_choice(layer)
+        return {"path": getattr(getattr(choice, "provenance", None), "path", None)}
+
+    check("capability_range", capability_range)
+
     def synchronize() -> list[Any]:
         info = kernel_plugins.get_device("musa")
         before = torch.musa.synchronize_calls

@@ -168,3 +168,17 @@ def test_synchronize_calls_torch_musa(install: Install) -> None:
     assert info is not None
     assert hooks.synchronize(info.model_copy(update={"index": 1})) is True
     assert musa.synchronize_calls == 1
+
+
+def test_another_backend_owning_privateuse1_is_reported_without_importing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_stack: None
+) -> None:
+    pkg = tmp_path / "torch_musa"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("raise AssertionError('must not be imported')\n", "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "mlu")
+    with pytest.raises(PluginError, match="already 'mlu'") as info:
+        hooks.detect_device()
+    assert "one per process" in str(info.value)
+    assert "torch_musa" not in sys.modules

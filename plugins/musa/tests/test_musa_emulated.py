@@ -103,3 +103,9 @@ def test_kernelize_on_emulated_musa(results: dict[str, Any]) -> None:
 
 def test_synchronize_reaches_torch_musa(results: dict[str, Any]) -> None:
     assert _ok(results["synchronize"]) == [True, 1]
+
+
+def test_capability_range_picks_the_qy1_kernel(results: dict[str, Any]) -> None:
+    """The emulated MTT S80 is arch 21 (QY1): the range up to 2.1 wins over 2.2+."""
+    path = _ok(results["capability_range"])["path"]
+    assert path is not None and "/qy1/" in path

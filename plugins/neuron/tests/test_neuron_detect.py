@@ -181,3 +181,15 @@ def test_synchronize_without_torch_neuron_uses_torch_accelerator(
     info = DeviceInfo(backend="neuron", device_type="neuron", count=1, index=0)
     assert hooks.synchronize(info) is True
     assert calls == [0]
+
+
+def test_another_backend_owning_privateuse1_means_no_neuron(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_stack: None
+) -> None:
+    pkg = tmp_path / "torch_neuronx"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("raise AssertionError('must not be imported')\n", "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "npu")
+    assert hooks.detect_device() is None
+    assert "torch_neuronx" not in sys.modules

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,3 +89,13 @@ def test_universal_only_repo(tmp_path: Path, manager: plugins.PluginManager) -> 
     repo = make_repo(tmp_path / "repo", ["torch-universal", "torch-cpu"])
     res = resolve_variants(local_variants(repo).variants, device=DEVICE, system=SYSTEM)
     assert res.accepted == ("torch-universal",)
+
+
+def test_importing_the_plugin_does_not_import_torch() -> None:
+    code = (
+        "import sys, kernel_plugins_neuron, kernel_plugins_neuron.hooks; "
+        "import kernel_plugins_neuron.emulation; "
+        "print('torch' in sys.modules, 'torch_neuronx' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.split() == ["False", "False"]

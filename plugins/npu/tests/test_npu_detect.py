@@ -172,3 +172,17 @@ def _system() -> Any:
     from kernel_plugins.device import SystemInfo
 
     return SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
+
+
+def test_another_backend_owning_privateuse1_is_reported_without_importing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_stack: None
+) -> None:
+    pkg = tmp_path / "torch_npu"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("raise AssertionError('must not be imported')\n", "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "musa")
+    with pytest.raises(PluginError, match="already 'musa'") as info:
+        hooks.detect_device()
+    assert "one per process" in str(info.value)
+    assert "torch_npu" not in sys.modules

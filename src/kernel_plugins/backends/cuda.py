@@ -11,10 +11,8 @@ from ..hookspecs import hookimpl
 from ..variants import (
     Variant,
     arch_variant_names,
-    decode_token_version,
+    explain_token_version,
     noarch_variant_names,
-    split_token,
-    version_token_reason,
 )
 from ._torch import major_minor, torch_or_none
 
@@ -74,14 +72,8 @@ def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:
 @hookimpl
 def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
     """``CUDA 13.0 is newer than the system's CUDA 12.8`` and friends."""
-    if variant.token is None or not variant.token.startswith("cu"):
-        return None
-    return version_token_reason(
-        "CUDA",
-        decode_token_version(split_token(variant.token)[1], major_width=2),
-        major_minor(device.runtime_version),
-        "same-major",
-        token=variant.token,
+    return explain_token_version(
+        variant, "cu", "CUDA", major_minor(device.runtime_version), "same-major", major_width=2
     )
 
 

@@ -48,7 +48,7 @@ def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) ->
     """``Metal arch variants need macOS >= 26.0, the system has macOS 15.2``."""
     if variant.token != "metal":
         return None
-    have = "no macOS" if system.macos_version is None else "macOS %d.%d" % system.macos_version
+    have = "no macOS" if system.macos_version is None else "macOS {}.{}".format(*system.macos_version)
     if system.macos_version is None or system.macos_version < MIN_MACOS:
         return f"Metal arch variants need macOS >= {MIN_MACOS[0]}.{MIN_MACOS[1]}, the system has {have}"
     return None

@@ -10,10 +10,8 @@ from ..hookspecs import hookimpl
 from ..variants import (
     Variant,
     arch_variant_names,
-    decode_token_version,
+    explain_token_version,
     noarch_variant_names,
-    split_token,
-    version_token_reason,
 )
 from ._torch import major_minor, torch_or_none
 
@@ -58,14 +56,8 @@ def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:
 @hookimpl
 def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
     """``ROCm 6.2 does not match the system's ROCm 6.3 (an exact match is required)``."""
-    if variant.token is None or not variant.token.startswith("rocm"):
-        return None
-    return version_token_reason(
-        "ROCm",
-        decode_token_version(split_token(variant.token)[1]),
-        major_minor(device.runtime_version),
-        "exact",
-        token=variant.token,
+    return explain_token_version(
+        variant, "rocm", "ROCm", major_minor(device.runtime_version), "exact", major_width=1
     )
 
 

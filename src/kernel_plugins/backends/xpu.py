@@ -12,10 +12,8 @@ from ..hookspecs import hookimpl
 from ..variants import (
     Variant,
     arch_variant_names,
-    decode_token_version,
+    explain_token_version,
     noarch_variant_names,
-    split_token,
-    version_token_reason,
 )
 from ._torch import torch_or_none
 
@@ -72,14 +70,8 @@ def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:
 @hookimpl
 def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
     """``oneAPI 2025.2 does not match the system's oneAPI 2025.3 (...)``."""
-    if variant.token is None or not variant.token.startswith("xpu"):
-        return None
-    return version_token_reason(
-        "oneAPI",
-        decode_token_version(split_token(variant.token)[1], major_width=4),
-        oneapi_version(device.runtime_version),
-        "exact",
-        token=variant.token,
+    return explain_token_version(
+        variant, "xpu", "oneAPI", oneapi_version(device.runtime_version), "exact", major_width=4
     )
 
 

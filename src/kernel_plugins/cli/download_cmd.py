@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..lock import KernelLock
 
 NAME = "download"
 HELP = (
@@ -68,15 +72,15 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-def _for_device(entry: object, args: argparse.Namespace) -> list[str]:
+def _for_device(entry: KernelLock, args: argparse.Namespace) -> list[str]:
     """The variant of ``entry`` for ``--device`` (printed as a failure when none fits)."""
     from ..loader import resolve_variants
 
-    res = resolve_variants(list(entry.variants), args.device)  # type: ignore[attr-defined]
+    res = resolve_variants(list(entry.variants), args.device)
     if res.best is None:
         print(
-            f"FAILED {entry.repo_id}: no variant in the lock fits this device "  # type: ignore[attr-defined]
-            f"({', '.join(sorted(entry.variants))}); use --all-variants to fetch them anyway"  # type: ignore[attr-defined]
+            f"FAILED {entry.repo_id}: no variant in the lock fits this device "
+            f"({', '.join(sorted(entry.variants))}); use --all-variants to fetch them anyway"
         )
         return []
     return [res.best]

@@ -58,6 +58,19 @@ def _installed(module: str) -> bool:
         return False
 
 
+def _check_privateuse1(torch: ModuleType) -> None:
+    """Refuse to import the vendor package when another backend owns PrivateUse1 here."""
+    get = getattr(torch._C, "_get_privateuse1_backend_name", None)
+    taken = None if get is None else str(get())
+    if VENDOR not in sys.modules and taken not in (None, "privateuseone", NAME):
+        raise PluginError(
+            f"{VENDOR} is installed, but PyTorch's out-of-tree device slot (PrivateUse1) is "
+            f"already '{taken}' in this process and PyTorch allows one per process, so "
+            f"{VENDOR} was not imported; use '{NAME}' in a process that does not load the "
+            f"'{taken}' stack (TORCH_DEVICE_BACKEND_AUTOLOAD=0 stops automatic loading)"
+        )
+
+
 def _import_vendor() -> ModuleType:
     try:
         return importlib.import_module(VENDOR)
@@ -108,6 +121,7 @@ def detect_device() -> DeviceInfo | None:
     torch = _torch()
     if torch is None or not _installed(VENDOR):
         return None
+    _check_privateuse1(torch)
     vendor = _import_vendor()
     musa = getattr(torch, "musa", None)
     if musa is None:

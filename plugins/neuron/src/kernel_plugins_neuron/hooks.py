@@ -127,10 +127,16 @@ def backend_spec() -> BackendSpec:
 
 @hookimpl
 def detect_device() -> DeviceInfo | None:
-    """A native ``neuron`` PrivateUse1 backend with at least one device."""
+    """A native ``neuron`` PrivateUse1 backend with at least one device.
+
+    When another out-of-tree backend already owns PrivateUse1 in this process, no native
+    Neuron device can exist here: None, and ``torch_neuronx`` is not imported.
+    """
     torch = _torch()
     if torch is None:
         return None
+    if _privateuse1_name(torch) not in (None, "privateuseone", NAME):
+        return None  # another out-of-tree backend owns PrivateUse1: no native neuron here
     vendor = _import_vendor() if _installed(VENDOR) else None
     count = neuron_device_count(torch)
     if not count:

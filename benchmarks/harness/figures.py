@@ -1,0 +1,468 @@
+"""The figures of the suite: each measured for kernel-plugins and ``kernels`` in one run.
+
+Every figure is a dict (see :func:`figure`): the summary of each package's samples
+(median, IQR, min, max, the samples), the ratio kernel-plugins / kernels of the medians,
+the target and whether it is met. Whole-process figures time ``subprocess.run`` of a fresh
+interpreter; in-process ones come from :mod:`probe` running in a fresh interpreter.
+Runs of the two packages alternate, so slow phases of a noisy machine hit both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .envs import REPO_ROOT, Env
+
+__all__ = ["Context", "summarize", "figure", "MEASURES"]
+
+PROBE = Path(__file__).with_name("probe.py")
+
+
+@dataclass
+class Context:
+    """What every measurement needs.
+
+    Attributes:
+        kp / kn: the kernel-plugins and kernels environments (kn None: not compared).
+        runs: samples per figure. quick: the CI mode (fewer calls and repeats).
+        work: scratch folder. repo_path: the local kernel repository.
+        names_file: JSON list of variant names to resolve. hub: the loopback Hub
+        (``tests.support.hub.HubServer``) or None. sha: the commit of branch v1 there.
+        profile_dir: where cProfile reports go (None: no profiling).
+    """
+
+    kp: Env
+    kn: Env | None
+    runs: int
+    quick: bool
+    work: Path
+    repo_path: Path
+    names_file: Path
+    say: Callable[[str], object] = print
+    hub: Any = None
+    sha: str | None = None
+    profile_dir: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def envs(self) -> list[Env]:
+        """The environments measured, kernel-plugins first."""
+        return [self.kp] + ([self.kn] if self.kn is not None else [])
+
+
+def summarize(samples: Sequence[float]) -> dict[str, Any]:
+    """Median, IQR, min, max and the samples themselves."""
+    values = sorted(samples)
+    if len(values) >= 2:
+        q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    else:
+        q1 = q3 = values[0]
+    return {
+        "median": statistics.median(values),
+        "iqr": q3 - q1,
+        "min": values[0],
+        "max": values[-1],
+        "n": len(values),
+        "samples": list(samples),
+    }
+
+
+def figure(
+    name: str,
+    what: str,
+    unit: str,
+    kp: Sequence[float] | None,
+    kn: Sequence[float] | None,
+    *,
+    target: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
+    """One figure. ``target``: ``{"text", "kind": "ratio"|"absolute", "max"}`` or None.
+
+    A ratio target compares the kernel-plugins median with the kernels one; an absolute
+    target compares the kernel-plugins median with ``max`` (in ``unit``).
+    """
+    kps = summarize(kp) if kp else None
+    kns = summarize(kn) if kn else None
+    ratio = kps["median"] / kns["median"] if kps and kns and kns["median"] > 0 else None
+    value = None
+    if target is not None and kps is not None:
+        value = ratio if target["kind"] == "ratio" else kps["median"]
+    return {
+        "name": name,
+        "what": what,
+        "unit": unit,
+        "kernel_plugins": kps,
+        "kernels": kns,
+        "ratio": ratio,
+        "target": target,
+        "target_value": value,
+        "met": None if value is None or target is None else value <= target["max"],
+        "extra": extra or {},
+        "notes": list(notes),
+    }
+
+
+def _clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("KERNEL_PLUGINS_", "HF_", "KERNELS_", "LOCAL_KERNELS", "PYTHON"))
+    }
+    env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def _timed(cmd: Sequence[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(
+        list(cmd), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+    )
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr.decode(errors='replace')}")
+    return took
+
+
+def probe(env: Env, task: dict[str, Any], extra_env: dict[str, str] | None = None) -> dict:
+    """Run :mod:`probe` with ``task`` in a fresh interpreter of ``env``."""
+    task = {"package": env.package, **task}
+    done = subprocess.run(
+        [str(env.python), str(PROBE), json.dumps(task)],
+        env=_clean_env(extra_env),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    for line in done.stdout.splitlines():
+        if line.startswith("@@PROBE@@ "):
+            return json.loads(line.split(" ", 1)[1])  # type: ignore[no-any-return]
+    raise RuntimeError(
+        f"probe {task['task']} for {env.package} failed (exit {done.returncode}):\n"
+        f"{done.stderr[-4000:]}"
+    )
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def measure_import(ctx: Context) -> list[dict[str, Any]]:
+    """``python -c "import <package>"``, whole process, and ``python -c pass`` as baseline."""
+    samples: dict[str, list[float]] = {e.package: [] for e in ctx.envs()}
+    base: dict[str, list[float]] = {e.package: [] for e in ctx.envs()}
+    env = _clean_env()
+    for _ in range(ctx.runs):
+        for e in ctx.envs():
+            samples[e.package].append(_timed([str(e.python), "-c", f"import {e.package}"], env))
+            base[e.package].append(_timed([str(e.python), "-c", "pass"], env))
+    extra = {f"python -c pass ({p})": summarize(v)["median"] for p, v in base.items()}
+    return [
+        figure(
+            "import",
+            'python -c "import <package>" wall time (whole process)',
+            "s",
+            samples["kernel_plugins"],
+            samples.get("kernels"),
+            target={"text": "<= 0.3x of kernels", "kind": "ratio", "max": 0.3},
+            extra=extra,
+        )
+    ]
+
+
+def measure_list_backends(ctx: Context) -> list[dict[str, Any]]:
+    """``kernel-plugins list-backends`` against ``python -c "import torch"`` (same env)."""
+    env = _clean_env()
+    script = ctx.kp.bin("kernel-plugins")
+    cmd = (
+        [str(script), "list-backends"]
+        if script.exists()
+        else [str(ctx.kp.python), "-m", "kernel_plugins.cli.main", "list-backends"]
+    )
+    listing = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False).stdout
+    plugins = [p for p in ("mlu", "musa", "npu", "neuron") if f"\n{p} " in f"\n{listing}"]
+    lb: list[float] = []
+    torch_s: list[float] = []
+    for _ in range(ctx.runs):
+        lb.append(_timed(cmd, env))
+        torch_s.append(_timed([str(ctx.kp.python), "-c", "import torch"], env))
+    f = figure(
+        "list-backends",
+        'kernel-plugins list-backends vs python -c "import torch" (whole process, same venv)',
+        "s",
+        lb,
+        None,
+        target={"text": '<= 1.15x of python -c "import torch"', "kind": "ratio", "max": 1.15},
+        extra={"plugins_listed": plugins, "import_torch": summarize(torch_s)},
+    )
+    f["target_value"] = f["kernel_plugins"]["median"] / summarize(torch_s)["median"]
+    f["met"] = f["target_value"] <= 1.15
+    if len(plugins) < 4:
+        f["notes"].append(f"only {len(plugins)} of the four plugins are installed: {plugins}")
+    return [f]
+
+
+def _hub_env(ctx: Context, cache: Path, offline: bool = False) -> dict[str, str]:
+    env = {
+        "HF_ENDPOINT": ctx.hub.endpoint,
+        "HF_HUB_CACHE": str(cache),
+        "HF_HOME": str(cache.parent / f"{cache.name}-home"),
+    }
+    if offline:
+        env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def measure_loads(ctx: Context) -> list[dict[str, Any]]:
+    """Cold load (empty cache, loopback Hub) then warm load (sha, cached) per run."""
+    from .inputs import REPO_ID
+
+    assert ctx.hub is not None and ctx.sha is not None
+    names = ("cold", "cold_requests", "warm", "warm_requests", "warm_offline")
+    data: dict[str, dict[str, list[float]]] = {
+        n: {e.package: [] for e in ctx.envs()} for n in names
+    }
+    variants: dict[str, set[str]] = {e.package: set() for e in ctx.envs()}
+    paths: dict[str, list[str]] = {}
+    offline_errors: dict[str, str] = {}
+    for i in range(ctx.runs):
+        for e in ctx.envs():
+            cache = ctx.work / "caches" / f"{e.package}-{i}"
+            shutil.rmtree(cache, ignore_errors=True)
+            shutil.rmtree(cache.parent / f"{cache.name}-home", ignore_errors=True)
+            cache.mkdir(parents=True)
+            profile = _profile(ctx, e, "load", i)
+            ctx.hub.clear_requests()
+            cold = probe(
+                e, {"task": "load", "repo_id": REPO_ID, "version": 1}, _hub_env(ctx, cache)
+            )
+            data["cold"][e.package].append(cold["load_s"])
+            data["cold_requests"][e.package].append(len(ctx.hub.requests))
+            paths.setdefault(e.package, [f"{r.method} {r.path}" for r in ctx.hub.requests])
+            ctx.hub.clear_requests()
+            task = {"task": "load", "repo_id": REPO_ID, "revision": ctx.sha, **profile}
+            warm = probe(e, task, _hub_env(ctx, cache))
+            data["warm"][e.package].append(warm["load_s"])
+            data["warm_requests"][e.package].append(len(ctx.hub.requests))
+            ctx.hub.clear_requests()
+            task = {"task": "load", "repo_id": REPO_ID, "revision": ctx.sha}
+            variants[e.package].update({cold["variant"], warm["variant"]})
+            try:
+                off = probe(e, task, _hub_env(ctx, cache, offline=True))
+            except RuntimeError as err:
+                last = str(err).strip().splitlines()[-1]
+                offline_errors.setdefault(e.package, f"{e.package} failed offline: {last}")
+                continue
+            data["warm_offline"][e.package].append(off["load_s"])
+            variants[e.package].add(off["variant"])
+    notes = _variant_notes(variants)
+    kp, kn = "kernel_plugins", "kernels"
+    return [
+        figure(
+            "cold load",
+            "fresh process, empty cache, loopback Hub (olah), version=1; excludes the torch import",
+            "s",
+            data["cold"][kp],
+            data["cold"].get(kn),
+            target={"text": "<= 1.0x of kernels", "kind": "ratio", "max": 1.0},
+            extra={"variants": {k: sorted(v) for k, v in variants.items()}},
+            notes=notes,
+        ),
+        figure(
+            "cold load requests",
+            "HTTP requests of one cold load (counted by the proxy)",
+            "requests",
+            data["cold_requests"][kp],
+            data["cold_requests"].get(kn),
+            target={"text": "<= 1.0x of kernels", "kind": "ratio", "max": 1.0},
+            extra={"requests": paths},
+        ),
+        figure(
+            "warm load",
+            "fresh process, commit sha already cached, Hub reachable; excludes the torch import",
+            "s",
+            data["warm"][kp],
+            data["warm"].get(kn),
+            target={"text": "<= 0.5x of kernels", "kind": "ratio", "max": 0.5},
+            extra={"requests": {k: v for k, v in data["warm_requests"].items()}},
+        ),
+        figure(
+            "warm load offline",
+            "as warm load, with HF_HUB_OFFLINE=1 (no network at all)",
+            "s",
+            data["warm_offline"][kp],
+            data["warm_offline"].get(kn),
+            notes=list(offline_errors.values()),
+        ),
+    ]
+
+
+def _variant_notes(variants: dict[str, set[str]]) -> list[str]:
+    chosen = {k: sorted(v) for k, v in variants.items()}
+    if len({tuple(v) for v in chosen.values()}) > 1:
+        return [f"the packages chose different variants: {chosen}; the comparison is unfair"]
+    return []
+
+
+def _profile(ctx: Context, env: Env, region: str, run: int) -> dict[str, str]:
+    if ctx.profile_dir is None or env.package != "kernel_plugins" or run != 0:
+        return {}
+    ctx.profile_dir.mkdir(parents=True, exist_ok=True)
+    path = ctx.profile_dir / f"profile-{region}.txt"
+    return {"profile": str(path), "profile_region": region}
+
+
+def measure_inproc(ctx: Context) -> list[dict[str, Any]]:
+    """kernelize of 1,000 marked layers, per-call overhead, resolution of 500 names."""
+    task = {
+        "task": "inproc",
+        "layers": 1000,
+        "repeats": 2 if ctx.quick else 5,
+        "repo_path": str(ctx.repo_path),
+        "calls": 300 if ctx.quick else 5000,
+        "call_repeats": 3 if ctx.quick else 15,
+        "names_file": str(ctx.names_file),
+    }
+    out: dict[str, list[dict[str, Any]]] = {e.package: [] for e in ctx.envs()}
+    regions = ["kernelize", "resolution"] if ctx.profile_dir is not None else []
+    for _ in range(ctx.runs):
+        for e in ctx.envs():
+            out[e.package].append(probe(e, task))
+    for region in regions:
+        probe(ctx.kp, {**task, **_profile(ctx, ctx.kp, region, 0)})
+    return _inproc_figures(out)
+
+
+def _pick(runs: list[dict[str, Any]], *keys: str) -> list[float]:
+    values = []
+    for r in runs:
+        v: Any = r
+        for k in keys:
+            v = v[k]
+        values.extend(v if isinstance(v, list) else [v])
+    return values
+
+
+def _inproc_figures(out: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    kp = out["kernel_plugins"]
+    kn = out.get("kernels")
+    figs = [
+        figure(
+            "kernelize",
+            "first kernelize of a model with 1,000 marked layers in a fresh "
+            "process (includes loading the kernel from the local repository)",
+            "s",
+            _pick(kp, "kernelize", "first_s"),
+            kn and _pick(kn, "kernelize", "first_s"),
+            target={"text": "<= 0.5x of kernels", "kind": "ratio", "max": 0.5},
+            extra={"replaced": {p: r[0]["kernelize"]["replaced"] for p, r in out.items()}},
+        ),
+        figure(
+            "kernelize again",
+            "kernelize of the same model again (kernel already loaded)",
+            "s",
+            _pick(kp, "kernelize", "again_s"),
+            kn and _pick(kn, "kernelize", "again_s"),
+        ),
+    ]
+    call = {
+        p: {k: _pick(r, "call", k) for k in ("direct", "bound", "module", "plain_module")}
+        for p, r in out.items()
+    }
+    kpc = call["kernel_plugins"]
+    ratio = statistics.median(kpc["module"]) / statistics.median(kpc["plain_module"])
+    raw = statistics.median(kpc["module"]) / statistics.median(kpc["direct"])
+    bound = statistics.median(kpc["bound"]) / statistics.median(kpc["direct"])
+    f = figure(
+        "call overhead",
+        "per call of a kernelized layer layer(x), tiny tensors (2x8), vs the same kernel "
+        "forward in a plain nn.Module that was never kernelized",
+        "s",
+        kpc["module"],
+        kn and call["kernels"]["module"],
+        extra={p: {k: statistics.median(v) for k, v in c.items()} for p, c in call.items()},
+        notes=[
+            f"layer(x) / plain(x) = {ratio:.3f} (the target's 'extra work per call')",
+            f"layer.forward(x) / kernel_forward(layer, x) = {bound:.3f} (the installed forward "
+            "is a plain bound method of the kernel's forward)",
+            f"layer(x) / kernel_forward(layer, x) = {raw:.3f}: the difference is "
+            "nn.Module.__call__, which every module pays, kernelized or not",
+        ],
+    )
+    f["target"] = {
+        "text": "<= 1.02x of the kernel forward (0 extra work per call)",
+        "kind": "ratio",
+        "max": 1.02,
+    }
+    f["target_value"] = ratio
+    f["met"] = ratio <= 1.02
+    figs.append(f)
+    res = {p: r for p, r in out.items()}
+    figs.append(
+        figure(
+            "resolution",
+            "resolve 500 variant names in a fresh process (first call, after the "
+            "backends were loaded and the device detected)",
+            "s",
+            _pick(kp, "resolution", "first_s"),
+            kn and _pick(kn, "resolution", "first_s"),
+            target={"text": "< 1 ms", "kind": "absolute", "max": 1e-3},
+            extra={
+                "best": {p: r[0]["resolution"]["best"] for p, r in res.items()},
+                "accepted": {p: r[0]["resolution"]["accepted"] for p, r in res.items()},
+            },
+            notes=_variant_notes({p: {r[0]["resolution"]["best"]} for p, r in res.items()}),
+        )
+    )
+    figs.append(
+        figure(
+            "resolution again",
+            "the same 500 names resolved again in the same process",
+            "s",
+            _pick(kp, "resolution", "again_s"),
+            kn and _pick(kn, "resolution", "again_s"),
+        )
+    )
+    return figs
+
+
+#: The measurements in the order they run: (name, function, needs the loopback Hub).
+MEASURES: list[tuple[str, Callable[[Context], list[dict[str, Any]]], bool]] = [
+    ("import", measure_import, False),
+    ("in-process (kernelize, call overhead, resolution)", measure_inproc, False),
+    ("loads (cold, warm)", measure_loads, True),
+    ("list-backends", measure_list_backends, False),
+]
+
+
+def start_hub(ctx: Context) -> None:
+    """Start olah with the benchmark repository (sets ``ctx.hub`` and ``ctx.sha``)."""
+    sys.path.insert(0, str(REPO_ROOT))
+    from tests.support.hub import HubServer, make_kernel_repo
+
+    from .inputs import REPO_ID, variant_files, variant_names
+
+    root = ctx.work / "hub"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    server = HubServer(root)
+    repo = make_kernel_repo(
+        server,
+        REPO_ID,
+        "kernel",
+        variants={v: variant_files(v) for v in variant_names()},
+        branches=("v1",),
+    )
+    server.start()
+    ctx.hub = server
+    ctx.sha = repo.head()

@@ -1,0 +1,238 @@
+"""One measurement in a fresh process, for either package (run by the harness, not imported).
+
+Usage: ``python probe.py '<json task>'``. Needs only the standard library, torch and the
+package measured (``kernel_plugins`` or ``kernels``), so the same file runs in both
+virtual environments. Prints one line ``@@PROBE@@ <json>`` with the results.
+
+Tasks:
+
+* ``load``: import torch (timed apart), then import the package and load ``repo_id`` at
+  ``revision`` or ``version`` (timed: ``load_s``); call the kernel once to prove it works.
+* ``inproc``: in one process, kernelize a model with ``layers`` marked layers (first call,
+  then ``repeats`` more), time calls of a kernelized layer against calling the kernel's
+  forward directly, and resolve the variant names in ``names_file`` (first, then repeats).
+
+``profile`` (optional) names a file: the region named by ``profile_region`` (``load``,
+``kernelize``, ``resolution``) then runs under cProfile and the top functions are written
+there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import cProfile
+import io
+import json
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+MARK = "@@PROBE@@"
+
+
+@contextlib.contextmanager
+def _maybe_profile(task: dict[str, Any], region: str):  # type: ignore[no-untyped-def]
+    path = task.get("profile")
+    if not path or task.get("profile_region", "load") != region:
+        yield
+        return
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(prof, stream=out)
+        stats.sort_stats("cumulative").print_stats(30)
+        stats.sort_stats("tottime").print_stats(20)
+        Path(path).write_text(out.getvalue())
+
+
+def _load(task: dict[str, Any]) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    import torch
+
+    torch_s = time.perf_counter() - t0
+    kwargs = {k: task[k] for k in ("revision", "version") if task.get(k) is not None}
+    t1 = time.perf_counter()
+    with _maybe_profile(task, "load"):
+        if task["package"] == "kernel_plugins":
+            import kernel_plugins
+
+            module = kernel_plugins.load(task["repo_id"], trust_remote_code=True, **kwargs)
+        else:
+            import kernels
+
+            module = kernels.get_kernel(task["repo_id"], trust_remote_code=True, **kwargs)
+    load_s = time.perf_counter() - t1
+    out = torch.empty(2, 4)
+    module.silu_and_mul(out, torch.ones(2, 8))
+    return {"torch_s": torch_s, "load_s": load_s, "variant": Path(module.__file__).parent.name}
+
+
+def _api(package: str) -> Any:
+    """The layer API of the package as a namespace."""
+    if package == "kernel_plugins":
+        from kernel_plugins import layers as api
+    else:
+        import kernels as api
+    return api
+
+
+def _kernelize(task: dict[str, Any], api: Any) -> tuple[dict[str, Any], Any]:
+    import torch
+    from torch import nn
+
+    @api.use_kernel_forward_from_hub("SiluAndMul")
+    class SiluAndMul(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            d = x.shape[-1] // 2
+            return nn.functional.silu(x[..., :d]) * x[..., d:]
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.up = nn.Linear(4, 8)
+            self.act = SiluAndMul()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.act(self.up(x))
+
+    model = nn.Sequential(*[Block() for _ in range(task["layers"])])
+    repo = api.LocalLayerRepository(Path(task["repo_path"]), layer_name="SiluAndMul")
+    api.register_kernel_mapping({"SiluAndMul": {"cpu": repo}})
+    with _maybe_profile(task, "kernelize"):
+        t = time.perf_counter()
+        api.kernelize(model, mode=api.Mode.INFERENCE, device="cpu")
+        first = time.perf_counter() - t
+    again = []
+    for _ in range(task["repeats"]):
+        t = time.perf_counter()
+        api.kernelize(model, mode=api.Mode.INFERENCE, device="cpu")
+        again.append(time.perf_counter() - t)
+    replaced = sum(
+        1 for b in model if getattr(b.act.forward, "__func__", None) is not SiluAndMul.forward
+    )
+    return {"first_s": first, "again_s": again, "replaced": replaced}, model[0].act
+
+
+def _per_call(fn: Any, n: int) -> float:
+    t = time.perf_counter()
+    fn(n)
+    return (time.perf_counter() - t) / n
+
+
+def _call_overhead(layer: Any, calls: int, repeats: int) -> dict[str, Any]:
+    import torch
+    from torch import nn
+
+    x = torch.randn(2, 8)
+    fwd = layer.forward.__func__
+    plain = type("Plain", (nn.Module,), {"forward": fwd})()
+
+    def direct(n: int) -> None:
+        f, m = fwd, layer
+        for _ in range(n):
+            f(m, x)
+
+    def bound(n: int) -> None:
+        f = layer.forward
+        for _ in range(n):
+            f(x)
+
+    def module(n: int) -> None:
+        m = layer
+        for _ in range(n):
+            m(x)
+
+    def plain_module(n: int) -> None:
+        m = plain
+        for _ in range(n):
+            m(x)
+
+    kinds = {"direct": direct, "bound": bound, "module": module, "plain_module": plain_module}
+    for fn in kinds.values():
+        fn(max(10, calls // 10))
+    samples: dict[str, list[float]] = {k: [] for k in kinds}
+    order = list(kinds)
+    for i in range(repeats):
+        for name in order[i % len(order) :] + order[: i % len(order)]:  # rotate the order
+            samples[name].append(_per_call(kinds[name], calls))
+    return {k: v for k, v in samples.items()}
+
+
+def _resolution(task: dict[str, Any]) -> dict[str, Any]:
+    names = json.loads(Path(task["names_file"]).read_text())
+    if task["package"] == "kernel_plugins":
+        from kernel_plugins import resolve_variants
+
+        resolve_variants(["torch-cpu"], "cpu")  # loads plugins and detects the device once
+
+        def run() -> tuple[str | None, int]:
+            res = resolve_variants(names, "cpu")
+            return res.best, len(res.accepted)
+    else:
+        from kernels.variants import parse_variant, resolve_variants
+
+        resolve_variants([parse_variant("torch-cpu")], "cpu")
+
+        def run() -> tuple[str | None, int]:
+            accepted, _ = resolve_variants([parse_variant(n) for n in names], "cpu")
+            return (accepted[0].variant_str if accepted else None), len(accepted)
+
+    with _maybe_profile(task, "resolution"):
+        t = time.perf_counter()
+        best, count = run()
+        first = time.perf_counter() - t
+    again = []
+    for _ in range(task["repeats"]):
+        t = time.perf_counter()
+        run()
+        again.append(time.perf_counter() - t)
+    return {
+        "first_s": first,
+        "again_s": again,
+        "best": best,
+        "accepted": count,
+        "names": len(names),
+    }
+
+
+def _inproc(task: dict[str, Any]) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    import torch  # noqa: F401
+
+    torch_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    api = _api(task["package"])
+    import_s = time.perf_counter() - t1
+    kern, layer = _kernelize(task, api)
+    calls = _call_overhead(layer, task["calls"], task["call_repeats"])
+    res = _resolution(task)
+    return {
+        "torch_s": torch_s,
+        "import_s": import_s,
+        "kernelize": kern,
+        "call": calls,
+        "resolution": res,
+        "median_call_s": {k: statistics.median(v) for k, v in calls.items()},
+    }
+
+
+def main() -> int:
+    """Run the task given as JSON in argv[1]; print the result line."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    task = json.loads(sys.argv[1])
+    result = {"load": _load, "inproc": _inproc}[task["task"]](task)
+    sys.stdout.write(f"{MARK} {json.dumps(result)}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

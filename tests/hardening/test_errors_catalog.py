@@ -1,0 +1,531 @@
+"""The error catalogue: every bad input raises one documented error, and docs/errors.md says so.
+
+``CASES`` is the catalogue: (case id, section, the input, a callable that triggers the
+error, the expected error type, a fragment of the message, what to do). The tests check
+that each callable raises exactly that type with that fragment, and that docs/errors.md
+lists every case (with the fragment, the type and the fix) and no other.
+
+Regenerate the tables of docs/errors.md after adding a case::
+
+    KERNEL_PLUGINS_WRITE_ERRORS_DOC=1 pytest tests/hardening/test_errors_catalog.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel_plugins import errors as E
+from kernel_plugins import hub, plugins
+from kernel_plugins.buildconfig import read_build_toml
+from kernel_plugins.detection import get_device
+from kernel_plugins.device import BackendSpec, DeviceInfo, PyDepend, parse_device
+from kernel_plugins.hookspecs import hookimpl
+from kernel_plugins.importer import KernelLoad, check_python_depends, import_variant
+from kernel_plugins.integrity import verify_digest
+from kernel_plugins.metadata import KernelMetadata, read_metadata
+from kernel_plugins.sources import classify, local_variants, parse_local_kernels
+from kernel_plugins.variants import parse_variant, validate_variant_name
+
+from ._support import BUILD_TOML, make_variant, metadata
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
+BEGIN, END = "<!-- BEGIN GENERATED CATALOGUE -->", "<!-- END GENERATED CATALOGUE -->"
+WRITE_ENV = "KERNEL_PLUGINS_WRITE_ERRORS_DOC"
+
+
+@dataclass
+class Env:
+    """What a trigger may use: a fresh folder and pytest's monkeypatch."""
+
+    tmp: Path
+    monkeypatch: pytest.MonkeyPatch
+
+
+@dataclass(frozen=True)
+class Case:
+    """One catalogue entry."""
+
+    id: str
+    section: str
+    input: str
+    trigger: Callable[[Env], Any]
+    error: type[E.KernelPluginsError]
+    fragment: str
+    fix: str
+
+
+REF = hub.HubRef("org/name", "kernel", None, "0" * 40)
+
+
+def _meta_file(env: Env, content: str | bytes) -> Path:
+    folder = env.tmp / "torch-cpu"
+    folder.mkdir()
+    path = folder / "metadata.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return folder
+
+
+def _read_meta(content: str | bytes) -> Callable[[Env], Any]:
+    return lambda env: read_metadata(_meta_file(env, content))
+
+
+def _read_toml(content: str | bytes) -> Callable[[Env], Any]:
+    def run(env: Env) -> Any:
+        path = env.tmp / "build.toml"
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        return read_build_toml(path)
+
+    return run
+
+
+def _read_pyproject(content: str) -> Callable[[Env], Any]:
+    def run(env: Env) -> Any:
+        from kernel_plugins.lock import read_dependencies
+
+        (env.tmp / "pyproject.toml").write_text(content)
+        return read_dependencies(env.tmp)
+
+    return run
+
+
+def _read_lock(content: str) -> Callable[[Env], Any]:
+    def run(env: Env) -> Any:
+        from kernel_plugins.lock import read_lockfile
+
+        (env.tmp / "kernels.lock").write_text(content)
+        return read_lockfile(env.tmp)
+
+    return run
+
+
+LOCK_ENTRY = {"repo_id": "org/name", "sha": "a" * 40,
+              "variants": {"torch-cpu": {"hash": "sha256-" + "0" * 64,
+                                         "hash_type": "git_lfs_concat"}}}
+
+
+def _lock_with(**changes: Any) -> str:
+    entry = {**LOCK_ENTRY, **changes}
+    return json.dumps([{k: v for k, v in entry.items() if v is not None}])
+
+
+def _plugin(name: str = "mlu", **hooks: Callable[..., Any]) -> types.ModuleType:
+    module = types.ModuleType(f"fake_{name}")
+    base: dict[str, Callable[..., Any]] = {
+        "backend_spec": lambda: BackendSpec(name=name, device_type=name, display_name=name),
+        "detect_device": lambda: DeviceInfo(backend=name, device_type=name, count=1),
+        "list_variants": lambda device, system: [f"torch-{name}"],
+    }
+    for hook, fn in {**base, **hooks}.items():
+        setattr(module, hook, hookimpl(fn))
+    return module
+
+
+def _strict_register(module: types.ModuleType, name: str = "mlu",
+                     first: types.ModuleType | None = None) -> Callable[[Env], Any]:
+    def run(env: Env) -> Any:
+        pm = plugins.get_manager()
+        if first is not None:
+            pm.register(first, name=name, distribution="kernel-plugins-mlu")
+        env.monkeypatch.setenv("KERNEL_PLUGINS_STRICT", "1")
+        return pm.register(module, name=name, distribution="other-dist")
+
+    return run
+
+
+def _strict_detect(module: types.ModuleType) -> Callable[[Env], Any]:
+    def run(env: Env) -> Any:
+        pm = plugins.get_manager()
+        pm.register(module, name="mlu")
+        env.monkeypatch.setenv("KERNEL_PLUGINS_STRICT", "1")
+        return pm.detect("mlu")
+
+    return run
+
+
+def _list_variants(answer: Any) -> Callable[[Env], Any]:
+    def run(env: Env) -> Any:
+        from kernel_plugins.device import SystemInfo
+
+        pm = plugins.get_manager()
+        pm.register(_plugin(list_variants=lambda device, system: answer), name="mlu")
+        device = DeviceInfo(backend="mlu", device_type="mlu", count=1)
+        return pm.list_variants(device, SystemInfo(cpu="x86_64", os="linux"))
+
+    return run
+
+
+def _import_error(env: Env) -> Any:
+    meta = KernelMetadata.model_validate(metadata(id="_broken_kernel_9f8e"))
+    folder = make_variant(env.tmp, "torch-cpu", None, {"__init__.py": "raise RuntimeError('x')"})
+    return import_variant(KernelLoad("org/name", "torch-cpu", folder, meta, meta.id))
+
+
+def _symlinked_variant(env: Env) -> Any:
+    outside = make_variant(env.tmp / "outside", "torch-cpu", metadata())
+    (env.tmp / "repo" / "build").mkdir(parents=True)
+    os.symlink(outside, env.tmp / "repo" / "build" / "torch-cpu")
+    return local_variants(env.tmp / "repo")
+
+
+def _changed_digest(env: Env) -> Any:
+    folder = make_variant(env.tmp, "torch-cpu", None, {"__init__.py": "A = 1\n"})
+    digest = {"algorithm": "sha256", "files": {"__init__.py": "A" * 43 + "="}}
+    return verify_digest(folder, digest, where="org/name torch-cpu")
+
+
+def _python_depends(names: list[str], spec: BackendSpec) -> Callable[[Env], Any]:
+    meta = KernelMetadata.model_validate(metadata(python_depends=names))
+    return lambda env: check_python_depends(meta, spec, where="build/torch-cuda")
+
+
+CUDA_SPEC = BackendSpec(
+    name="cuda", device_type="cuda", display_name="CUDA",
+    python_depends={"nvidia-cutlass-dsl": PyDepend("nvidia-cutlass-dsl", "cutlass_not_here")},
+)
+HUGE = 1 << 20
+
+V, R, D, M, B, P, L, T, G, K = (
+    "Variant names", "Repository ids, revisions and versions", "Device strings",
+    "metadata.json", "build.toml", "pyproject.toml and kernels.lock",
+    "LOCAL_KERNELS and local paths", "Path traversal and escapes", "Plugins",
+    "Kernel import, dependencies and integrity",
+)
+
+CASES: list[Case] = [
+    # --- variant names
+    Case("variant-empty", V, '`""`', lambda e: validate_variant_name(""), E.VariantNameError,
+         "variant name is empty", "Name the variant folder, e.g. `torch-cpu`."),
+    Case("variant-unicode", V, '`"torch-cpü"`', lambda e: validate_variant_name("torch-cpü"),
+         E.VariantNameError, "has characters other than lowercase ASCII letters",
+         "Use only `a-z`, `0-9`, `_`, `.` and `-`."),
+    Case("variant-huge", V, "a 1000-character name",
+         lambda e: validate_variant_name("torch-" + "x" * 994), E.VariantNameError,
+         "is 1000 characters long (at most 128)", "Use a real variant name (at most 128 chars)."),
+    Case("variant-dotdot", V, '`".."`', lambda e: validate_variant_name(".."),
+         E.VariantNameError, "contains a path separator or '..'",
+         "A variant is one folder directly under `build/`."),
+    Case("variant-separator", V, '`"torch-cpu/../x"`, `"a\\\\b"`',
+         lambda e: validate_variant_name("torch-cpu/../x"), E.VariantNameError,
+         "contains a path separator or '..'", "A variant is one folder directly under `build/`."),
+    Case("variant-not-string", V, "`None`", lambda e: validate_variant_name(None),
+         E.VariantNameError, "variant name must be a string, got NoneType", "Pass a string."),
+    Case("variant-unknown-form", V, '`"cuda12-linux"`', lambda e: parse_variant("cuda12-linux"),
+         E.VariantNameError, "has no known form",
+         "Use one of the forms the message lists, e.g. `torch210-cxx11-cu128-x86_64-linux`."),
+    # --- repo ids, revisions, versions
+    Case("repo-id-empty", R, '`""`', lambda e: hub.validate_repo_id(""), E.RepoIdError,
+         "expected exactly one '/'", "Use `org/name`."),
+    Case("repo-id-three-parts", R, '`"a/b/c"`', lambda e: hub.validate_repo_id("a/b/c"),
+         E.RepoIdError, "expected exactly one '/'", "Use `org/name`."),
+    Case("repo-id-bad-characters", R, '`"org/na me"`',
+         lambda e: hub.validate_repo_id("org/na me"), E.RepoIdError,
+         "must start with a letter or digit and contain only letters, digits",
+         "Remove spaces and other characters."),
+    Case("repo-id-dotdot", R, '`"org/a..b"`', lambda e: hub.validate_repo_id("org/a..b"),
+         E.RepoIdError, "must not contain '--' or '..'", "Remove `..` / `--`."),
+    Case("repo-id-too-long", R, "a 97-character name",
+         lambda e: hub.validate_repo_id("org/" + "a" * 97), E.RepoIdError,
+         "is 97 characters long (at most 96)", "Shorten it."),
+    Case("repo-id-git-suffix", R, '`"org/name.git"`',
+         lambda e: hub.validate_repo_id("org/name.git"), E.RepoIdError,
+         "drop the '.git' suffix", "Drop `.git`."),
+    Case("repo-id-not-string", R, "`42`", lambda e: hub.validate_repo_id(42), E.RepoIdError,
+         "must be a string, got int", "Pass `org/name` as a string."),
+    Case("kernel-name-empty", R, '`load("  ")`', lambda e: classify("  "), E.SourceError,
+         "kernel name is empty", "Pass `org/name`, a short name or a local path."),
+    Case("revision-empty", R, '`revision=""`',
+         lambda e: hub.resolve("org/name", revision=""), E.RevisionError,
+         "pass a branch, tag or commit sha as a non-empty string", "Pass a real revision."),
+    Case("revision-traversal", R, '`revision="../../refs"`',
+         lambda e: hub.resolve("org/name", revision="../../refs"), E.RevisionError,
+         "must not contain '..', empty path parts, backslashes",
+         "Pass a branch, tag or commit sha."),
+    Case("revision-and-version", R, '`revision="main", version=1`',
+         lambda e: hub.resolve("org/name", revision="main", version=1), E.RevisionError,
+         "pass only one of them", "Pass either `revision` or `version`."),
+    Case("version-zero", R, "`version=0`", lambda e: hub.resolve("org/name", version=0),
+         E.RevisionError, "Invalid version 0", "Versions start at 1 (branch `v1`)."),
+    Case("version-negative", R, "`version=-1`", lambda e: hub.resolve("org/name", version=-1),
+         E.RevisionError, "Invalid version -1", "Versions start at 1."),
+    Case("version-not-integer", R, '`version="1"`, `version=1.5`',
+         lambda e: hub.resolve("org/name", version="1"), E.RevisionError,  # type: ignore[arg-type]
+         "Invalid version '1'", "Pass an `int`."),
+    Case("version-bool", R, "`version=True`", lambda e: hub.resolve("org/name", version=True),
+         E.RevisionError, "Invalid version True", "Pass an `int`, not a bool."),
+    # --- devices
+    Case("device-bad-index", D, '`"mlu:x"`', lambda e: parse_device("mlu:x"), E.DeviceError,
+         "invalid device string 'mlu:x'", "Use `type` or `type:N`, e.g. `mlu:1`."),
+    Case("device-negative-index", D, '`"cuda:-1"`', lambda e: parse_device("cuda:-1"),
+         E.DeviceError, "invalid device string 'cuda:-1'", "Indices start at 0."),
+    Case("device-not-string", D, "`3.5`", lambda e: parse_device(3.5), E.DeviceError,
+         "device must be a string like 'cuda' or 'mlu:1' or a torch.device, got float",
+         "Pass a string or a `torch.device`."),
+    Case("device-unknown-type", D, '`"qpu"`', lambda e: get_device("qpu"),
+         E.UnknownDeviceError, "unknown device type 'qpu': no installed backend provides it",
+         "Install the backend distribution that provides it."),
+    Case("device-plugin-not-installed", D, '`"mlu"` without the plugin',
+         lambda e: get_device("mlu"), E.UnknownDeviceError, "pip install kernel-plugins-mlu",
+         "Install the plugin the message names."),
+    Case("device-index-out-of-range", D, '`"cpu:3"`', lambda e: get_device("cpu:3"),
+         E.DeviceError, "device cpu:3 requested, but cpu has 1 device(s)",
+         "Use an index below the count."),
+    # --- metadata.json
+    Case("metadata-missing", M, "no metadata.json", lambda e: read_metadata(e.tmp),
+         E.MetadataError, "every build variant needs a metadata.json",
+         "Point at a variant folder, or rebuild the kernel."),
+    Case("metadata-malformed", M, "`{`", _read_meta("{"), E.MetadataError,
+         "malformed JSON at line 1 column 2", "Rebuild the kernel or fix the JSON."),
+    Case("metadata-not-object", M, "`[]`", _read_meta("[]"), E.MetadataError,
+         "expected a JSON object, got list", "Rebuild the kernel."),
+    Case("metadata-wrong-type", M, '`"version": "1"`',
+         _read_meta(json.dumps(metadata(version="1"))), E.MetadataError,
+         "key 'version': Input should be a valid integer",
+         "Write the value with the right type."),
+    Case("metadata-missing-key", M, "no `backend`",
+         _read_meta(json.dumps({k: v for k, v in metadata().items() if k != "backend"})),
+         E.MetadataError, "key 'backend': Field required", "Add the key (rebuild the kernel)."),
+    Case("metadata-bad-name", M, '`"name": "Relu"`', _read_meta(json.dumps(metadata(name="Relu"))),
+         E.MetadataError, "key 'name': Value error, 'Relu' must match",
+         "Lowercase letters, digits and `-`."),
+    Case("metadata-huge", M, "a 1 MiB+ file", _read_meta(" " * (HUGE + 1)), E.MetadataError,
+         "larger than the 1048576 allowed", "Use the real metadata.json (a few hundred bytes)."),
+    Case("metadata-not-utf8", M, "bytes `ff fe`", _read_meta(b"\xff\xfe"), E.MetadataError,
+         "not UTF-8 text", "Save the file as UTF-8."),
+    Case("metadata-deep-nesting", M, "`[[[[...` 100 000 deep", _read_meta("[" * 100_000),
+         E.MetadataError, "values are nested too deeply", "Rebuild the kernel."),
+    # --- build.toml
+    Case("build-toml-missing", B, "no build.toml", lambda e: read_build_toml(e.tmp),
+         E.BuildConfigError, "a kernel source repository has a build.toml",
+         "Run `check` on the repository root."),
+    Case("build-toml-malformed", B, "`[general`", _read_toml("[general"), E.BuildConfigError,
+         "malformed TOML", "Fix the TOML syntax at the line named."),
+    Case("build-toml-not-utf8", B, "bytes `ff fe`", _read_toml(b"\xff\xfe"),
+         E.BuildConfigError, "not UTF-8 text", "Save the file as UTF-8."),
+    Case("build-toml-huge", B, "a 1 MiB+ file", _read_toml("#" * (HUGE + 1)),
+         E.BuildConfigError, "larger than the 1048576 allowed", "Check that it is the right file."),
+    Case("build-toml-deep-nesting", B, "`a = [[[[...` 5000 deep",
+         _read_toml("a = " + "[" * 5000 + "]" * 5000), E.BuildConfigError,
+         "nested too deeply", "Flatten the file."),
+    Case("build-toml-missing-key", B, "no `general.name`",
+         _read_toml(BUILD_TOML.replace('name = "relu"\n', "")), E.BuildConfigError,
+         "missing required key 'general.name'", "Add the key to the table named."),
+    Case("build-toml-wrong-type", B, '`version = "1"`',
+         _read_toml(BUILD_TOML.replace("version = 1", 'version = "1"')), E.BuildConfigError,
+         "general.version: Input should be a valid integer (got '1')",
+         "Write a whole number without quotes."),
+    Case("build-toml-unknown-key", B, "`maintainer = ...` in [general]",
+         _read_toml(BUILD_TOML.replace("[general]\n", '[general]\nmaintainer = "me"\n')),
+         E.BuildConfigError, "unknown key 'general.maintainer'",
+         "Remove it or fix its spelling; the fix lists the allowed keys."),
+    Case("build-toml-snake-case", B, "`cuda_capabilities = [...]`",
+         _read_toml(BUILD_TOML.replace("cuda-capabilities", "cuda_capabilities")),
+         E.BuildConfigError, "keys are kebab-case: write 'cuda-capabilities'",
+         "Write the key in kebab-case."),
+    Case("build-toml-unknown-backend", B, '`backends = ["tpu"]`',
+         _read_toml(BUILD_TOML.replace('backends = ["cpu", "cuda"]',
+                                       'backends = ["cpu", "cuda", "tpu"]')),
+         E.BuildConfigError, "unknown backend 'tpu'",
+         "Use a backend this installation knows, or install its plugin."),
+    Case("build-toml-edition-unsupported", B, "`edition = 6`",
+         _read_toml(BUILD_TOML.replace("edition = 5", "edition = 6")), E.BuildConfigError,
+         "edition 6 is not supported", "Upgrade kernel-plugins (or write `edition = 5`)."),
+    Case("build-toml-edition5-required", B, "edition 5 without `license`",
+         _read_toml(BUILD_TOML.replace('license = "Apache-2.0"\n', "")), E.BuildConfigError,
+         "missing required key 'general.license' (required in edition 5)", "Add the key."),
+    Case("build-toml-no-framework", B, "edition 5 without [torch]/[torch-noarch]/[tvm-ffi]",
+         _read_toml(BUILD_TOML.replace('[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n', "")),
+         E.BuildConfigError, "no framework table", "Add exactly one framework table."),
+    Case("build-toml-backend-key", B, "`rocm-archs` in a cuda kernel",
+         _read_toml(BUILD_TOML.replace('cuda-capabilities = ["8.0"]', "rocm-archs = []")),
+         E.BuildConfigError, "key 'rocm-archs' is only for rocm kernels",
+         "Remove the key or fix the kernel's backend."),
+    # --- pyproject.toml / kernels.lock
+    Case("pyproject-malformed", P, "`[tool.kernels`", _read_pyproject("[tool.kernels"),
+         E.LockfileError, "is not valid TOML", "Fix the TOML syntax."),
+    Case("pyproject-no-table", P, "no `[tool.kernels.dependencies]`",
+         _read_pyproject("[project]\nname = 'x'\n"), E.LockfileError,
+         "no [tool.kernels.dependencies] table", "Add the table the message shows."),
+    Case("pyproject-wrong-type", P, '`"org/name" = "1"`',
+         _read_pyproject('[tool.kernels.dependencies]\n"org/name" = "1"\n'), E.LockfileError,
+         "is not a version: expected a positive integer", 'Write `"org/name" = 1`.'),
+    Case("pyproject-bad-repo-id", P, '`"org/na me" = 1`',
+         _read_pyproject('[tool.kernels.dependencies]\n"org/na me" = 1\n'), E.LockfileError,
+         "tool.kernels.dependencies key 'org/na me'", "Use `org/name` keys."),
+    Case("lock-malformed", P, "`[`", _read_lock("["), E.LockfileError,
+         "malformed JSON at line 1", "Regenerate with `kernel-plugins lock PROJECT_DIR`."),
+    Case("lock-not-a-list", P, "`{}`", _read_lock("{}"), E.LockfileError,
+         "expected a JSON list of entries, got dict", "Regenerate the lock file."),
+    Case("lock-missing-key", P, "an entry without `sha`", _read_lock(_lock_with(sha=None)),
+         E.LockfileError, "key 'sha' is missing", "Regenerate the lock file."),
+    Case("lock-wrong-type", P, '`"sha": 5`', _read_lock(_lock_with(sha=5)), E.LockfileError,
+         "key 'sha' must be a 40-character lowercase hex commit sha, got 5",
+         "Regenerate the lock file."),
+    Case("lock-variant-traversal", P, 'variant `"../x"`',
+         _read_lock(_lock_with(variants={"../x": LOCK_ENTRY["variants"]["torch-cpu"]})),
+         E.LockfileError, "variant name '../x' is not a plain folder name",
+         "Regenerate the lock file."),
+    # --- LOCAL_KERNELS and local paths
+    Case("local-kernels-malformed", L, '`LOCAL_KERNELS="nonsense"`',
+         lambda e: parse_local_kernels("nonsense"), E.SourceError,
+         "LOCAL_KERNELS entry 'nonsense' is malformed: expected 'org/name=/path'",
+         "Write `org/name=/path` entries separated by `os.pathsep`."),
+    Case("local-kernels-bad-repo", L, '`LOCAL_KERNELS="a/b/c=/x"`',
+         lambda e: parse_local_kernels("a/b/c=/x"), E.SourceError,
+         "LOCAL_KERNELS entry 'a/b/c=/x': Invalid repository id", "Use `org/name` before `=`."),
+    Case("local-path-missing", L, '`load("./nope")`', lambda e: classify(str(e.tmp / "nope")),
+         E.SourceError, "does not exist", "Check the path."),
+    Case("local-no-variants", L, "an empty folder", lambda e: local_variants(e.tmp),
+         E.SourceError, "holds no build variants", "Point at a repository with `build/`."),
+    # --- path traversal
+    Case("variant-symlink-outside", T, "`build/torch-cpu` -> a folder outside the repository",
+         _symlinked_variant, E.SourceError, "is a link that points outside",
+         "Replace the link with a real folder."),
+    Case("hub-variant-traversal", T, 'Hub variant `"../../x"`',
+         lambda e: hub.cached_variant_path(REF, "../../x"), E.SourceError,
+         "Invalid build variant '../../x'", "A variant is one folder name under `build/`."),
+    Case("metadata-id-dots", T, '`"id": "ops.relu"`',
+         _read_meta(json.dumps(metadata(id="ops.relu"))), E.MetadataError,
+         "must be a plain ASCII Python identifier (no dots, slashes or dashes)",
+         "Rebuild with a plain identifier as id."),
+    Case("metadata-id-slashes", T, '`"id": "../../evil"`',
+         _read_meta(json.dumps(metadata(id="../../evil"))), E.MetadataError,
+         "must be a plain ASCII Python identifier", "Rebuild with a plain identifier as id."),
+    # --- plugins
+    Case("plugin-hook-raising", G, "`backend_spec` raises (strict)",
+         _strict_register(_plugin(backend_spec=lambda: 1 / 0)), E.PluginError,
+         "failed in backend_spec: ZeroDivisionError",
+         "Fix or uninstall the plugin; without KERNEL_PLUGINS_STRICT=1 it is skipped."),
+    Case("plugin-wrong-spec-type", G, "`backend_spec` returns a dict (strict)",
+         _strict_register(_plugin(backend_spec=lambda: {"name": "mlu"})), E.PluginError,
+         "returned dict, expected kernel_plugins.BackendSpec", "Fix the plugin."),
+    Case("plugin-detect-raising", G, "`detect_device` raises (strict)",
+         _strict_detect(_plugin(detect_device=lambda: 1 / 0)), E.PluginError,
+         "failed in detect_device: ZeroDivisionError",
+         "Fix the plugin; without strict mode it shows as that backend's error."),
+    Case("plugin-negative-count", G, "a DeviceInfo with `count=-1` (strict)",
+         _strict_detect(_plugin(detect_device=lambda: DeviceInfo.model_construct(
+             backend="mlu", device_type="mlu", count=-1))), E.PluginError,
+         "detect_device returned an invalid DeviceInfo: count: Input should be greater than",
+         "Fix the plugin."),
+    Case("plugin-non-string-variant", G, "`list_variants` returns `[1]`", _list_variants([1]),
+         E.PluginError, "list_variants returned a bad name: variant name must be a string",
+         "Fix the plugin."),
+    Case("plugin-duplicate-backend", G, "two plugins declare `mlu` (strict)",
+         _strict_register(_plugin(), first=_plugin()), E.PluginError,
+         "backend name 'mlu' is already provided by plugin 'mlu' (kernel-plugins-mlu ?)",
+         "Uninstall one of the two distributions."),
+    Case("plugin-unknown-hook", G, "a hook `detect_devices` that does not exist (strict)",
+         _strict_register(_plugin(detect_devices=lambda: None)), E.PluginError,
+         "implements hooks that do not exist: detect_devices", "Fix the hook's name."),
+    # --- import, dependencies, integrity
+    Case("kernel-import-error", K, "`__init__.py` raises", _import_error, E.KernelImportError,
+         "failed: RuntimeError: x", "Fix the kernel; nothing is left in `sys.modules`."),
+    Case("python-depends-unknown", K, '`"python-depends": ["leftpad"]`',
+         _python_depends(["leftpad"], CUDA_SPEC), E.MetadataError,
+         "python-depends names 'leftpad', which is not a known dependency for backend 'cuda'",
+         "Use a known dependency name."),
+    Case("python-depends-missing", K, "`nvidia-cutlass-dsl` not installed",
+         _python_depends(["nvidia-cutlass-dsl"], CUDA_SPEC), E.MissingDependencyError,
+         "pip install nvidia-cutlass-dsl", "Install the package the message names."),
+    Case("digest-mismatch", K, "a file changed after the build", _changed_digest,
+         E.IntegrityError, "files do not match the metadata digest: __init__.py",
+         "Delete the folder and fetch it again, or rebuild."),
+]
+
+IDS = [c.id for c in CASES]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        builtin_manager: plugins.PluginManager) -> Env:
+    monkeypatch.delenv("LOCAL_KERNELS", raising=False)
+    return Env(tmp_path, monkeypatch)
+
+
+def raise_of(case: Case, env: Env) -> E.KernelPluginsError:
+    """Run the trigger; return the error it raised (failing on anything else)."""
+    try:
+        case.trigger(env)
+    except E.KernelPluginsError as e:
+        return e
+    except BaseException as e:  # pragma: no cover - reported as the test failure
+        pytest.fail(f"{case.id}: raised {type(e).__name__}, not a KernelPluginsError: {e}")
+    pytest.fail(f"{case.id}: no error raised")
+
+
+def test_case_ids_are_unique() -> None:
+    assert len(IDS) == len(set(IDS))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_case_raises_its_documented_error(case: Case, env: Env) -> None:
+    error = raise_of(case, env)
+    assert type(error) is case.error, f"{type(error).__name__}: {error}"
+    assert case.fragment in str(error)
+
+
+def test_a_failed_kernel_import_leaves_nothing_behind(env: Env) -> None:
+    import sys
+
+    with pytest.raises(E.KernelImportError):
+        _import_error(env)
+    assert not [m for m in sys.modules if m.startswith("_broken_kernel_9f8e")]
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def render(messages: dict[str, str]) -> str:
+    """The generated tables of docs/errors.md, one per section."""
+    out: list[str] = []
+    for section in dict.fromkeys(c.section for c in CASES):
+        out += [f"### {section}", "", "| case | input | error | message | what to do |",
+                "|---|---|---|---|---|"]
+        for c in (c for c in CASES if c.section == section):
+            out.append(
+                f"| `{c.id}` | {c.input} | `{c.error.__name__}` | {_cell(messages[c.id])} "
+                f"| {c.fix} |"
+            )
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def doc_rows(text: str) -> dict[str, str]:
+    """case id -> its table row in docs/errors.md."""
+    return {m.group(1): m.group(0) for m in re.finditer(r"^\| `([a-z0-9-]+)` \|.*$", text, re.M)}
+
+
+def test_docs_list_every_case_with_message_and_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builtin_manager: plugins.PluginManager
+) -> None:
+    if os.environ.get(WRITE_ENV):
+        messages = {}
+        for i, case in enumerate(CASES):
+            with monkeypatch.context() as mp:
+                folder = tmp_path / str(i)
+                folder.mkdir()
+                plugins.reset_manager(plugins.PluginManager(entry_points=False))
+                msg = str(raise_of(case, Env(folder, mp)))
+            messages[case.id] = msg.replace(str(folder), "<tmp>")
+        plugins.reset_manager(builtin_manager)
+        text = DOC.read_text()
+        head, _, rest = text.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        DOC.write_text(f"{head}{BEGIN}\n\n{render(messages)}\n{END}{tail}")
+    rows = doc_rows(DOC.read_text())
+    assert sorted(rows) == sorted(IDS), "docs/errors.md and CASES list different cases"
+    for case in CASES:
+        row = rows[case.id]
+        assert f"`{case.error.__name__}`" in row, case.id
+        assert _cell(case.fragment) in row, f"{case.id}: message fragment missing from the doc"
+        assert row.rstrip().endswith(f"| {case.fix} |"), f"{case.id}: fix missing from the doc"

@@ -1,0 +1,153 @@
+"""Property tests of variant names: the names we produce parse back; resolution never raises."""
+
+from __future__ import annotations
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from kernel_plugins.device import DeviceInfo, SystemInfo
+from kernel_plugins.errors import VariantNameError
+from kernel_plugins.variants import (
+    UNIVERSAL,
+    Variant,
+    arch_variant_names,
+    noarch_variant_names,
+    parse_variant,
+    resolve,
+)
+
+versions = st.tuples(st.integers(1, 9), st.integers(0, 30))
+systems = st.builds(
+    SystemInfo,
+    cpu=st.sampled_from(["x86_64", "aarch64"]),
+    os=st.sampled_from(["linux", "darwin", "windows"]),
+    torch_version=st.none() | versions,
+    cxx11_abi=st.none() | st.booleans(),
+    tvm_ffi_version=st.none() | st.tuples(st.integers(0, 9), st.integers(0, 30)),
+)
+tokens = st.lists(st.from_regex(r"\A[a-z]{1,8}[0-9]{0,6}\Z"), min_size=1, max_size=4, unique=True)
+backend_names = st.from_regex(r"\A[a-z][a-z0-9_]{0,31}\Z")
+
+
+def compose(v: Variant) -> str:
+    """Write a parsed variant back as a name (the inverse of parse_variant)."""
+    if v.kind == "universal":
+        return UNIVERSAL
+    if v.kind == "noarch":
+        return f"torch-{v.noarch_backend}"
+    assert v.version is not None
+    major, minor = v.version
+    tail = f"{v.token}-{v.cpu}-{v.os}"
+    if v.kind == "stable-abi":
+        return f"torch-stable-abi{major}{minor}-{tail}"
+    if v.kind == "tvm-ffi":
+        return f"tvm-ffi{major}{minor}-{tail}"
+    abi = f"-{v.abi}" if v.abi else ""
+    return f"torch{major}{minor}{abi}-{tail}"
+
+
+@given(systems, tokens)
+def test_every_arch_name_parses_back_to_its_parts(system: SystemInfo, toks: list[str]) -> None:
+    names = arch_variant_names(system, toks)
+    assert len(names) == len(set(names))
+    for name in names:
+        v = parse_variant(name)
+        assert compose(v) == name
+        assert v.kind in ("arch", "stable-abi", "tvm-ffi")
+        assert (v.cpu, v.os) == (system.cpu, system.os)
+        assert v.token in toks
+        if v.kind == "tvm-ffi":
+            assert v.version == system.tvm_ffi_version
+        elif v.kind == "arch":
+            assert v.version == system.torch_version
+            assert v.abi in (None, "cxx11" if system.cxx11_abi else "cxx98")
+        else:
+            assert system.torch_version is not None and v.version is not None
+            assert v.version[0] == system.torch_version[0]
+            assert v.version <= system.torch_version
+
+
+@given(backend_names)
+def test_every_noarch_name_parses_back(backend: str) -> None:
+    assume(backend != "universal")  # torch-universal is the legacy universal variant
+    noarch, universal = noarch_variant_names(backend)
+    v = parse_variant(noarch)
+    assert (v.kind, v.noarch_backend, compose(v)) == ("noarch", backend, noarch)
+    assert parse_variant(universal).kind == "universal"
+    assert noarch_variant_names(backend, universal=False) == [noarch]
+
+
+def test_a_backend_named_universal_collides_with_the_legacy_variant() -> None:
+    """Documented edge: such a backend's noarch name is the universal variant."""
+    assert parse_variant(noarch_variant_names("universal")[0]).kind == "universal"
+
+
+variantish = st.one_of(
+    st.text(max_size=40),
+    st.from_regex(r"\Atorch[0-9]{2,3}(-cxx11)?-[a-z]{2,5}[0-9]{0,4}-(x86_64|aarch64)-linux\Z"),
+    st.from_regex(r"\Atorch-[a-z]{1,8}\Z"),
+    st.sampled_from([UNIVERSAL, "", "..", "a/b", "torch-cpu", "torch213-cxx11-cpu-x86_64-linux"]),
+)
+DEVICE = DeviceInfo(backend="cpu", device_type="cpu", count=1)
+
+
+def dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+@given(
+    available=st.lists(variantish, max_size=12),
+    extra_preference=st.lists(variantish, max_size=6),
+    picks=st.lists(st.integers(0, 20), max_size=10),
+    system=systems,
+    data=st.data(),
+)
+def test_resolution_never_raises_and_accepts_a_subset_in_preference_order(
+    available: list[str],
+    extra_preference: list[str],
+    picks: list[int],
+    system: SystemInfo,
+    data: st.DataObject,
+) -> None:
+    # the preference mixes names that are available (some twice) with names that are not
+    preference = [available[i % len(available)] for i in picks] if available else []
+    preference = data.draw(st.permutations(preference + extra_preference))
+    owners = {"cu": "cuda", "rocm": "rocm", "cpu": "cpu"}
+    res = resolve(available, DEVICE, system, preference, token_owner=owners.get,
+                  explain=lambda v: None)
+    accepted = list(res.accepted)
+    assert set(accepted) <= set(available)
+    assert len(accepted) == len(set(accepted))
+    assert accepted == [p for p in dedupe(preference) if p in set(accepted)]
+    valid = set()
+    for name in available:
+        try:
+            parse_variant(name)
+            valid.add(name)
+        except VariantNameError:
+            pass
+    assert set(accepted) == {p for p in preference if p in valid}
+    assert len(res.decisions) == len(set(available))
+    assert [d.variant for d in res.decisions if d.accepted] == accepted
+    assert all(d.reason for d in res.decisions if not d.accepted)
+    shuffled = data.draw(st.permutations(available))
+    again = resolve(shuffled, DEVICE, system, preference, token_owner=owners.get)
+    assert again.accepted == res.accepted
+    assert again.decisions == res.decisions
+
+
+@given(st.lists(st.one_of(st.text(), st.integers(), st.none(), st.binary()), max_size=8))
+def test_resolution_rejects_non_strings_instead_of_raising(available: list[object]) -> None:
+    res = resolve(available, DEVICE, SystemInfo(cpu="x86_64", os="linux"), ["torch-cpu"])
+    assert set(res.accepted) <= {"torch-cpu"}
+    assert all(not d.accepted for d in res.decisions if d.variant != "torch-cpu")
+
+
+@given(st.text(max_size=300))
+def test_parse_variant_raises_only_variant_name_errors(name: str) -> None:
+    try:
+        v = parse_variant(name)
+    except VariantNameError as e:
+        assert str(e)
+    else:
+        assert compose(v) == name

@@ -1,0 +1,145 @@
+"""Fixtures for the lock file / integrity / trust / concurrency tests against olah.
+
+Each test builds its own repositories (unique names and kernel ids) on the session's Hub
+server, so tests never share a cache or an imported module.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.support.hub import GitRepo, HubServer, make_kernel_repo
+
+_PLUGIN = "tests.support.fixtures_hub"
+_counter = itertools.count()
+
+#: Size of ``data.bin`` in the test kernels (big enough to be cut mid-transfer).
+DATA_SIZE = 200 * 1024
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the Hub fixtures plugin unless tests/conftest.py did already."""
+    if not config.pluginmanager.has_plugin(_PLUGIN):
+        config.pluginmanager.import_plugin(_PLUGIN)
+
+
+@dataclass
+class KernelRepo:
+    """A kernel repository built for one test."""
+
+    repo_id: str
+    git: GitRepo
+    kernel_id: str
+    sha: str
+    cpu_files: dict[str, bytes] = field(repr=False)
+
+    @property
+    def short(self) -> str:
+        """The repository name without the organisation."""
+        return self.repo_id.split("/")[1]
+
+
+def cpu_variant(kernel_id: str, value: int, *, digest: bool = False) -> dict[str, bytes]:
+    """Files of a pure-Python ``torch-cpu`` variant that imports every one of its files."""
+    data = bytes((i * 31 + value) % 251 for i in range(DATA_SIZE))
+    files: dict[str, bytes] = {
+        "__init__.py": (
+            "from pathlib import Path as _Path\n"
+            "from .sub.helper import HELPER\n"
+            f"VALUE = {value}\n"
+            "DATA_SIZE = (_Path(__file__).parent / 'data.bin').stat().st_size\n"
+        ).encode(),
+        "sub/__init__.py": b"# helpers\n",
+        "sub/helper.py": b"HELPER = 'helper'\n",
+        "data.bin": data,
+    }
+    name = kernel_id.strip("_").split("_v")[0].replace("_", "-")
+    meta: dict[str, object] = {
+        "name": name, "id": kernel_id, "version": 1, "license": "Apache-2.0",
+        "python-depends": [], "backend": {"type": "cpu"},
+    }
+    if digest:
+        meta["digest"] = {
+            "algorithm": "sha256",
+            "files": {
+                rel: base64.b64encode(hashlib.sha256(content).digest()).decode()
+                for rel, content in files.items()
+            },
+        }
+    files["metadata.json"] = json.dumps(meta).encode()
+    return files
+
+
+@pytest.fixture
+def kernel_repo(hub_server: HubServer, request: pytest.FixtureRequest) -> Callable[..., KernelRepo]:
+    """Build a kernel repository ``<org>/lk-<test>-<n>`` with ``torch-cpu`` and ``torch-cuda``.
+
+    Call ``kernel_repo(org="acme", value=1, digest=False)``; branch ``v1`` points at the
+    commit. Kernel ids are unique per call.
+    """
+
+    def make(org: str = "acme", *, value: int = 1, digest: bool = False) -> KernelRepo:
+        slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
+        n = next(_counter)
+        repo_id = f"{org}/lk-{slug}-{n}"
+        kernel_id = f"_lk_{n}_{hashlib.sha1(repo_id.encode()).hexdigest()[:8]}_v{value}"
+        files = cpu_variant(kernel_id, value, digest=digest)
+        git = make_kernel_repo(
+            hub_server, repo_id,
+            variants={"torch-cpu": files, "torch-cuda": {"__init__.py": "CUDA = True\n"}},
+            branches=("v1",),
+        )
+        return KernelRepo(repo_id, git, kernel_id, git.head(), files)
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def forget_kernel_modules() -> Iterator[None]:
+    """Drop the kernel modules a test imported, so ids never clash across tests."""
+    from kernel_plugins import importer
+
+    before = set(sys.modules)
+    with importer._lock:
+        paths = set(importer._by_path)
+    yield
+    for name in set(sys.modules) - before:
+        if name.startswith("_lk_"):
+            del sys.modules[name]
+    with importer._lock:
+        for key in set(importer._by_path) - paths:
+            del importer._by_path[key]
+
+
+def write_pyproject(folder: Path, deps: dict[str, object] | str) -> Path:
+    """Write ``folder/pyproject.toml`` with ``[tool.kernels.dependencies]`` (or raw text)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if isinstance(deps, str):
+        text = deps
+    else:
+        lines = ["[project]", 'name = "demo"', "", "[tool.kernels.dependencies]"]
+        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in deps.items()]
+        text = "\n".join(lines) + "\n"
+    (folder / "pyproject.toml").write_text(text)
+    return folder
+
+
+def resolve_gets(server: HubServer) -> list[str]:
+    """Paths of the file downloads (``GET .../resolve/...``) the server saw."""
+    return [p for p in server.paths("GET") if "/resolve/" in p]
+
+
+def snapshot_variant(cache: Path, repo: KernelRepo, variant: str = "torch-cpu") -> Path:
+    """The cached folder of a variant of ``repo`` at its commit."""
+    org, name = repo.repo_id.split("/")
+    return cache / f"kernels--{org}--{name}" / "snapshots" / repo.sha / "build" / variant
