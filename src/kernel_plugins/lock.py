@@ -125,6 +125,10 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise LockfileError(f"cannot read {path}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise LockfileError(f"{path} is not valid TOML: {exc}. Fix the file.") from exc
+    except UnicodeDecodeError as exc:
+        raise LockfileError(f"{path} is not UTF-8 text ({exc}); TOML files must be UTF-8.") from None
+    except RecursionError:
+        raise LockfileError(f"{path}: values are nested too deeply to read. Fix the file.") from None
 
 
 def _pyproject_path(project: str | os.PathLike[str]) -> Path:
@@ -310,6 +314,11 @@ def read_lockfile(path: str | os.PathLike[str]) -> list[KernelLock]:
         raise LockfileError(
             f"{file}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}. "
             "Regenerate it with `kernel-plugins lock PROJECT_DIR`."
+        ) from None
+    except RecursionError:
+        raise LockfileError(
+            f"{file}: values are nested too deeply to be a lock file. Regenerate it with "
+            "`kernel-plugins lock PROJECT_DIR`."
         ) from None
     return parse_lock(data, where=str(file))
 

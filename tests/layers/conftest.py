@@ -57,8 +57,9 @@ class FakeLoader:
     def fail(self, target: str, error: Exception) -> None:
         self.modules[target] = error
 
-    def __call__(self, repo, device):
+    def __call__(self, repo, device, *, trust=False):
         self.calls.append((repo.target(), device))
+        self.trust = trust
         mod = self.modules[repo.target()]
         if isinstance(mod, Exception):
             raise mod

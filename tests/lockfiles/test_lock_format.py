@@ -150,3 +150,21 @@ def test_installed_lockfile_is_found_from_distribution_metadata(
     assert lock.find_installed_lockfile("demo-app") is None
     with pytest.raises(LockfileError, match="no installed distribution named 'no-such-dist-x'"):
         lock.find_installed_lockfile("no-such-dist-x")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("kernels.lock", b"[" * 100_000, "nested too deeply"),
+        ("kernels.lock", b"\xff\xfe[]", "cannot read"),
+        ("pyproject.toml", b"\xff\xfe", "not UTF-8"),
+        ("pyproject.toml", b"a = " + b"[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_hostile_files_are_lockfile_errors(
+    tmp_path: Path, name: str, content: bytes, expected: str
+) -> None:
+    (tmp_path / name).write_bytes(content)
+    read = lock.read_lockfile if name == "kernels.lock" else lock.read_dependencies
+    with pytest.raises(LockfileError, match=expected):
+        read(tmp_path)

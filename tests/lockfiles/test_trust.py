@@ -140,6 +140,8 @@ def test_untrusted_org_refused_through_layers(
         with use_kernel_mapping({"LkDouble": {"cpu": repo}}):
             with pytest.raises(TrustError, match=repo_id):
                 kernelize(model, mode=Mode.INFERENCE, device="cpu")
+            kernelize(model, mode=Mode.INFERENCE, device="cpu", trust_remote_code=True)
+        assert kernel_choice(model).uses_kernel
     monkeypatch.setenv(TRUSTED_ORGS_ENV, "acme")
     for repo in repos.values():
         model = Double()

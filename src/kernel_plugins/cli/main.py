@@ -85,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if debug else logging.INFO,
         format="%(levelname)s: %(message)s" if not debug else "%(levelname)s %(name)s: %(message)s",
     )
+    if not debug:  # one INFO line per HTTP request is noise for users
+        for name in ("httpx", "httpcore", "filelock"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     try:
         _emulate_if_asked(args)
         return int(args._run(args) or 0)

@@ -125,12 +125,12 @@ def _resolve_device(device: object) -> Any:
     return kernel_plugins.get_device(device)
 
 
-def _load_kernel(repo: KernelRepository, device: Any) -> types.ModuleType:
+def _load_kernel(repo: KernelRepository, device: Any, *, trust: bool = False) -> types.ModuleType:
     """Load a candidate's kernel module through :func:`kernel_plugins.load`."""
     import kernel_plugins
 
     options = {k: v for k, v in repo.load_options().items() if v is not None}
-    return kernel_plugins.load(repo.target(), device=device, **options)
+    return kernel_plugins.load(repo.target(), device=device, trust_remote_code=trust, **options)
 
 
 def _restore(module: Any) -> None:
@@ -140,8 +140,11 @@ def _restore(module: Any) -> None:
 class _Session:
     """State of one kernelize call: device, mapping snapshot and per-call caches."""
 
-    def __init__(self, mode: Mode, device: object, require: frozenset[str], fallback: bool):
+    def __init__(
+        self, mode: Mode, device: object, require: frozenset[str], fallback: bool, trust: bool
+    ):
         self.mode = mode
+        self.trust = trust
         self.require = require
         self.use_fallback = fallback
         self._device_arg = device
@@ -160,7 +163,7 @@ class _Session:
     def load(self, repo: KernelRepository) -> types.ModuleType | Exception:
         if repo not in self._modules:
             try:
-                self._modules[repo] = _load_kernel(repo, self.device)
+                self._modules[repo] = _load_kernel(repo, self.device, trust=self.trust)
             except _SKIPPABLE as e:
                 warnings.warn(
                     f"kernelize: skipping {repo.describe()} on {describe_device(self.device)}: {e}",
@@ -329,6 +332,7 @@ def kernelize(
     device: object = None,
     use_fallback: bool = True,
     require: set[str] | frozenset[str] | str | None = None,
+    trust_remote_code: bool = False,
 ) -> nn.Module:
     """Replace the forward of every marked layer of ``model`` by the best mapped kernel's.
 
@@ -340,6 +344,8 @@ def kernelize(
         :class:`~kernel_plugins.errors.LayerError`).
     :param require: properties every chosen kernel must declare (e.g. ``{"deterministic"}``);
         see :mod:`kernel_plugins.contracts`. The original forward never satisfies them.
+    :param trust_remote_code: allow mapped Hub repositories of organisations outside the
+        trusted list (see :mod:`kernel_plugins.trust`); the check applies to every repo.
     :return: ``model`` itself, changed in place. When kernelize raises, no module was
         changed.
 
@@ -353,7 +359,7 @@ def kernelize(
     required = normalize_require(require)
     if not isinstance(model, nn.Module):
         raise LayerError(f"kernelize expects a torch.nn.Module, got {type(model).__name__}")
-    session = _Session(mode, device, required, use_fallback)
+    session = _Session(mode, device, required, use_fallback, trust_remote_code)
     decisions = [
         _decide(module, name, session)
         for _, module in model.named_modules()

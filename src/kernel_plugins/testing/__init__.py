@@ -115,8 +115,8 @@ def _owning_backend(manager: Any, name: str) -> str | None:
     backends = manager.backends()
     if name in backends:
         return name
-    record = manager.backend_for_device_type(name)
-    return None if record is None else str(record.name)
+    records = manager.backends_for_device_type(name)
+    return str(records[0].name) if records else None
 
 
 def _ask_plugin(name: str, devices: int, facts: dict[str, Any]) -> bool:
@@ -129,8 +129,8 @@ def _ask_plugin(name: str, devices: int, facts: dict[str, Any]) -> bool:
         if backend is None:
             return False
         return bool(manager.emulate_device(backend, devices, facts))
-    except (ImportError, AttributeError):
-        # The plugin manager is not available (yet): emulate the generic device only.
+    except ImportError:
+        # The plugin manager is not available: emulate the generic device only.
         return False
 
 
