@@ -44,6 +44,10 @@ __all__ = [
     "download_variant",
     "cached_variant_path",
     "clear_repo_type_cache",
+    "hub_endpoint",
+    "is_offline",
+    "is_not_found",
+    "map_error",
 ]
 
 logger = logging.getLogger("kernel_plugins")
@@ -178,13 +182,13 @@ def resolve(
         _check_version(repo_id, version)
     if revision is not None:
         _check_revision(repo_id, revision)
-    types = _candidate_types(repo_id, repo_type, _endpoint(endpoint))
+    types = _candidate_types(repo_id, repo_type, hub_endpoint(endpoint))
     if revision is not None and _SHA_RE.fullmatch(revision):
         for t in types:
             if (_storage_folder(repo_id, t) / "snapshots" / revision).is_dir():
                 _remember_type(endpoint, repo_id, t)
                 return HubRef(repo_id, t, revision, revision, None, endpoint)
-    if _is_offline():
+    if is_offline():
         return _resolve_offline(repo_id, types, revision, version, endpoint)
     return _resolve_online(repo_id, types, revision, version, endpoint)
 
@@ -199,7 +203,7 @@ def list_variant_names(ref: HubRef) -> list[str]:
     :raises SourceError: the commit has no ``build/`` folder, or nothing is cached offline.
     :raises HubError: the Hub could not be reached.
     """
-    if _is_offline():
+    if is_offline():
         build = _snapshot_folder(ref) / "build"
         if not build.is_dir():
             raise SourceError(
@@ -213,7 +217,7 @@ def list_variant_names(ref: HubRef) -> list[str]:
         return _variants_in_tree(cached)
     from huggingface_hub import HfApi
 
-    api = HfApi(endpoint=_endpoint(ref.endpoint))
+    api = HfApi(endpoint=hub_endpoint(ref.endpoint))
     try:
         entries = list(
             api.list_repo_tree(
@@ -221,13 +225,13 @@ def list_variant_names(ref: HubRef) -> list[str]:
             )
         )
     except Exception as exc:
-        if _is_not_found(exc):
+        if is_not_found(exc):
             raise SourceError(
                 f"{ref.repo_id} ({ref.repo_type}) has no build/ folder at commit {ref.sha}; "
                 "a kernel repository keeps one folder per build variant under build/. "
                 "Check the repository id and revision."
             ) from exc
-        raise _map_error(exc, ref.repo_id, ref.sha, ref.endpoint, "listing build variants") from exc
+        raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, "listing build variants") from exc
     from huggingface_hub import RepoFolder
 
     return sorted({e.path.rstrip("/").split("/")[-1] for e in entries if isinstance(e, RepoFolder)})
@@ -268,7 +272,7 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
     cached = cached_variant_path(ref, variant)
     if cached is not None:
         return cached
-    if _is_offline():
+    if is_offline():
         raise SourceError(
             f"Variant {variant!r} of {ref.repo_id} at commit {ref.sha} is not in the local "
             f"cache ({_cache_dir()}) and HF_HUB_OFFLINE=1 forbids downloads; unset "
@@ -285,11 +289,11 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
             repo_type=ref.repo_type,
             revision=ref.sha,
             allow_patterns=[f"build/{variant}/*"],  # fnmatch: '*' also crosses '/'
-            endpoint=_endpoint(ref.endpoint),
+            endpoint=hub_endpoint(ref.endpoint),
             tqdm_class=None if progress else _silent_tqdm_class(),
         )
     except Exception as exc:
-        raise _map_error(exc, ref.repo_id, ref.sha, ref.endpoint, f"downloading {variant}") from exc
+        raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, f"downloading {variant}") from exc
     folder = Path(snapshot) / "build" / variant
     if not folder.is_dir() or not any(folder.iterdir()):
         raise _no_such_variant(ref, variant, _cached_tree(ref) or [])
@@ -323,7 +327,7 @@ def _resolve_online(
     """Resolve with requests to the Hub (see :func:`resolve`)."""
     from huggingface_hub import HfApi
 
-    api = HfApi(endpoint=_endpoint(endpoint))
+    api = HfApi(endpoint=hub_endpoint(endpoint))
     if revision is not None and _SHA_RE.fullmatch(revision):
         t, info = _first_type(
             repo_id,
@@ -396,12 +400,12 @@ def _revision_via_repo_info(
     try:
         info = api.repo_info(repo_id, repo_type=repo_type, revision=revision)
     except Exception as exc:
-        if _is_not_found(exc):
+        if is_not_found(exc):
             raise RevisionError(
                 f"Revision {revision!r} of {repo_id} not found; branches and tags: "
                 f"{_format_refs(branches, tags)}. Pass one of those or a commit sha."
             ) from exc
-        raise _map_error(exc, repo_id, revision, endpoint, "looking up the revision") from exc
+        raise map_error(exc, repo_id, revision, endpoint, "looking up the revision") from exc
     if not info.sha:
         raise HubError(f"The Hub returned no commit sha for {repo_id} at revision {revision!r}.")
     return str(info.sha)
@@ -477,16 +481,16 @@ def _first_type(
         try:
             result = call(t)
         except Exception as exc:
-            if _is_not_found(exc):
+            if is_not_found(exc):
                 last = exc
                 continue
-            raise _map_error(exc, repo_id, revision, endpoint, "looking up revisions") from exc
+            raise map_error(exc, repo_id, revision, endpoint, "looking up revisions") from exc
         _remember_type(endpoint, repo_id, t)
         return t, result
     tried = " or ".join(types)
     at = f" at revision {revision!r}" if revision else ""
     raise HubError(
-        f"{repo_id}{at} was not found on {_endpoint(endpoint)} as a {tried} repository. Check "
+        f"{repo_id}{at} was not found on {hub_endpoint(endpoint)} as a {tried} repository. Check "
         "the repository id (and revision); if it is private or gated, log in with "
         "`hf auth login` or set HF_TOKEN."
     ) from last
@@ -511,7 +515,7 @@ def _candidate_types(repo_id: str, repo_type: str | None, endpoint: str) -> list
 def _remember_type(endpoint: str | None, repo_id: str, repo_type: RepoType) -> None:
     """Record which repo type ``repo_id`` answered as."""
     with _repo_type_lock:
-        _repo_type_cache[(_endpoint(endpoint), repo_id)] = repo_type
+        _repo_type_cache[(hub_endpoint(endpoint), repo_id)] = repo_type
 
 
 # --- values and validation --------------------------------------------------------------
@@ -590,7 +594,7 @@ def _format_refs(branches: dict[str, str], tags: dict[str, str]) -> str:
 # --- huggingface_hub settings and cache layout ------------------------------------------
 
 
-def _endpoint(endpoint: str | None) -> str:
+def hub_endpoint(endpoint: str | None) -> str:
     """The endpoint to talk to: the given one, else huggingface_hub's current setting."""
     if endpoint:
         return endpoint.rstrip("/")
@@ -599,7 +603,7 @@ def _endpoint(endpoint: str | None) -> str:
     return str(constants.ENDPOINT).rstrip("/")
 
 
-def _is_offline() -> bool:
+def is_offline() -> bool:
     """Whether huggingface_hub is in offline mode right now (``HF_HUB_OFFLINE``)."""
     from huggingface_hub import constants
 
@@ -693,7 +697,7 @@ def _status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-def _is_not_found(exc: BaseException) -> bool:
+def is_not_found(exc: BaseException) -> bool:
     """Whether the Hub answered 'repository / revision / entry not found' (401 or 404)."""
     from huggingface_hub.utils import HfHubHTTPError
 
@@ -716,7 +720,7 @@ def _connection_error_types() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-def _map_error(
+def map_error(
     exc: BaseException, repo_id: str, revision: str | None, endpoint: str | None, doing: str
 ) -> SourceError:
     """Turn a huggingface_hub / HTTP error into one of our errors with a fix."""
@@ -724,7 +728,7 @@ def _map_error(
 
     if isinstance(exc, SourceError):
         return exc
-    url = _endpoint(endpoint)
+    url = hub_endpoint(endpoint)
     at = f" at revision {revision}" if revision else ""
     detail = f"{exc.__class__.__name__}: {exc}".strip()
     if type(exc).__name__ == "OfflineModeIsEnabled":
@@ -768,7 +772,7 @@ def _map_error(
     cause = exc.__cause__
     if isinstance(exc, OSError) and cause is not None and not isinstance(cause, SourceError):
         if isinstance(cause, _connection_error_types()):  # the cache fallback failed too
-            return _map_error(cause, repo_id, revision, endpoint, doing)
+            return map_error(cause, repo_id, revision, endpoint, doing)
     if isinstance(exc, OSError) and type(exc).__name__ in (
         "LocalEntryNotFoundError",
         "IncompleteSnapshotError",

@@ -343,7 +343,7 @@ def hub_listing(ref: Any) -> dict[str, dict[str, FileHash]]:
 
     from . import hub
 
-    api = HfApi(endpoint=hub._endpoint(ref.endpoint))
+    api = HfApi(endpoint=hub.hub_endpoint(ref.endpoint))
     try:
         listing = list(
             api.list_repo_tree(
@@ -355,12 +355,12 @@ def hub_listing(ref: Any) -> dict[str, dict[str, FileHash]]:
             )
         )
     except Exception as exc:
-        if hub._is_not_found(exc):
+        if hub.is_not_found(exc):
             raise SourceError(
                 f"{ref.repo_id} has no build/ folder at commit {ref.sha}; a kernel repository "
                 "keeps one folder per build variant under build/."
             ) from exc
-        raise hub._map_error(exc, ref.repo_id, ref.sha, ref.endpoint, "listing files") from exc
+        raise hub.map_error(exc, ref.repo_id, ref.sha, ref.endpoint, "listing files") from exc
     entries: list[tuple[str, FileHash]] = []
     for item in listing:
         if not isinstance(item, RepoFile):

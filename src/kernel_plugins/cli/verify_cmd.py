@@ -91,7 +91,7 @@ def _verify_repo(repo_id: str, revision: str | None) -> int:
     from ..varianthash import cached_listing, hub_listing
 
     ref = hub.resolve(repo_id, revision=revision)
-    listing = cached_listing(ref) if hub._is_offline() else hub_listing(ref)
+    listing = cached_listing(ref) if hub.is_offline() else hub_listing(ref)
     if listing is None:
         print(f"{ref}: no file listing of the commit is cached and HF_HUB_OFFLINE=1 is set")
         return 1
