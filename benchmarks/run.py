@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         repo_path=repo,
         names_file=names_file,
         say=_say,
-        profile_dir=(out_dir / "profiles") if args.profile else None,
+        profile_dir=(out_dir / f"{_today()}-profiles") if args.profile else None,
     )
     results: list[dict[str, object]] = []
     skipped: list[dict[str, str]] = []
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     data = {
         "schema": report.SCHEMA,
-        "date": datetime.date.today().isoformat(),
+        "date": _today(),
         "mode": "quick" if args.quick else "full",
         "runs": runs,
         "environment": _environment(ctx),
@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         "skipped": skipped,
         "notes": notes,
     }
+    if ctx.profile_dir is not None:
+        notes.append(f"cProfile reports of the kernel-plugins side: {ctx.profile_dir}")
     plot = envs.plot_python(create=not args.quick, say=_say)
     written = report.write_results(data, out_dir, plot)
     print(report.text_table(data))
@@ -185,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: {n}")
     print("written: " + ", ".join(str(p) for p in written))
     return 1 if failed else 0
+
+
+def _today() -> str:
+    return datetime.date.today().isoformat()
 
 
 def _scratch() -> Path:

@@ -15,7 +15,7 @@ Keys are kebab-case. Unknown keys are refused with their location
 (``general.backends``, ``kernel.<name>.backend``, ``[general.<backend>]`` tables and
 ``[torch.stable-abi]`` keys) are checked against the backends this installation knows:
 the installed ones (built-in and plugins), the known plugin names
-(:data:`kernel_plugins.detection.INSTALL_HINTS`) and builder aliases such as ``cann``
+(:data:`kernel_plugins.known_plugins.KNOWN_PLUGINS`) and builder aliases such as ``cann``
 (Ascend, served by the ``npu`` backend). So a repository that targets MLU or MUSA
 validates without any change to the core.
 
@@ -51,7 +51,6 @@ from .errors import BuildConfigError, KernelPluginsError
 __all__ = [
     "CURRENT_EDITION",
     "MAX_BUILD_TOML_BYTES",
-    "BUILDER_BACKEND_ALIASES",
     "KERNEL_BACKEND_KEYS",
     "BuildConfig",
     "General",
@@ -78,7 +77,6 @@ CURRENT_EDITION = 5
 #: build.toml files larger than this are refused (the biggest real one is ~20 KiB).
 MAX_BUILD_TOML_BYTES = 1 << 20
 #: Backend names kernel builders use that kernel-plugins serves under another name.
-BUILDER_BACKEND_ALIASES: dict[str, str] = {"cann": "npu"}
 #: ``[kernel.<name>]`` keys that only a kernel of one backend may use.
 KERNEL_BACKEND_KEYS: dict[str, tuple[str, ...]] = {
     "cuda": ("cuda-capabilities", "cuda-flags", "cuda-minver"),
@@ -304,24 +302,26 @@ class BuildToml:
 
 def canonical_backend(name: str) -> str:
     """The kernel-plugins backend name for a builder backend name (``cann`` -> ``npu``)."""
-    return BUILDER_BACKEND_ALIASES.get(name, name)
+    from .known_plugins import builder_alias
+
+    return builder_alias(name)
 
 
 def known_backends() -> dict[str, str]:
     """Backend names this installation accepts, each with where it comes from.
 
     Installed backends (built-in and plugins), the known plugin names of
-    :data:`~kernel_plugins.detection.INSTALL_HINTS` (not necessarily installed), and the
-    builder aliases of :data:`BUILDER_BACKEND_ALIASES`.
+    :data:`~kernel_plugins.known_plugins.KNOWN_PLUGINS` (not necessarily installed), and
+    their kernel-builder aliases.
     """
-    from .detection import INSTALL_HINTS
+    from .known_plugins import KNOWN_PLUGINS
     from .plugins import get_manager
 
     out = {name: rec.origin() for name, rec in get_manager().backends().items()}
-    for name, dist in INSTALL_HINTS.items():
-        out.setdefault(name, f"known plugin {dist} (not installed)")
-    for alias, target in BUILDER_BACKEND_ALIASES.items():
-        out.setdefault(alias, f"kernel-builder name of backend '{target}'")
+    for name, plugin in KNOWN_PLUGINS.items():
+        out.setdefault(name, f"known plugin {plugin.distribution} (not installed)")
+        for alias in plugin.builder_aliases:
+            out.setdefault(alias, f"kernel-builder name of backend '{name}'")
     return out
 
 

@@ -39,25 +39,17 @@ from .buildconfig import (
     validate_build_data,
 )
 from .errors import KernelPluginsError, SourceError, VariantNameError
+from .known_plugins import known_token_owner
 from .metadata import MAX_METADATA_BYTES, KernelMetadata
 from .variants import Variant, parse_variant
 
 __all__ = [
-    "KNOWN_PLUGIN_TOKENS",
     "Problem",
     "CheckReport",
     "check",
     "check_path",
     "check_hub",
 ]
-
-#: Arch-token prefixes of the known plugins, used when the plugin is not installed.
-KNOWN_PLUGIN_TOKENS: dict[str, str] = {
-    "mlu": "mlu",
-    "musa": "musa",
-    "cann": "npu",
-    "neuron": "neuron",
-}
 
 _RENAME_FIX = (
     "rename the folder to a variant name such as torch-cpu, torch-cuda or "
@@ -156,7 +148,7 @@ class _Ctx:
         return resolved == self.link_root or self.link_root in resolved.parents
 
     def token_owner(self, prefix: str) -> str | None:
-        return self.manager.token_owner(prefix) or KNOWN_PLUGIN_TOKENS.get(prefix)
+        return self.manager.token_owner(prefix) or known_token_owner(prefix)
 
 
 def check(
@@ -435,8 +427,8 @@ def _check_agreement(
 
 
 def _check_python_depends(ctx: _Ctx, mfile: Path, meta: KernelMetadata, backend: str) -> None:
-    from .detection import INSTALL_HINTS
     from .importer import GENERIC_PYTHON_DEPENDS
+    from .known_plugins import INSTALL_HINTS
 
     rec = ctx.manager.backends().get(backend)
     known = {**GENERIC_PYTHON_DEPENDS, **(rec.spec.python_depends if rec else {})}

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from .device import DeviceInfo, parse_device
 from .errors import DeviceError, NoDeviceError, UnknownDeviceError
+from .known_plugins import INSTALL_HINTS
 from .plugins import BackendRecord, get_manager
 
 __all__ = ["detect_devices", "get_device", "unknown_device_error", "INSTALL_HINTS", "find_backends"]
-
-#: Device types with a known plugin distribution, suggested when the type is unknown.
-INSTALL_HINTS: dict[str, str] = {
-    "mlu": "kernel-plugins-mlu",
-    "musa": "kernel-plugins-musa",
-    "npu": "kernel-plugins-npu",
-    "neuron": "kernel-plugins-neuron",
-}
-
 
 def detect_devices() -> list[DeviceInfo]:
     """Every available device, best (highest backend priority) first."""

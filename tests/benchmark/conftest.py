@@ -12,7 +12,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 ACTIVATION_REFERENCE = REPO_ROOT / "src" / "kernel_plugins" / "reference" / "activation"
 
 #: silu_and_mul is wrong by +0.01 everywhere; gelu is right.
-WRONG_ACTIVATION = '''
+WRONG_ACTIVATION = """
 import torch
 
 
@@ -26,7 +26,7 @@ def silu_and_mul(out, x):
 def gelu(out, x):
     out.copy_(torch.nn.functional.gelu(x))
     return out
-'''
+"""
 
 
 def make_kernel(root: Path, source: str, name: str = "activation") -> Path:

@@ -14,8 +14,16 @@ from .conftest import ACTIVATION_REFERENCE, make_kernel
 
 FAST = ["--iterations", "3", "--warmup", "1", "--min-sample-ms", "0.05", "--no-progress"]
 STATS = {"samples", "inner", "median_us", "mean_us", "std_us", "min_us", "iqr_us"}
-CHECK = {"status", "rtol", "atol", "max_abs_error", "max_rel_error", "mismatched", "elements",
-         "message"}
+CHECK = {
+    "status",
+    "rtol",
+    "atol",
+    "max_abs_error",
+    "max_rel_error",
+    "mismatched",
+    "elements",
+    "message",
+}
 
 
 def _json(capsys) -> dict:
@@ -23,12 +31,34 @@ def _json(capsys) -> dict:
 
 
 def test_json_report_follows_the_documented_schema(manager, capsys):
-    args = ["benchmark", str(ACTIVATION_REFERENCE), "--functions", "silu_and_mul,gelu",
-            "--shapes", "4x64", "2x3x16", "--dtype", "float32,bfloat16", "--json", *FAST]
+    args = [
+        "benchmark",
+        str(ACTIVATION_REFERENCE),
+        "--functions",
+        "silu_and_mul,gelu",
+        "--shapes",
+        "4x64",
+        "2x3x16",
+        "--dtype",
+        "float32,bfloat16",
+        "--json",
+        *FAST,
+    ]
     assert main(args) == 0
     data = _json(capsys)
-    assert set(data) == {"schema", "ok", "emulated", "note", "kernel", "reference", "device",
-                         "settings", "environment", "results", "skipped"}
+    assert set(data) == {
+        "schema",
+        "ok",
+        "emulated",
+        "note",
+        "kernel",
+        "reference",
+        "device",
+        "settings",
+        "environment",
+        "results",
+        "skipped",
+    }
     assert data["schema"] == SCHEMA and data["ok"] is True
     assert data["emulated"] is False and data["note"] is None
     assert data["kernel"]["variant"] == "torch-universal"
@@ -41,8 +71,12 @@ def test_json_report_follows_the_documented_schema(manager, capsys):
     assert data["settings"]["dtypes"] == ["float32", "bfloat16"]
     assert data["settings"]["iterations"] == 3 and data["settings"]["warmup"] == 1
     cases = {(r["function"], tuple(r["shape"]), r["dtype"]) for r in data["results"]}
-    assert cases == {(f, s, d) for f in ("gelu", "silu_and_mul")
-                     for s in ((4, 64), (2, 3, 16)) for d in ("float32", "bfloat16")}
+    assert cases == {
+        (f, s, d)
+        for f in ("gelu", "silu_and_mul")
+        for s in ((4, 64), (2, 3, 16))
+        for d in ("float32", "bfloat16")
+    }
     for r in data["results"]:
         assert set(r) == {"function", "shape", "dtype", "kernel", "reference", "speedup", "check"}
         assert set(r["kernel"]) == STATS and set(r["reference"]) == STATS
@@ -57,15 +91,22 @@ def test_json_report_follows_the_documented_schema(manager, capsys):
 
 
 def test_human_table_has_one_row_per_case_and_states_the_tolerance(manager, capsys):
-    args = ["benchmark", str(ACTIVATION_REFERENCE), "--functions", "silu_and_mul",
-            "--shapes", "4x64,8x32", *FAST]
+    args = [
+        "benchmark",
+        str(ACTIVATION_REFERENCE),
+        "--functions",
+        "silu_and_mul",
+        "--shapes",
+        "4x64,8x32",
+        *FAST,
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("function"))
     for column in ("median", "mean", "std", "min", "IQR", "ref median", "speed-up", "check"):
         assert column in lines[header]
-    rows = [line for line in lines[header + 2:] if line.startswith("silu_and_mul")]
+    rows = [line for line in lines[header + 2 :] if line.startswith("silu_and_mul")]
     assert [r.split()[1] for r in rows] == ["4x64", "8x32"]
     assert all("pass" in r for r in rows)
     assert "tolerance  float32: rtol=1.3e-05 atol=1e-05" in out
@@ -113,11 +154,14 @@ def test_kernel_that_raises_is_an_error_naming_it(manager, capsys, tmp_path):
     repo = make_kernel(tmp_path / "raises", source)
     assert main(["benchmark", str(repo), "--shapes", "4x64", *FAST]) == 1
     err = capsys.readouterr().err
-    assert "silu_and_mul, shape (4, 64), float32: the kernel raised RuntimeError: boom on purpose" in err
+    assert (
+        "silu_and_mul, shape (4, 64), float32: the kernel raised RuntimeError: boom on purpose"
+        in err
+    )
 
 
 def test_benchmark_convention_builder_reference_and_skipped_functions(manager, capsys, tmp_path):
-    source = '''
+    source = """
 import torch
 from kernel_plugins.benchmark import BenchmarkInputs, randn
 
@@ -140,7 +184,7 @@ __benchmark__ = {
         "scale": {"inputs": _inputs, "shapes": [(5, 7)], "reference": lambda x, factor: 3 * x},
     },
 }
-'''
+"""
     repo = make_kernel(tmp_path / "custom", source, name="custom-kernel")
     assert main(["benchmark", str(repo), "--json", *FAST]) == 0
     data = _json(capsys)
@@ -151,14 +195,20 @@ __benchmark__ = {
 
 
 def test_functions_without_builder_are_reported_as_skipped(manager, capsys, tmp_path):
-    source = "def silu(out, x):\n    out.copy_(x * x.sigmoid())\n    return out\n\n" \
-             "def helper(a, b, c):\n    return a\n"
+    source = (
+        "def silu(out, x):\n    out.copy_(x * x.sigmoid())\n    return out\n\n"
+        "def helper(a, b, c):\n    return a\n"
+    )
     repo = make_kernel(tmp_path / "partial", source)
     assert main(["benchmark", str(repo), "--shapes", "8x8", "--json", *FAST]) == 0
     data = _json(capsys)
     assert [r["function"] for r in data["results"]] == ["silu"]
-    assert data["skipped"] == [{"function": "helper", "reason": "no argument builder: describe "
-                                "it in the kernel's __benchmark__"}]
+    assert data["skipped"] == [
+        {
+            "function": "helper",
+            "reason": "no argument builder: describe it in the kernel's __benchmark__",
+        }
+    ]
 
 
 def test_unknown_function_lists_the_ones_that_can_be_benchmarked(manager, capsys):
@@ -173,14 +223,22 @@ def test_bad_shape_and_dtype_are_usage_errors(manager, capsys):
     assert "16x1024" in capsys.readouterr().err
     assert main(["benchmark", str(ACTIVATION_REFERENCE), "--dtype", "int8", *FAST]) == 1
     assert "unknown floating-point dtype 'int8'" in capsys.readouterr().err
-    args = ["benchmark", str(ACTIVATION_REFERENCE), "--functions", "silu_and_mul",
-            "--shapes", "4x63", *FAST]
+    args = [
+        "benchmark",
+        str(ACTIVATION_REFERENCE),
+        "--functions",
+        "silu_and_mul",
+        "--shapes",
+        "4x63",
+        *FAST,
+    ]
     assert main(args) == 1
     assert "even last one" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is not None,
-                    reason="matplotlib is installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("matplotlib") is not None, reason="matplotlib is installed"
+)
 def test_plot_without_matplotlib_says_how_to_install_it(manager, capsys, tmp_path):
     args = ["benchmark", str(ACTIVATION_REFERENCE), "--plot", str(tmp_path / "c.png"), *FAST]
     assert main(args) == 2

@@ -16,7 +16,7 @@ from .conftest import ACTIVATION_REFERENCE
 
 pytest.importorskip("kernel_plugins_mlu")
 
-SCRIPT = r'''
+SCRIPT = r"""
 import contextlib, io, json, sys
 import torch
 from kernel_plugins.cli import main
@@ -36,7 +36,7 @@ for label, args in (
     runs[label] = {"code": code, "out": out.getvalue(), "err": err.getvalue(),
                    "mlu_syncs": torch.mlu.synchronize_calls - before}
 print("@@" + json.dumps(runs))
-'''
+"""
 
 
 @pytest.fixture(scope="module")

@@ -169,7 +169,6 @@ def test_digest_check_never_raises_and_never_leaves_the_folder(files: dict, algo
         assert not any(m.path == "../secret" and m.kind != "malformed" for m in mismatches)
 
 
-@pytest.mark.xfail(strict=True, reason="lock.py: RecursionError escapes (reported to the lead)")
 def test_deeply_nested_lock_file_is_a_lockfile_error(tmp_path: Path) -> None:
     from kernel_plugins.lock import read_lockfile
 
@@ -178,7 +177,6 @@ def test_deeply_nested_lock_file_is_a_lockfile_error(tmp_path: Path) -> None:
         read_lockfile(tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="lock.py: UnicodeDecodeError escapes (reported)")
 def test_non_utf8_pyproject_is_a_lockfile_error(tmp_path: Path) -> None:
     from kernel_plugins.lock import read_dependencies
 
@@ -187,7 +185,6 @@ def test_non_utf8_pyproject_is_a_lockfile_error(tmp_path: Path) -> None:
         read_dependencies(tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="lock.py: RecursionError escapes (reported)")
 def test_deeply_nested_pyproject_is_a_lockfile_error(tmp_path: Path) -> None:
     from kernel_plugins.lock import read_dependencies
 

@@ -235,7 +235,8 @@ def validate_device_key(key: object) -> None:
     for name, rec in get_manager().backends().items():
         known.add(name)
         known.add(rec.spec.device_type)
-    from ..detection import INSTALL_HINTS, unknown_device_error
+    from ..detection import unknown_device_error
+    from ..known_plugins import INSTALL_HINTS
 
     # Known plugin backends that are not installed are accepted, so that a library can
     # register mappings for every device at import time; they never match a device here.
