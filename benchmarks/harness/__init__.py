@@ -1,0 +1,1 @@
+"""The benchmark suite's harness: environments, inputs, probes, figures and reports."""

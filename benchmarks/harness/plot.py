@@ -17,6 +17,7 @@ def main() -> int:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     data = json.loads(open(sys.argv[1], encoding="utf-8").read())
     figs = data["figures"]
@@ -27,12 +28,14 @@ def main() -> int:
     left.barh([f["name"] for f in targeted], values, color=colors)
     left.axvline(1.0, color="black", linestyle="--", linewidth=1)
     left.set_xscale("log")
+    left.xaxis.set_minor_formatter(NullFormatter())
     left.set_xlabel("measured / target limit (< 1: met)")
     left.set_title("targets for kernel-plugins")
     compared = [f for f in figs if f["ratio"] is not None]
     right.barh([f["name"] for f in compared], [f["ratio"] for f in compared], color="tab:blue")
     right.axvline(1.0, color="black", linestyle="--", linewidth=1)
     right.set_xscale("log")
+    right.xaxis.set_minor_formatter(NullFormatter())
     right.set_xlabel("kernel-plugins / kernels (median; < 1: kernel-plugins faster)")
     right.set_title(f"vs kernels {data['environment'].get('kernels')}")
     fig.suptitle(f"kernel-plugins benchmark suite, {data['date']} ({data['mode']} mode)")

@@ -512,8 +512,10 @@ def _issue_from_error(err: Mapping[str, Any], prefix: tuple[Any, ...] = ()) -> B
 
 def _legacy_shape(data: Mapping[str, Any]) -> str:
     """Best-effort label of a legacy file: ``v4`` when it uses keys v3 lacked, else ``v3``."""
-    general = data.get("general") if isinstance(data.get("general"), Mapping) else {}
-    torch = data.get("torch") if isinstance(data.get("torch"), Mapping) else {}
+    general = data.get("general")
+    general = general if isinstance(general, Mapping) else {}
+    torch = data.get("torch")
+    torch = torch if isinstance(torch, Mapping) else {}
     v4 = (
         "torch-noarch" in data
         or "tvm-ffi" in data

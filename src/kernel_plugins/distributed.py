@@ -138,8 +138,8 @@ def once_per_node(work: Callable[[], _T], *, what: str = "the download") -> _T:
     dist.all_gather_object(outcomes, None if error is None else _portable(error))
     if error is not None:
         raise error
-    failed = [(rank, exc) for rank, exc in enumerate(outcomes) if exc is not None]
+    failed = [(rank, err) for rank, err in enumerate(outcomes) if err is not None]
     if failed:
-        rank, exc = failed[0]
-        raise exc from KernelPluginsError(f"rank {rank} failed during {what}")
+        rank, err = failed[0]
+        raise err from KernelPluginsError(f"rank {rank} failed during {what}")
     return result if leader else work()

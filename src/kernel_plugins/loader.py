@@ -130,10 +130,12 @@ def load(
             trust_remote_code=trust_remote_code, repo_type=repo_type,
         )
     except (NoCompatibleVariantError, HubError) as e:
-        module = _reference_fallback(target, info, system, candidates, requirements, fallback, e)
-        if module is None:
+        reference = _reference_fallback(
+            target, info, system, candidates, requirements, fallback, e
+        )
+        if reference is None:
             raise
-        return module
+        return reference
     _check_requirements(module, requirements)
     return module
 

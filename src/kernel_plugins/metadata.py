@@ -10,11 +10,14 @@ import json
 import keyword
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import MetadataError
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 __all__ = ["KernelMetadata", "BackendField", "Digest", "KernelDepend", "read_metadata", "MAX_METADATA_BYTES"]
 
@@ -103,7 +106,7 @@ class KernelMetadata(_Model):
         ) or prov.get("dirty") is True
 
 
-def _loc(err: dict[str, Any]) -> str:
+def _loc(err: ErrorDetails) -> str:
     return ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
 
 

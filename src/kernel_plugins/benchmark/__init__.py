@@ -31,7 +31,8 @@ writes (``outputs``; when empty the return value is compared). It should create 
 tensors with :func:`randn` (seeded by the engine). ``shape`` means what the builder
 documents (see :data:`BUILDERS`).
 
-Without ``__benchmark__`` (or for functions it does not list) the built-in rules apply:
+Without a ``functions`` entry every public function of the module is considered; a
+function without ``inputs`` (listed or not) gets its builder from the built-in rules:
 
 * functions of the bundled reference kernels ``rmsnorm`` and ``rotary`` (and of any
   kernel with the same metadata ``name``) have built-in builders;
@@ -49,7 +50,8 @@ JSON report (``BenchmarkReport.to_dict()``, ``kernel-plugins benchmark --json``)
 ``kernel`` (provenance dict of the loaded kernel: source, repo_id, variant, path...),
 ``reference`` (``{"name", "module", "path"}`` or null), ``device`` (``{"torch_device",
 "backend", "device_type", "emulated", "summary", "synchronize", "sync_calls"}``),
-``settings`` (``{"dtypes", "warmup", "iterations", "min_sample_s", "timer"}``),
+``settings`` (``{"dtypes", "warmup", "iterations", "min_sample_s", "timer", "rtol",
+"atol"}``; rtol/atol are the overrides given, or null),
 ``environment`` (``{"python", "torch", "kernel_plugins", "platform"}``), ``results``
 (list, one per function x shape x dtype: ``function``, ``shape`` (list of int),
 ``dtype``, ``kernel`` and ``reference`` timing stats or null (``samples``, ``inner``,

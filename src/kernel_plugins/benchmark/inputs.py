@@ -184,7 +184,7 @@ DEFAULT_SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {
     "gated": ((16, 1024), (128, 4096), (1024, 4096)),
     "rms_norm": ((16, 1024), (128, 4096), (1024, 4096)),
     "rotary": ((16, 8, 32), (128, 32, 64), (1024, 32, 64)),
-    "rotary_transformers": ((1, 8, 16, 64), (1, 32, 128, 128), (2, 32, 512, 128)),
+    "rotary_transformers": ((1, 8, 16, 64), (1, 32, 128, 128), (1, 32, 512, 128)),
 }
 
 # Built-in builders of the bundled reference kernels (by metadata name, then function).
@@ -252,6 +252,7 @@ def _shapes(value: object, where: str) -> tuple[tuple[int, ...], ...]:
 
 
 def description(module: ModuleType) -> dict[str, Any]:
+    """The module's ``__benchmark__`` dict (empty when it has none)."""
     desc = getattr(module, "__benchmark__", None)
     if desc is None:
         return {}

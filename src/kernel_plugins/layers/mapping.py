@@ -172,8 +172,9 @@ class KernelMapping:
 def _ordered_entries(
     ranges: dict[RangeKey, _Entry], capability: Capability | None
 ) -> list[tuple[RangeKey, _Entry]]:
-    matching = [(r, e) for r, e in ranges.items() if r is not None and r.contains(capability)]
-    matching.sort(key=lambda re: (*re[0].sort_key(), -re[1].seq))  # type: ignore[union-attr]
+    ranged = [(r, e) for r, e in ranges.items() if r is not None and r.contains(capability)]
+    ranged.sort(key=lambda re: (*re[0].sort_key(), -re[1].seq))
+    matching: list[tuple[RangeKey, _Entry]] = list(ranged)
     if None in ranges:
         matching.append((None, ranges[None]))
     return matching

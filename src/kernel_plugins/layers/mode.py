@@ -64,7 +64,7 @@ class Mode(Flag):
     TORCH_COMPILE = auto()
 
     def __or__(self, other: object) -> Mode:
-        union = super().__or__(other)  # type: ignore[arg-type]
+        union = super().__or__(other)  # type: ignore[operator]
         if union is NotImplemented:
             return union  # type: ignore[no-any-return]
         _check_combination(union)
@@ -119,9 +119,12 @@ def check_kernelize_mode(mode: object) -> Mode:
             f"got {mode!r} ({type(mode).__name__})"
         )
     _check_combination(mode)
+    # computed before the FALLBACK test: mypy narrows ``mode`` there to Literal members,
+    # and the Python 3.10 stubs then reject ``member in mode``
+    has_task = Mode.INFERENCE in mode or Mode.TRAINING in mode
     if mode == Mode.FALLBACK:
         raise ModeError("Mode.FALLBACK can only be used to register kernel mappings")
-    if Mode.INFERENCE not in mode and Mode.TRAINING not in mode:
+    if not has_task:
         raise ModeError(
             f"kernelize mode must contain Mode.INFERENCE or Mode.TRAINING, got "
             f"{describe_mode(mode)}; e.g. mode=Mode.INFERENCE | Mode.TORCH_COMPILE"

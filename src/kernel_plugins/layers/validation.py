@@ -24,10 +24,14 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ..contracts import declared_properties, format_properties
 from ..errors import LayerError
 from .mode import Mode, describe_mode
+
+if TYPE_CHECKING:
+    from torch import nn
 
 __all__ = [
     "KernelTraits",
@@ -106,7 +110,9 @@ def check_signature(
         )
 
 
-def validate_layer(kernel_cls: object, original_cls: type, *, where: str) -> KernelTraits:
+def validate_layer(
+    kernel_cls: object, original_cls: type[nn.Module], *, where: str
+) -> KernelTraits:
     """Check a kernel layer class against the class whose forward it replaces.
 
     :param kernel_cls: the class found in the kernel's ``layers`` module.

@@ -111,7 +111,8 @@ def configure_device_module(
     if not getattr(module, "__kernel_plugins_emulated__", False):
         raise EmulationError(f"{module!r} is not an emulated device module")
     if properties is not None:
-        module._kp_properties = _properties_list(module._kp_name, module._kp_count, properties)
+        target: Any = module  # its _kp_* attributes are set by make_device_module
+        target._kp_properties = _properties_list(module._kp_name, module._kp_count, properties)
     for key, value in (extra or {}).items():
         setattr(module, key, value)
 
@@ -141,25 +142,28 @@ def make_device_module(
     """
     if count < 0:
         raise EmulationError(f"device count must be >= 0, got {count}")
-    mod = types.ModuleType(f"torch.{name}", f"Emulated {name} device module (CPU, not hardware).")
-    mod.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
-    mod._kp_name = name  # type: ignore[attr-defined]
-    mod._kp_count = count  # type: ignore[attr-defined]
-    mod._kp_current = 0  # type: ignore[attr-defined]
-    mod._kp_properties = _properties_list(name, count, properties)  # type: ignore[attr-defined]
-    mod.synchronize_calls = 0  # type: ignore[attr-defined]
-    mod.initial_seed_value = None  # type: ignore[attr-defined]
+    # Any: the module gets attributes ModuleType does not declare
+    mod: Any = types.ModuleType(
+        f"torch.{name}", f"Emulated {name} device module (CPU, not hardware)."
+    )
+    mod.__kernel_plugins_emulated__ = True
+    mod._kp_name = name
+    mod._kp_count = count
+    mod._kp_current = 0
+    mod._kp_properties = _properties_list(name, count, properties)
+    mod.synchronize_calls = 0
+    mod.initial_seed_value = None
 
     def _index(device: object = None) -> int:
         if device is None:
             return int(mod._kp_current)
-        index = getattr(device, "index", device)
+        index: Any = getattr(device, "index", device)
         if isinstance(device, str):
             _, _, tail = device.partition(":")
             index = int(tail) if tail else None
         if index is None:
             return int(mod._kp_current)
-        index = int(index)  # type: ignore[arg-type]
+        index = int(index)
         if not 0 <= index < mod._kp_count:
             raise RuntimeError(
                 f"{name} error: invalid device ordinal {index}: the emulated {name} stack has "

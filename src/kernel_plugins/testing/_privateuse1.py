@@ -127,7 +127,7 @@ class EmulatedTensor(torch.Tensor):
         """Nothing to do: :meth:`__new__` built the wrapper."""
 
     @classmethod
-    def __torch_dispatch__(
+    def __torch_dispatch__(  # type: ignore[override]
         cls,
         func: Any,
         types: Any,
@@ -179,7 +179,7 @@ class EmulatedTensor(torch.Tensor):
         """The values as (nested) Python lists, copied to the host first."""
         return self.cpu().tolist()
 
-    def __repr__(self, *, tensor_contents: Any = None) -> str:
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         """Like a real device tensor: the values plus ``device='<name>:<i>'``."""
         with torch._C.DisableTorchFunctionSubclass():
             text = repr(self._inner.detach())
@@ -376,7 +376,9 @@ _AUTOCAST_LOWER = (
 
 
 def _autocast_kernel(op: Any) -> Callable[..., Any]:
-    keyset = torch._C.DispatchKeySet(torch._C.DispatchKey.AutocastPrivateUse1)
+    keyset = torch._C.DispatchKeySet(
+        torch._C.DispatchKey.AutocastPrivateUse1  # type: ignore[attr-defined]
+    )
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         dtype = torch.get_autocast_dtype(_STATE["name"])
