@@ -6,5 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
-ruff check src plugins tests
+ruff check src plugins tests benchmarks
+mypy
 python -m pytest tests plugins/*/tests "$@"

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from .device import DeviceInfo, parse_device
+import functools
+
+from .device import DeviceInfo, SystemInfo, parse_device
 from .errors import DeviceError, NoDeviceError, UnknownDeviceError
 from .known_plugins import INSTALL_HINTS
 from .plugins import BackendRecord, get_manager
 
-__all__ = ["detect_devices", "get_device", "unknown_device_error", "INSTALL_HINTS", "find_backends"]
+__all__ = ["system_info", "detect_devices", "get_device", "unknown_device_error", "INSTALL_HINTS", "find_backends"]
+
+@functools.lru_cache(maxsize=1)
+def system_info() -> SystemInfo:
+    """This machine's :class:`SystemInfo` (read once per process)."""
+    return SystemInfo.current()
+
 
 def detect_devices() -> list[DeviceInfo]:
     """Every available device, best (highest backend priority) first."""
@@ -85,7 +93,7 @@ def get_device(device: object = None) -> DeviceInfo:
                         f"device {req.device_type}:{req.index} requested, but {rec.name} has "
                         f"{info.count} device(s) (indices 0..{info.count - 1})"
                     )
-                info = info.model_copy(update={"index": req.index})
+                info = info.replace(index=req.index)
             return info
         errors.append((rec, outcome.error))
     details = "; ".join(

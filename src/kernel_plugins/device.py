@@ -8,13 +8,12 @@ import torch; :meth:`SystemInfo.current` imports it only when it is installed.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import DeviceError
 
@@ -23,13 +22,21 @@ __all__ = ["DeviceInfo", "BackendSpec", "PyDepend", "SystemInfo", "DeviceRequest
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
-class DeviceInfo(BaseModel):
+def _check_optional_str(field_name: str, value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{field_name}: must be a string or None (got {value!r})")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
     """What a backend found on this machine (returned by the ``detect_device`` hook).
+
+    Validated on construction (a :class:`ValueError` names the field and the value).
 
     Attributes:
         backend: backend name, e.g. ``"cuda"`` or ``"mlu"``.
         device_type: the torch device type, e.g. ``"cuda"``, ``"mps"``, ``"mlu"``.
-        count: number of devices present.
+        count: number of devices present (>= 0).
         runtime_version: the runtime version exactly as the vendor reports it
             (``"12.8"``, ``"4030"``, ``"8.3.RC1"``), or None when not readable.
         name: device name of device 0 (``"MLU590-H8"``), or None.
@@ -40,32 +47,59 @@ class DeviceInfo(BaseModel):
         notes: human-readable remarks (e.g. a version string that could not be parsed).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     backend: str
     device_type: str
-    count: int = Field(ge=0)
+    count: int
     runtime_version: str | None = None
     name: str | None = None
     capability: tuple[int, int] | None = None
     extension_version: str | None = None
     emulated: bool = False
-    index: int | None = Field(default=None, ge=0)
+    index: int | None = None
     notes: tuple[str, ...] = ()
 
-    @field_validator("backend", "device_type")
-    @classmethod
-    def _check_name(cls, v: str) -> str:
-        if not _NAME_RE.match(v):
-            raise ValueError(f"{v!r} is not a valid backend/device name (lowercase letters, digits, _)")
-        return v
+    def __post_init__(self) -> None:
+        for field_name in ("backend", "device_type"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str) or not _NAME_RE.match(value):
+                raise ValueError(
+                    f"{field_name}: {value!r} is not a valid backend/device name (lowercase "
+                    "letters, digits, _; at most 32 characters)"
+                )
+        if not _is_int(self.count) or self.count < 0:
+            raise ValueError(f"count: must be an integer >= 0 (got {self.count!r})")
+        if self.index is not None and (not _is_int(self.index) or self.index < 0):
+            raise ValueError(f"index: must be an integer >= 0 or None (got {self.index!r})")
+        for field_name in ("runtime_version", "name", "extension_version"):
+            _check_optional_str(field_name, getattr(self, field_name))
+        if not isinstance(self.emulated, bool):
+            raise ValueError(f"emulated: must be True or False (got {self.emulated!r})")
+        cap = self.capability
+        if cap is not None:
+            if (
+                not isinstance(cap, (tuple, list))
+                or len(cap) != 2
+                or not all(_is_int(c) and c >= 0 for c in cap)
+            ):
+                raise ValueError(
+                    f"capability: must be a (major, minor) pair of integers >= 0 or None (got {cap!r})"
+                )
+            object.__setattr__(self, "capability", (int(cap[0]), int(cap[1])))
+        notes = self.notes
+        if isinstance(notes, str) or not all(isinstance(n, str) for n in notes):
+            raise ValueError(f"notes: must be a sequence of strings (got {notes!r})")
+        object.__setattr__(self, "notes", tuple(notes))
 
-    @field_validator("capability")
-    @classmethod
-    def _check_capability(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
-        if v is not None and (v[0] < 0 or v[1] < 0):
-            raise ValueError(f"capability {v} has a negative component")
-        return v
+    def replace(self, **changes: Any) -> DeviceInfo:
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        data = dataclasses.asdict(self)
+        data["capability"] = list(self.capability) if self.capability else None
+        data["notes"] = list(self.notes)
+        return data
 
     @property
     def torch_device(self) -> str:
@@ -84,6 +118,10 @@ class DeviceInfo(BaseModel):
         if self.emulated:
             parts.append("EMULATED on CPU, not real hardware")
         return ", ".join(parts)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)

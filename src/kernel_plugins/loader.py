@@ -7,7 +7,6 @@ sources tried, the resolution trace).
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import warnings
@@ -17,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from .detection import get_device
+from .detection import get_device, system_info
 from .device import DeviceInfo, SystemInfo
 from .errors import (
     FallbackError,
@@ -36,12 +35,6 @@ __all__ = ["load", "resolve_variants", "system_info", "FallbackPolicy", "Candida
 log = logging.getLogger("kernel_plugins")
 
 FallbackPolicy = Literal["reference", "error"]
-
-
-@functools.lru_cache(maxsize=1)
-def system_info() -> SystemInfo:
-    """This machine's :class:`SystemInfo` (read once per process)."""
-    return SystemInfo.current()
 
 
 def resolve_variants(

@@ -340,19 +340,10 @@ class PluginManager:
             if strict_mode():
                 raise PluginError(f"{rec.origin()}: {msg}")
             return DetectOutcome(rec.name, None, msg)
-        try:  # a DeviceInfo built with model_construct() skipped validation
-            result = DeviceInfo.model_validate(result.model_dump())
-        except Exception as e:  # noqa: BLE001 - reported like any bad return value
-            errors = getattr(e, "errors", None)
-            detail = (
-                "; ".join(
-                    f"{'.'.join(map(str, err['loc']))}: {err['msg']} (got {err.get('input')!r})"
-                    for err in errors()
-                )
-                if callable(errors)
-                else _describe_exc(e)
-            )
-            msg = f"detect_device returned an invalid DeviceInfo: {detail}"
+        try:  # validate again: a plugin may have bypassed the constructor
+            result = result.replace()
+        except (ValueError, TypeError) as e:
+            msg = f"detect_device returned an invalid DeviceInfo: {e}"
             if strict_mode():
                 raise PluginError(f"{rec.origin()}: {msg}") from e
             return DetectOutcome(rec.name, None, msg)
@@ -365,7 +356,7 @@ class PluginManager:
                 raise PluginError(f"{rec.origin()}: {msg}")
             return DetectOutcome(rec.name, None, msg)
         if _emulation.is_emulated(result.device_type) and not result.emulated:
-            result = result.model_copy(update={"emulated": True})
+            result = result.replace(emulated=True)
         if result.count == 0:
             return DetectOutcome(rec.name, None)
         return DetectOutcome(rec.name, result)

@@ -149,9 +149,7 @@ def test_detect_wrong_type_is_reported(manager, result, fragment):
 
 
 def test_negative_count_device_info_is_rejected():
-    from pydantic import ValidationError
-
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValueError, match=r"count: must be an integer >= 0 \(got -1\)"):
         DeviceInfo(backend="x", device_type="x", count=-1)
 
 

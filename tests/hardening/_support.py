@@ -108,3 +108,16 @@ def tree_state(root: Path) -> dict[str, object]:
             else:
                 state[rel] = "dir"
     return state
+
+
+def unvalidated_device(**fields: Any) -> Any:
+    """A DeviceInfo built around its validating constructor (as a careless plugin might)."""
+    import dataclasses
+
+    from kernel_plugins.device import DeviceInfo
+
+    info = object.__new__(DeviceInfo)
+    for f in dataclasses.fields(DeviceInfo):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        object.__setattr__(info, f.name, fields.get(f.name, default))
+    return info

@@ -35,7 +35,7 @@ from kernel_plugins.metadata import KernelMetadata, read_metadata
 from kernel_plugins.sources import classify, local_variants, parse_local_kernels
 from kernel_plugins.variants import parse_variant, validate_variant_name
 
-from ._support import BUILD_TOML, make_variant, metadata
+from ._support import BUILD_TOML, make_variant, metadata, unvalidated_device
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 BEGIN, END = "<!-- BEGIN GENERATED CATALOGUE -->", "<!-- END GENERATED CATALOGUE -->"
@@ -412,9 +412,9 @@ CASES: list[Case] = [
          "failed in detect_device: ZeroDivisionError",
          "Fix the plugin; without strict mode it shows as that backend's error."),
     Case("plugin-negative-count", G, "a DeviceInfo with `count=-1` (strict)",
-         _strict_detect(_plugin(detect_device=lambda: DeviceInfo.model_construct(
+         _strict_detect(_plugin(detect_device=lambda: unvalidated_device(
              backend="mlu", device_type="mlu", count=-1))), E.PluginError,
-         "detect_device returned an invalid DeviceInfo: count: Input should be greater than",
+         "detect_device returned an invalid DeviceInfo: count: must be an integer >= 0 (got -1)",
          "Fix the plugin."),
     Case("plugin-non-string-variant", G, "`list_variants` returns `[1]`", _list_variants([1]),
          E.PluginError, "list_variants returned a bad name: variant name must be a string",

@@ -44,7 +44,7 @@ def main() -> None:
 
     emulated = emulate("mlu", devices=2)
     RESULTS["stand_ins"] = emulated.vendor_stand_ins
-    check("device", lambda: kernel_plugins.get_device("mlu").model_dump(mode="json"))
+    check("device", lambda: kernel_plugins.get_device("mlu").to_dict())
     check("device_index", lambda: kernel_plugins.get_device("mlu:1").index)
 
     def vendor() -> dict[str, Any]:

@@ -213,7 +213,7 @@ def test_synchronize_calls_torch_mlu(install: Install) -> None:
     info = hooks.detect_device()
     assert info is not None
     assert hooks.synchronize(info) is True
-    assert hooks.synchronize(info.model_copy(update={"index": 1})) is True
+    assert hooks.synchronize(info.replace(index=1)) is True
     assert mlu.synchronize_calls == 2
 
 

@@ -42,7 +42,7 @@ def main() -> None:
 
     emulated = emulate("musa", devices=2, device_name="MTT S80", capability=(2, 1))
     RESULTS["stand_ins"] = emulated.vendor_stand_ins
-    check("device", lambda: kernel_plugins.get_device("musa").model_dump(mode="json"))
+    check("device", lambda: kernel_plugins.get_device("musa").to_dict())
     check("device_index", lambda: kernel_plugins.get_device("musa:1").index)
 
     def vendor() -> dict[str, Any]:

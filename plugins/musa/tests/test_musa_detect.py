@@ -166,7 +166,7 @@ def test_synchronize_calls_torch_musa(install: Install) -> None:
     musa = install(2)
     info = hooks.detect_device()
     assert info is not None
-    assert hooks.synchronize(info.model_copy(update={"index": 1})) is True
+    assert hooks.synchronize(info.replace(index=1)) is True
     assert musa.synchronize_calls == 1
 
 

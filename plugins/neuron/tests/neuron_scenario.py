@@ -44,7 +44,7 @@ def main() -> None:
 
     emulated = emulate("neuron", devices=2)
     RESULTS["stand_ins"] = emulated.vendor_stand_ins
-    check("device", lambda: kernel_plugins.get_device("neuron").model_dump(mode="json"))
+    check("device", lambda: kernel_plugins.get_device("neuron").to_dict())
     check("device_index", lambda: kernel_plugins.get_device("neuron:1").index)
 
     def vendor() -> dict[str, Any]:

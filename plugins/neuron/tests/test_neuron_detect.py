@@ -166,7 +166,7 @@ def test_synchronize_prefers_torch_neuron(monkeypatch: pytest.MonkeyPatch, no_st
     monkeypatch.setattr(torch, "neuron", stand.device_module, raising=False)
     info = hooks.detect_device()
     assert info is not None
-    assert hooks.synchronize(info.model_copy(update={"index": 1})) is True
+    assert hooks.synchronize(info.replace(index=1)) is True
     assert stand.device_module.synchronize_calls == 1
 
 

@@ -239,9 +239,9 @@ def _builder_of(value: object, where: str) -> tuple[Builder, str]:
     raise BenchmarkError(f"{where}: 'inputs' must be a builder name or a callable, got {value!r}")
 
 
-def _shapes(value: object, where: str) -> tuple[tuple[int, ...], ...]:
+def _shapes(value: Any, where: str) -> tuple[tuple[int, ...], ...]:
     try:
-        shapes = tuple(tuple(int(s) for s in shape) for shape in value)  # type: ignore[union-attr]
+        shapes = tuple(tuple(int(s) for s in shape) for shape in value)
     except (TypeError, ValueError) as e:
         raise BenchmarkError(
             f"{where}: 'shapes' must be a list of int tuples, got {value!r}"

@@ -22,8 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def backend_rows() -> list[dict[str, Any]]:
     """One dict per installed backend plus one per failed plugin."""
+    from ..detection import system_info
     from ..errors import KernelPluginsError
-    from ..loader import system_info
     from ..plugins import get_manager
 
     manager = get_manager()
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the table (or JSON)."""
     rows = backend_rows()
     if args.json:
-        from ..loader import system_info
+        from ..detection import system_info
 
         print_json({"system": system_info().to_dict(), "backends": rows})
         return 0

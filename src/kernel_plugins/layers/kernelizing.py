@@ -34,7 +34,7 @@ import os
 import types
 import warnings
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..contracts import format_properties, normalize_require
@@ -290,7 +290,8 @@ def _decide(module: Any, name: str, session: _Session) -> _Decision:
             tuple(skipped),
             getattr(kmod, "__kernel_provenance__", None),
         )
-        log.info("kernelize: %s uses %s", what, cand.describe())
+        if log.isEnabledFor(logging.INFO):
+            log.info("kernelize: %s uses %s", what, cand.describe())
         return _Decision(module, impl, choice)
     reasons = skipped or [_nothing_mapped(session, name)]
     context = f"{what} on {device} in mode {describe_mode(session.mode)}"
@@ -360,11 +361,18 @@ def kernelize(
     if not isinstance(model, nn.Module):
         raise LayerError(f"kernelize expects a torch.nn.Module, got {type(model).__name__}")
     session = _Session(mode, device, required, use_fallback, trust_remote_code)
-    decisions = [
-        _decide(module, name, session)
-        for _, module in model.named_modules()
-        if (name := marked_name(module)) is not None
-    ]
+    # Modules of one class marked with one name get the same decision: decide once each.
+    decided: dict[tuple[Any, ...], _Decision] = {}
+    decisions = []
+    for _, module in model.named_modules():
+        name = marked_name(module)
+        if name is None:
+            continue
+        key = (type(module), name, original_function(module))
+        first = decided.get(key)
+        if first is None:
+            first = decided[key] = _decide(module, name, session)
+        decisions.append(first if first.module is module else replace(first, module=module))
     for decision in decisions:  # only after every module was decided: all or nothing
         _apply(decision)
     return model
