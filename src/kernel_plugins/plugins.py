@@ -7,6 +7,9 @@ is recorded as a :class:`PluginFailure` (name, distribution, version, original
 error) and skipped; ``KERNEL_PLUGINS_STRICT=1`` raises :class:`PluginError` instead.
 ``KERNEL_PLUGINS_LOAD`` (comma-separated backend names; empty = built-ins only)
 limits which entry points are loaded.
+
+The records kept about backends live in ``_plugin_records``; what a plugin's hooks return
+is checked in ``_hook_results`` before the core uses it.
 """
 
 from __future__ import annotations
@@ -16,14 +19,21 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 import pluggy
 
-from . import _emulation, hookspecs
-from .device import BackendSpec, DeviceInfo, SystemInfo
+from . import hookspecs
+from ._hook_results import backend_spec_problem, detect_outcome, kernel_module, variant_names
+from ._plugin_records import (
+    BackendRecord,
+    DetectOutcome,
+    PluginFailure,
+    _describe_exc,
+    strict_mode,
+)
+from .device import DeviceInfo, SystemInfo
 from .errors import PluginError
 
 __all__ = [
@@ -51,78 +61,6 @@ BUILTIN_BACKENDS = {
     "metal": "kernel_plugins.backends.metal",
 }
 _CORE_DIST = "kernel-plugins"
-
-
-def strict_mode() -> bool:
-    """Whether ``KERNEL_PLUGINS_STRICT=1`` turns plugin errors and fallbacks into exceptions."""
-    return os.environ.get("KERNEL_PLUGINS_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-@dataclass(frozen=True)
-class BackendRecord:
-    """An installed backend: its spec and where it comes from.
-
-    Attributes:
-        spec: what the backend declared. plugin: the registered hooks module.
-        distribution: distribution name (``kernel-plugins`` for built-ins).
-        version: distribution version, or None. builtin: shipped with the core.
-    """
-
-    spec: BackendSpec
-    plugin: object = field(repr=False)
-    distribution: str | None
-    version: str | None
-    builtin: bool
-
-    @property
-    def name(self) -> str:
-        """The backend name."""
-        return self.spec.name
-
-    def origin(self) -> str:
-        """``plugin 'mlu' (kernel-plugins-mlu 0.1.0)``."""
-        dist = self.distribution or "unknown distribution"
-        return f"plugin '{self.name}' ({dist} {self.version or '?'})"
-
-
-@dataclass(frozen=True)
-class PluginFailure:
-    """A plugin problem that was reported and skipped.
-
-    Attributes: name (plugin / entry-point name), distribution, version, stage (``import``,
-    ``register``, ``backend_spec``, ``detect_device``, ...), message (with the original error).
-    """
-
-    name: str
-    distribution: str | None
-    version: str | None
-    stage: str
-    message: str
-
-    def describe(self) -> str:
-        """One line naming who failed, where, and the original error."""
-        dist = f"{self.distribution or 'unknown distribution'} {self.version or '?'}"
-        return f"plugin '{self.name}' ({dist}) failed in {self.stage}: {self.message}"
-
-
-@dataclass(frozen=True)
-class DetectOutcome:
-    """What detection found for one backend: a device, nothing, or an error message."""
-
-    backend: str
-    device: DeviceInfo | None
-    error: str | None = None
-
-    @property
-    def status(self) -> str:
-        """``available``, ``no device`` or ``error``."""
-        if self.error is not None:
-            return "error"
-        return "available" if self.device is not None and self.device.count > 0 else "no device"
-
-
-def _describe_exc(e: BaseException) -> str:
-    return f"{type(e).__name__}: {e}"
 
 
 class PluginManager:
@@ -235,20 +173,10 @@ class PluginManager:
             self._pm.unregister(module)
             self._fail(name, dist, version, "backend_spec", _describe_exc(e), e)
             return None
-        if not isinstance(spec, BackendSpec):
+        problem = backend_spec_problem(spec, name)
+        if problem is not None:
             self._pm.unregister(module)
-            self._fail(
-                name, dist, version, "backend_spec",
-                f"returned {type(spec).__name__}, expected kernel_plugins.BackendSpec",
-            )
-            return None
-        if spec.name != name:
-            self._pm.unregister(module)
-            self._fail(
-                name, dist, version, "backend_spec",
-                f"declares backend {spec.name!r} but is registered as {name!r}; the entry-point "
-                "name must be the backend name",
-            )
+            self._fail(name, dist, version, "backend_spec", problem)
             return None
         rec = BackendRecord(spec, module, dist, version, builtin)
         self._records[name] = rec
@@ -332,34 +260,7 @@ class PluginManager:
                     f"{rec.origin()} failed in detect_device: {_describe_exc(e)}"
                 ) from e
             return DetectOutcome(rec.name, None, f"detect_device raised {_describe_exc(e)}")
-        result = result[0] if isinstance(result, list) and result else (None if result == [] else result)
-        if result is None:
-            return DetectOutcome(rec.name, None)
-        if not isinstance(result, DeviceInfo):
-            msg = f"detect_device returned {type(result).__name__}, expected DeviceInfo or None"
-            if strict_mode():
-                raise PluginError(f"{rec.origin()}: {msg}")
-            return DetectOutcome(rec.name, None, msg)
-        try:  # validate again: a plugin may have bypassed the constructor
-            result = result.replace()
-        except (ValueError, TypeError) as e:
-            msg = f"detect_device returned an invalid DeviceInfo: {e}"
-            if strict_mode():
-                raise PluginError(f"{rec.origin()}: {msg}") from e
-            return DetectOutcome(rec.name, None, msg)
-        if result.backend != rec.name or result.device_type != rec.spec.device_type:
-            msg = (
-                f"detect_device returned backend {result.backend!r} / device type "
-                f"{result.device_type!r}, expected {rec.name!r} / {rec.spec.device_type!r}"
-            )
-            if strict_mode():
-                raise PluginError(f"{rec.origin()}: {msg}")
-            return DetectOutcome(rec.name, None, msg)
-        if _emulation.is_emulated(result.device_type) and not result.emulated:
-            result = result.replace(emulated=True)
-        if result.count == 0:
-            return DetectOutcome(rec.name, None)
-        return DetectOutcome(rec.name, result)
+        return detect_outcome(rec, result)
 
     def detect_all(self, *, refresh: bool = False) -> dict[str, DetectOutcome]:
         """Detection outcomes of every installed backend."""
@@ -368,25 +269,12 @@ class PluginManager:
     # ------------------------------------------------------------- owner hooks
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
         """The owner backend's accepted variant names, best first (validated)."""
-        from .variants import validate_variant_name
-
         rec = self.record(device.backend)
         try:
             result = self._owner_caller("list_variants", rec.name)(device=device, system=system)
         except Exception as e:  # noqa: BLE001
             raise PluginError(f"{rec.origin()} failed in list_variants: {_describe_exc(e)}") from e
-        names = result[0] if result else []
-        if not isinstance(names, (list, tuple)):
-            raise PluginError(
-                f"{rec.origin()}: list_variants returned {type(names).__name__}, expected list[str]"
-            )
-        out: list[str] = []
-        for n in names:
-            try:
-                out.append(validate_variant_name(n))
-            except Exception as e:  # noqa: BLE001
-                raise PluginError(f"{rec.origin()}: list_variants returned a bad name: {e}") from e
-        return list(dict.fromkeys(out))
+        return variant_names(rec, result[0] if result else [])
 
     def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Any) -> str | None:
         """The owner's reason for rejecting ``variant`` (None when it has none)."""
@@ -410,11 +298,7 @@ class PluginManager:
             if isinstance(e, KernelPluginsError):
                 raise
             raise PluginError(f"{rec.origin()} failed in load_kernel: {_describe_exc(e)}") from e
-        if module is not None and not isinstance(module, ModuleType):
-            raise PluginError(
-                f"{rec.origin()}: load_kernel returned {type(module).__name__}, expected a module"
-            )
-        return module
+        return kernel_module(rec, module)
 
     def locate_kernel(self, repo_id: str, device: DeviceInfo) -> Any:
         """A kernel repository path some plugin ships for ``repo_id``, or None."""

@@ -1,0 +1,103 @@
+"""Checks of what a backend's hooks return, before the plugin manager trusts the answer.
+
+Each function takes what one plugin's hook returned and either gives back the value the
+core may use or says what is wrong, naming the plugin (:meth:`BackendRecord.origin`), the
+hook and what was expected. The plugin manager (:mod:`kernel_plugins.plugins`) calls the
+hooks; this module never touches pluggy.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import _emulation
+from ._plugin_records import BackendRecord, DetectOutcome, strict_mode
+from .device import BackendSpec, DeviceInfo
+from .errors import PluginError
+
+
+def backend_spec_problem(spec: object, name: str) -> str | None:
+    """What is wrong with a ``backend_spec`` answer for a plugin registered as ``name``.
+
+    :return: the message for the plugin's failure record, or ``None`` when ``spec`` is a
+        :class:`BackendSpec` naming the backend ``name``.
+    """
+    if not isinstance(spec, BackendSpec):
+        return f"returned {type(spec).__name__}, expected kernel_plugins.BackendSpec"
+    if spec.name != name:
+        return (
+            f"declares backend {spec.name!r} but is registered as {name!r}; the entry-point "
+            "name must be the backend name"
+        )
+    return None
+
+
+def detect_outcome(rec: BackendRecord, result: object) -> DetectOutcome:
+    """Turn what ``detect_device`` of ``rec`` returned into a :class:`DetectOutcome`.
+
+    ``None`` (or an empty hook result list) and a device with ``count == 0`` mean no
+    device. Anything but a valid :class:`DeviceInfo` of this backend and device type is an
+    error outcome. A device type under emulation is marked emulated.
+
+    :raises PluginError: instead of an error outcome when ``KERNEL_PLUGINS_STRICT=1``.
+    """
+    result = result[0] if isinstance(result, list) and result else (None if result == [] else result)
+    if result is None:
+        return DetectOutcome(rec.name, None)
+    if not isinstance(result, DeviceInfo):
+        msg = f"detect_device returned {type(result).__name__}, expected DeviceInfo or None"
+        if strict_mode():
+            raise PluginError(f"{rec.origin()}: {msg}")
+        return DetectOutcome(rec.name, None, msg)
+    try:  # validate again: a plugin may have bypassed the constructor
+        result = result.replace()
+    except (ValueError, TypeError) as e:
+        msg = f"detect_device returned an invalid DeviceInfo: {e}"
+        if strict_mode():
+            raise PluginError(f"{rec.origin()}: {msg}") from e
+        return DetectOutcome(rec.name, None, msg)
+    if result.backend != rec.name or result.device_type != rec.spec.device_type:
+        msg = (
+            f"detect_device returned backend {result.backend!r} / device type "
+            f"{result.device_type!r}, expected {rec.name!r} / {rec.spec.device_type!r}"
+        )
+        if strict_mode():
+            raise PluginError(f"{rec.origin()}: {msg}")
+        return DetectOutcome(rec.name, None, msg)
+    if _emulation.is_emulated(result.device_type) and not result.emulated:
+        result = result.replace(emulated=True)
+    if result.count == 0:
+        return DetectOutcome(rec.name, None)
+    return DetectOutcome(rec.name, result)
+
+
+def variant_names(rec: BackendRecord, names: object) -> list[str]:
+    """Validate what ``list_variants`` of ``rec`` returned; the names without duplicates.
+
+    :raises PluginError: not a list or tuple, or a name that is not a valid variant name.
+    """
+    from .variants import validate_variant_name
+
+    if not isinstance(names, (list, tuple)):
+        raise PluginError(
+            f"{rec.origin()}: list_variants returned {type(names).__name__}, expected list[str]"
+        )
+    out: list[str] = []
+    for n in names:
+        try:
+            out.append(validate_variant_name(n))
+        except Exception as e:  # noqa: BLE001
+            raise PluginError(f"{rec.origin()}: list_variants returned a bad name: {e}") from e
+    return list(dict.fromkeys(out))
+
+
+def kernel_module(rec: BackendRecord, module: object) -> ModuleType | None:
+    """Check that ``load_kernel`` of ``rec`` returned a module or ``None``.
+
+    :raises PluginError: anything else was returned.
+    """
+    if module is not None and not isinstance(module, ModuleType):
+        raise PluginError(
+            f"{rec.origin()}: load_kernel returned {type(module).__name__}, expected a module"
+        )
+    return module

@@ -1,0 +1,145 @@
+"""Turn pydantic validation errors into :class:`BuildConfigIssue` values a person can act on.
+
+Each error becomes the dotted TOML key it is about (``kernel."a.b".src[0]``), what is
+wrong, and a fix: the allowed keys of the table for an unknown key (kebab-case hints for
+``snake_case`` ones), an example of the right TOML type for a type error.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Mapping
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel
+
+from ._models import KERNEL_BACKEND_KEYS, BuildConfig, BuildConfigIssue, General, Kernel, _kebab
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _fmt_loc(loc: tuple[Any, ...] | list[Any]) -> str:
+    """``("kernel", "a.b", "src", 0)`` -> ``kernel."a.b".src[0]``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        text = str(part)
+        if not _BARE_KEY.match(text):
+            text = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        out += ("." if out else "") + text
+    return out
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip ``Annotated`` and ``X | None`` from a type."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            annotation = get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            args = [a for a in get_args(annotation) if a is not type(None)]
+            if len(args) != 1:
+                return annotation
+            annotation = args[0]
+        else:
+            return annotation
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model class describing the table at ``loc`` (None when not a model)."""
+    current: Any = BuildConfig
+    parts = list(loc)
+    while parts:
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return None
+        part = parts.pop(0)
+        field = next(
+            (f for n, f in current.model_fields.items() if (f.alias or _kebab(n)) == part), None
+        )
+        if field is None:
+            return None
+        current = _unwrap(field.annotation)
+        while get_origin(current) in (dict, list) and parts:
+            parts.pop(0)  # the dict key / list index
+            current = _unwrap(get_args(current)[-1])
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _allowed_keys(model: type[BaseModel]) -> list[str]:
+    return sorted(f.alias or _kebab(n) for n, f in model.model_fields.items())
+
+
+_TYPE_FIXES = {
+    "int_type": "write a whole number without quotes, e.g. version = 1",
+    "string_type": 'write a quoted string, e.g. "value"',
+    "list_type": 'write a list, e.g. ["a", "b"]',
+    "model_type": "write a table: [section] followed by key = value lines",
+    "dict_type": "write a table: [section] followed by key = value lines",
+    "greater_than_equal": "use a number that is not negative",
+    "too_short": "give at least one entry",
+}
+
+_CUSTOM_FIXES = {
+    "version_or_revision": 'write {repo-id = "org/name", version = 1} or {repo-id = "org/name", '
+    'revision = "main"}',
+    "stable_abi": 'write stable-abi = "2.10", or a [torch.stable-abi] table such as cuda = "2.10"',
+}
+
+
+def _issue_from_error(err: Mapping[str, Any], prefix: tuple[Any, ...] = ()) -> BuildConfigIssue:
+    loc = prefix + tuple(err.get("loc", ()))
+    key = _fmt_loc(loc)
+    kind = err.get("type", "")
+    last = loc[-1] if loc else ""
+    table = _fmt_loc(loc[:-1]) or "(top level)"
+    if kind == "missing":
+        return BuildConfigIssue(
+            key, f"missing required key '{key}'", f"add {last} = ... to [{table}]"
+        )
+    if kind == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        allowed = _allowed_keys(model) if model is not None else []
+        if isinstance(last, str) and "_" in last and _kebab(last) in allowed:
+            fix = f"keys are kebab-case: write '{_kebab(last)}' instead of '{last}'"
+        else:
+            extra = ""
+            if model is General:
+                extra = "; or a table named after a backend, such as [general.cuda]"
+            elif model is Kernel:
+                specific = {k for keys in KERNEL_BACKEND_KEYS.values() for k in keys}
+                allowed = [k for k in allowed if k not in specific]
+                extra = "; plus " + "; ".join(
+                    f"for {b} kernels: {', '.join(k)}" for b, k in KERNEL_BACKEND_KEYS.items()
+                )
+            fix = (
+                f"remove it or fix its spelling; keys allowed in [{table}]: "
+                f"{', '.join(allowed) or 'none'}{extra}"
+            )
+        return BuildConfigIssue(key, f"unknown key '{key}'", fix)
+    if kind == "string_pattern_mismatch":
+        if last == "name":
+            return BuildConfigIssue(
+                key,
+                f"kernel name {_short(err.get('input'))} is not lowercase letters, digits and "
+                "'-' (starting with a letter)",
+                'use a name such as "my-kernel"',
+            )
+        return BuildConfigIssue(
+            key,
+            f"{_short(err.get('input'))} is not a version number",
+            'write a version such as "12.8" or "2.10"',
+        )
+    if kind in _CUSTOM_FIXES:
+        return BuildConfigIssue(key, err.get("msg", "invalid value"), _CUSTOM_FIXES[kind])
+    fix = _TYPE_FIXES.get(kind, "fix the value")
+    return BuildConfigIssue(
+        key, f"{err.get('msg', 'invalid value')} (got {_short(err.get('input'))})", fix
+    )

@@ -1,0 +1,228 @@
+"""Every check of one ``build/<variant>/`` folder.
+
+The folder name parses as a variant; neither the folder nor anything in it is a link out
+of the repository; ``metadata.json`` validates; ``backend.type`` fits the variant name;
+the kernel module exists; ``python-depends`` names are known for the backend; the
+``digest``, when present, matches the files; ``name`` and ``version`` agree with
+build.toml.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..buildconfig import canonical_backend
+from ..errors import VariantNameError
+from ..metadata import MAX_METADATA_BYTES, KernelMetadata
+from ..variants import Variant, parse_variant
+from ._report import _RENAME_FIX, _Ctx
+
+
+def _check_variant(ctx: _Ctx, name: str, folder: Path) -> None:
+    """Every check of one ``build/<variant>`` folder."""
+    if folder.is_symlink() or not ctx.inside(folder):
+        ctx.add(
+            folder, "", f"variant folder is a link that points outside the repository (to "
+            f"{folder.resolve()})", "replace the link with a real folder under build/",
+        )
+        return
+    variant: Variant | None = None
+    try:
+        variant = parse_variant(name)
+    except VariantNameError as e:
+        ctx.add(folder, "", str(e), _RENAME_FIX)
+    _check_links(ctx, folder)
+    meta = _read_metadata(ctx, folder)
+    _check_module(ctx, folder, meta)
+    if meta is None:
+        return
+    backend = canonical_backend(meta.backend.type)
+    mfile = folder / "metadata.json"
+    if variant is not None and variant.kind == "universal":
+        ctx.notes.append(
+            f"{ctx.rel(folder)}: torch-universal is deprecated; ship torch-<backend> noarch "
+            "variants instead (they can declare dependencies per backend)"
+        )
+    elif meta.backend.type not in ctx.known:
+        ctx.add(
+            mfile, "backend.type", f"unknown backend {meta.backend.type!r}",
+            f"use one of {', '.join(sorted(ctx.known))}, or install the plugin of that backend",
+        )
+    elif variant is not None:
+        _check_agreement(ctx, folder, variant, meta, backend)
+    _check_python_depends(ctx, mfile, meta, backend)
+    if meta.digest is not None:
+        _check_digest(ctx, folder, meta)
+    _check_against_build(ctx, mfile, meta)
+
+
+def _check_links(ctx: _Ctx, folder: Path) -> None:
+    """Report links inside the variant that lead out of the repository (never followed)."""
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        for entry in [*dirnames, *filenames]:
+            p = Path(dirpath) / entry
+            if p.is_symlink() and not ctx.inside(p):
+                ctx.add(
+                    p, "", f"link points outside the repository (to {p.resolve()}); loading "
+                    "would read files from there", "replace the link with the file itself",
+                )
+
+
+def _read_metadata(ctx: _Ctx, folder: Path) -> KernelMetadata | None:
+    """Validate ``metadata.json``; one problem per bad key."""
+    path = folder / "metadata.json"
+    rebuild = "rebuild the variant with the kernel builder, or fix metadata.json"
+    if not path.is_file():
+        ctx.add(path, "", "missing: every build variant needs a metadata.json", rebuild)
+        return None
+    size = path.stat().st_size
+    if size > MAX_METADATA_BYTES:
+        ctx.add(path, "", f"{size} bytes, larger than the {MAX_METADATA_BYTES} allowed", rebuild)
+        return None
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        ctx.add(path, "", f"not UTF-8 text ({e})", "save the file as UTF-8")
+        return None
+    except json.JSONDecodeError as e:
+        ctx.add(path, "", f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}", rebuild)
+        return None
+    except RecursionError:
+        ctx.add(path, "", "malformed JSON: values are nested too deeply", rebuild)
+        return None
+    if not isinstance(data, dict):
+        ctx.add(path, "", f"expected a JSON object, got {type(data).__name__}", rebuild)
+        return None
+    try:
+        return KernelMetadata.model_validate(data)
+    except ValidationError as e:
+        for err in e.errors():
+            key = ".".join(str(p) for p in err.get("loc", ()))
+            msg = err["msg"].removeprefix("Value error, ")
+            if err.get("type") == "missing":
+                msg = f"missing required key '{key}'"
+            else:
+                msg = f"{msg} (got {_short(err.get('input'))})"
+            ctx.add(path, key, msg, f"rebuild the variant with the kernel builder, or set "
+                    f"'{key}' in metadata.json")
+    return None
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_module(ctx: _Ctx, folder: Path, meta: KernelMetadata | None) -> None:
+    if (folder / "__init__.py").is_file():
+        return
+    if meta is not None:
+        nested = folder / meta.python_name / "__init__.py"
+        if nested.is_file():
+            return
+        expected = f"__init__.py or {meta.python_name}/__init__.py"
+    else:
+        if any((c / "__init__.py").is_file() for c in folder.iterdir() if c.is_dir()):
+            return
+        expected = "__init__.py or <python_name>/__init__.py"
+    ctx.add(
+        folder, "", f"no kernel module: expected {expected}",
+        "add the kernel's Python package (flat: __init__.py in the variant folder; nested: "
+        "<name with - replaced by _>/__init__.py)",
+    )
+
+
+def _check_agreement(
+    ctx: _Ctx, folder: Path, variant: Variant, meta: KernelMetadata, backend: str
+) -> None:
+    """``backend.type`` must fit the variant name."""
+    mfile = folder / "metadata.json"
+    if variant.kind == "noarch":
+        want = variant.noarch_backend or ""
+        if canonical_backend(want) not in ctx.known:
+            ctx.add(
+                folder, "", f"noarch variant for unknown backend {want!r}",
+                f"use torch-<backend> with one of {', '.join(sorted(ctx.known))}",
+            )
+        elif canonical_backend(want) != backend:
+            ctx.add(
+                mfile, "backend.type",
+                f"variant {variant.name} is for backend {want!r} but backend.type is "
+                f"{meta.backend.type!r}",
+                f"set backend.type to {want!r}, or move the build to build/torch-{backend}",
+            )
+        return
+    prefix = variant.token_prefix or ""
+    owner = ctx.token_owner(prefix)
+    if owner is None:
+        ctx.add(
+            folder, "", f"backend token {variant.token!r} belongs to no known backend",
+            "use a token of an installed backend (cu128, rocm63, xpu20253, cpu, metal...) or "
+            "install the plugin that owns it",
+        )
+    elif owner != backend:
+        ctx.add(
+            mfile, "backend.type",
+            f"variant {variant.name} has token {variant.token!r} of backend {owner!r} but "
+            f"backend.type is {meta.backend.type!r}",
+            f"set backend.type to {owner!r}, or rename the folder with a {backend} token",
+        )
+
+
+def _check_python_depends(ctx: _Ctx, mfile: Path, meta: KernelMetadata, backend: str) -> None:
+    from ..importer import GENERIC_PYTHON_DEPENDS
+    from ..known_plugins import INSTALL_HINTS
+
+    rec = ctx.manager.backends().get(backend)
+    known = {**GENERIC_PYTHON_DEPENDS, **(rec.spec.python_depends if rec else {})}
+    for i, name in enumerate(meta.python_depends):
+        if name in known:
+            continue
+        if rec is None and backend in ctx.known:
+            hint = INSTALL_HINTS.get(backend)
+            ctx.notes.append(
+                f"{ctx.rel(mfile)}: python-depends {name!r} cannot be checked: backend "
+                f"{backend!r} is not installed" + (f" (pip install {hint})" if hint else "")
+            )
+            continue
+        ctx.add(
+            mfile, f"python-depends[{i}]",
+            f"{name!r} is not a known dependency for backend {backend!r}",
+            f"use one of {', '.join(sorted(known))}, or ask for {name!r} to be added to the "
+            "known dependencies",
+        )
+
+
+def _check_digest(ctx: _Ctx, folder: Path, meta: KernelMetadata) -> None:
+    from ..integrity import check_digest
+
+    fixes = {
+        "missing": "restore the file or rebuild the variant",
+        "changed": "rebuild the variant (files were modified after the build) or restore them",
+        "unexpected": "remove the file or rebuild the variant so the digest lists it",
+        "malformed": "rebuild the variant so the digest is written again",
+    }
+    for m in check_digest(folder, meta.digest):
+        file = folder / "metadata.json" if m.kind == "malformed" else folder / m.path
+        ctx.add(file, "digest", m.describe(), fixes[m.kind])
+
+
+def _check_against_build(ctx: _Ctx, mfile: Path, meta: KernelMetadata) -> None:
+    if ctx.build is None:
+        return
+    general = ctx.build.config.general
+    if meta.name != general.name:
+        ctx.add(
+            mfile, "name", f"name {meta.name!r} differs from build.toml's {general.name!r}",
+            "rebuild the variant from this build.toml, or remove the stale build",
+        )
+    if general.version is not None and meta.version != general.version:
+        ctx.add(
+            mfile, "version",
+            f"version {meta.version} differs from build.toml's {general.version}",
+            "rebuild the variant from this build.toml, or remove the stale build",
+        )

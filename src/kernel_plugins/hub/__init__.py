@@ -1,0 +1,54 @@
+"""The Hub source: resolve a kernel repository to a commit and fetch one build variant.
+
+A kernel repository on the Hugging Face Hub (repo type ``kernel``, or ``model`` for older
+ones) keeps one folder per build variant under ``build/``. This package turns what a user
+asked for (a revision, a version ``N`` meaning branch ``vN``, or nothing) into a
+:class:`HubRef` pinned to a commit sha, lists the variant names at that commit, and
+downloads the files of exactly one variant into the huggingface_hub cache.
+
+huggingface_hub is imported inside the functions, never when this package is imported. Its
+settings are read at call time from ``huggingface_hub.constants`` (``ENDPOINT``,
+``HF_HUB_OFFLINE``, ``HF_HUB_CACHE``). With ``HF_HUB_OFFLINE=1`` everything is answered
+from the local cache without a request, and a commit sha already in the cache never causes
+a request either.
+
+The parts, one job each:
+
+- ``_values``: :class:`HubRef` and the checks of repo ids, revisions, versions, variants;
+- ``_cache``: huggingface_hub's settings and cache layout, ``refs/``, cached file
+  listings, and resolution from the cache alone (offline);
+- ``_resolve``: :func:`resolve` online, and the remembered repo type per repository;
+- ``_download``: listing, finding and downloading one build variant;
+- ``_errors``: huggingface_hub / HTTP errors mapped to errors that say how to fix them.
+"""
+
+from __future__ import annotations
+
+# Errors callers catch as ``hub.HubError`` etc. (re-exported as before the split).
+from kernel_plugins.errors import HubError as HubError
+from kernel_plugins.errors import RepoIdError as RepoIdError
+from kernel_plugins.errors import RevisionError as RevisionError
+from kernel_plugins.errors import SourceError as SourceError
+from kernel_plugins.errors import VersionNotFoundError as VersionNotFoundError
+
+from ._cache import hub_endpoint, is_offline
+from ._download import cached_variant_path, download_variant, list_variant_names
+from ._errors import is_not_found, map_error
+from ._resolve import clear_repo_type_cache, resolve
+from ._values import REPO_TYPES, HubRef, RepoType, validate_repo_id
+
+__all__ = [
+    "REPO_TYPES",
+    "RepoType",
+    "HubRef",
+    "validate_repo_id",
+    "resolve",
+    "list_variant_names",
+    "download_variant",
+    "cached_variant_path",
+    "clear_repo_type_cache",
+    "hub_endpoint",
+    "is_offline",
+    "is_not_found",
+    "map_error",
+]

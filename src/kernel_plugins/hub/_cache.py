@@ -1,0 +1,169 @@
+"""The huggingface_hub cache as the Hub source reads it, and resolution from it alone.
+
+huggingface_hub keeps one folder per repository (``kernels--org--name``) holding
+``refs/`` (branch or tag name -> commit sha), ``snapshots/<sha>/`` (the files) and, in
+recent versions, a cached file listing per commit. This module reads huggingface_hub's
+settings at call time (:func:`hub_endpoint`, :func:`is_offline`, the cache folder), finds
+those folders, reads and writes ``refs/``, and answers
+:func:`~kernel_plugins.hub.resolve` from the cache alone when ``HF_HUB_OFFLINE=1``
+(:func:`_resolve_offline`), never making a request.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
+
+from ._values import _SHA_RE, HubRef, RepoType, _format_versions, _version_of, _versions
+
+logger = logging.getLogger("kernel_plugins")
+
+
+# --- huggingface_hub settings -----------------------------------------------------------
+
+
+def hub_endpoint(endpoint: str | None) -> str:
+    """The endpoint to talk to: the given one, else huggingface_hub's current setting."""
+    if endpoint:
+        return endpoint.rstrip("/")
+    from huggingface_hub import constants
+
+    return str(constants.ENDPOINT).rstrip("/")
+
+
+def is_offline() -> bool:
+    """Whether huggingface_hub is in offline mode right now (``HF_HUB_OFFLINE``)."""
+    from huggingface_hub import constants
+
+    check = getattr(constants, "is_offline_mode", None)
+    return bool(check()) if callable(check) else bool(constants.HF_HUB_OFFLINE)
+
+
+# --- cache layout -----------------------------------------------------------------------
+
+
+def _cache_dir() -> Path:
+    """huggingface_hub's cache folder (``HF_HUB_CACHE``), read at call time."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE).expanduser()
+
+
+def _storage_folder(repo_id: str, repo_type: str) -> Path:
+    """The cache folder of one repository, e.g. ``kernels--org--name``."""
+    return _cache_dir() / "--".join([f"{repo_type}s", *repo_id.split("/")])
+
+
+def _snapshot_folder(ref: HubRef) -> Path:
+    """The cache folder holding the files of ``ref.sha``."""
+    return _storage_folder(ref.repo_id, ref.repo_type) / "snapshots" / ref.sha
+
+
+def _read_ref(repo_id: str, repo_type: str, name: str) -> str | None:
+    """The sha the cache's ``refs/<name>`` points at, or ``None``."""
+    try:
+        sha = (_storage_folder(repo_id, repo_type) / "refs" / name).read_text().strip()
+    except OSError:
+        return None
+    return sha if _SHA_RE.fullmatch(sha) else None
+
+
+def _cached_versions(repo_id: str, repo_type: str) -> dict[int, str]:
+    """Versions whose ``refs/vN`` file is in the cache, mapped to their shas."""
+    refs = _storage_folder(repo_id, repo_type) / "refs"
+    if not refs.is_dir():
+        return {}
+    shas = {p.name: _read_ref(repo_id, repo_type, p.name) for p in refs.iterdir() if p.is_file()}
+    return _versions({name: sha for name, sha in shas.items() if sha})
+
+
+def _write_ref(repo_id: str, repo_type: str, name: str, sha: str) -> None:
+    """Record ``name -> sha`` in the cache's ``refs/`` (as huggingface_hub does); best effort."""
+    if _read_ref(repo_id, repo_type, name) == sha:
+        return
+    path = _storage_folder(repo_id, repo_type) / "refs" / name
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ref-")
+        with os.fdopen(fd, "w") as f:
+            f.write(sha)
+        os.replace(tmp, path)
+    except OSError as exc:
+        logger.debug("Could not record %s -> %s in %s: %s", name, sha, path, exc)
+
+
+def _cached_tree(ref: HubRef) -> list[str] | None:
+    """Paths of every file at ``ref.sha`` from huggingface_hub's cached listing, or ``None``."""
+    try:
+        from huggingface_hub import get_cached_repo_tree
+    except ImportError:
+        return None
+    try:
+        files = get_cached_repo_tree(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha)
+    except Exception:  # no listing cached (CachedRepoTreeNotFoundError) or unreadable
+        return None
+    return [f.path for f in files]
+
+
+# --- offline resolution -----------------------------------------------------------------
+
+
+def _resolve_offline(
+    repo_id: str,
+    types: list[RepoType],
+    revision: str | None,
+    version: int | None,
+    endpoint: str | None,
+) -> HubRef:
+    """Resolve from the local cache only (``HF_HUB_OFFLINE=1``); never makes a request."""
+    where = f"the local cache ({_cache_dir()})"
+    fix = "unset HF_HUB_OFFLINE to look it up on the Hub"
+    present = [t for t in types if _storage_folder(repo_id, t).is_dir()]
+    if not present:
+        # offline with nothing cached: the Hub cannot be used (a HubError, so that callers
+        # may fall back exactly as when the Hub is unreachable)
+        raise HubError(f"{repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; {fix}.")
+    if revision is not None and _SHA_RE.fullmatch(revision):
+        raise RevisionError(
+            f"Commit {revision} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; {fix}."
+        )
+    if revision is not None:
+        for t in present:
+            sha = _read_ref(repo_id, t, revision)
+            if sha:
+                ver = _version_of(revision)
+                return HubRef(repo_id, t, revision, sha, ver, endpoint)
+        raise RevisionError(
+            f"Revision {revision!r} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; "
+            f"{fix}."
+        )
+    for t in present:
+        cached = _cached_versions(repo_id, t)
+        if version is not None:
+            if version in cached:
+                return HubRef(repo_id, t, f"v{version}", cached[version], version, endpoint)
+            continue
+        snapshots = _storage_folder(repo_id, t) / "snapshots"
+        usable = {n: sha for n, sha in cached.items() if (snapshots / sha).is_dir()} or cached
+        if usable:
+            newest = max(usable)
+            logger.info(
+                "No version given for %s; HF_HUB_OFFLINE=1, using the newest cached version %d.",
+                repo_id,
+                newest,
+            )
+            return HubRef(repo_id, t, None, usable[newest], newest, endpoint)
+        main = _read_ref(repo_id, t, "main")
+        if main:
+            return HubRef(repo_id, t, None, main, None, endpoint)
+    if version is not None:
+        known = sorted({n for t in present for n in _cached_versions(repo_id, t)})
+        raise VersionNotFoundError(
+            f"Version {version} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; "
+            f"cached versions: {_format_versions(known)}. Use one of those or {fix}."
+        )
+    raise SourceError(f"No usable revision of {repo_id} is in {where}; {fix}.")

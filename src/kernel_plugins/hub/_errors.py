@@ -1,0 +1,112 @@
+"""Map huggingface_hub and HTTP errors to kernel-plugins errors that say how to fix them.
+
+:func:`is_not_found` tells "no such repository / revision / entry" (HTTP 401 or 404)
+apart from other failures; :func:`map_error` turns whatever huggingface_hub or its HTTP
+stack raised into a :class:`~kernel_plugins.errors.HubError` that names the repository,
+the revision, the endpoint and what was being done.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from kernel_plugins.errors import HubError, SourceError
+
+from ._cache import _storage_folder, hub_endpoint
+from ._values import REPO_TYPES
+
+
+def _status(exc: BaseException) -> int | None:
+    """HTTP status of a huggingface_hub HTTP error, else ``None``."""
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_not_found(exc: BaseException) -> bool:
+    """Whether the Hub answered 'repository / revision / entry not found' (401 or 404)."""
+    from huggingface_hub.utils import HfHubHTTPError
+
+    return isinstance(exc, HfHubHTTPError) and _status(exc) in (401, 404)
+
+
+def _connection_error_types() -> tuple[type[BaseException], ...]:
+    """Exception classes meaning 'could not talk to the server' for the installed HTTP stack."""
+    found: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    for module, names in (
+        ("httpx2", ("TransportError",)),
+        ("httpx", ("TransportError",)),
+        ("requests", ("ConnectionError", "Timeout")),
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        found += [getattr(mod, n) for n in names if isinstance(getattr(mod, n, None), type)]
+    return tuple(found)
+
+
+def map_error(
+    exc: BaseException, repo_id: str, revision: str | None, endpoint: str | None, doing: str
+) -> SourceError:
+    """Turn a huggingface_hub / HTTP error into one of our errors with a fix."""
+    from huggingface_hub.utils import HfHubHTTPError
+
+    if isinstance(exc, SourceError):
+        return exc
+    url = hub_endpoint(endpoint)
+    at = f" at revision {revision}" if revision else ""
+    detail = f"{exc.__class__.__name__}: {exc}".strip()
+    if type(exc).__name__ == "OfflineModeIsEnabled":
+        return HubError(
+            f"HF_HUB_OFFLINE=1 is set but {repo_id}{at} needed the Hub ({doing}); unset "
+            "HF_HUB_OFFLINE or download it first."
+        )
+    if isinstance(exc, HfHubHTTPError):
+        status = _status(exc)
+        if type(exc).__name__ == "GatedRepoError":
+            return HubError(
+                f"{repo_id} is gated on {url}: accept its conditions on the website and log "
+                f"in with `hf auth login` (or set HF_TOKEN). ({detail})"
+            )
+        if status in (401, 404):
+            return HubError(
+                f"{repo_id}{at} was not found on {url} while {doing}. Check the repository "
+                f"id and revision; log in if it is private. ({detail})"
+            )
+        return HubError(
+            f"The Hub at {url} answered HTTP {status} while {doing} for {repo_id}{at}; try "
+            f"again later. ({detail})"
+        )
+    if isinstance(exc, _connection_error_types()):
+        hint = (
+            f" {repo_id} has files in the local cache: set HF_HUB_OFFLINE=1 to use them "
+            "without the network."
+            if any(_storage_folder(repo_id, t).is_dir() for t in REPO_TYPES)
+            else ""
+        )
+        names = ("ConnectError", "ConnectTimeout", "ConnectionError")
+        if isinstance(exc, ConnectionRefusedError) or type(exc).__name__ in names:
+            return HubError(
+                f"Could not reach the Hub at {url} while {doing} for {repo_id}{at} ({detail}). "
+                f"Check the network and HF_ENDPOINT.{hint}"
+            )
+        return HubError(
+            f"The connection to the Hub at {url} broke off while {doing} for {repo_id}{at} "
+            f"({detail}). Try again: files already downloaded are kept.{hint}"
+        )
+    cause = exc.__cause__
+    if isinstance(exc, OSError) and cause is not None and not isinstance(cause, SourceError):
+        if isinstance(cause, _connection_error_types()):  # the cache fallback failed too
+            return map_error(cause, repo_id, revision, endpoint, doing)
+    if isinstance(exc, OSError) and type(exc).__name__ in (
+        "LocalEntryNotFoundError",
+        "IncompleteSnapshotError",
+    ):
+        return HubError(
+            f"{repo_id}{at} could not be fetched from {url} and is not (fully) in the local "
+            f"cache while {doing}. Check the network and try again. ({detail})"
+        )
+    return HubError(
+        f"Unexpected error from the Hub at {url} while {doing} for {repo_id}{at}: {detail}"
+    )
