@@ -41,10 +41,12 @@ MAX_NAME_LENGTH = 128
 
 Kind = Literal["arch", "stable-abi", "tvm-ffi", "noarch", "universal"]
 
-_TAIL = r"(?P<token>[a-z]+[0-9]*)-(?P<cpu>x86_64|aarch64)-(?P<os>linux|darwin|windows)"
-_ARCH_RE = re.compile(r"^torch(?P<maj>[0-9])(?P<min>[0-9]+)(?:-(?P<abi>cxx11|cxx98))?-" + _TAIL + "$")
-_STABLE_RE = re.compile(r"^torch-stable-abi(?P<maj>[0-9])(?P<min>[0-9]+)-" + _TAIL + "$")
-_TVM_RE = re.compile(r"^tvm-ffi(?P<maj>[0-9])(?P<min>[0-9]+)-" + _TAIL + "$")
+# One pattern for the three versioned forms (one match per name: resolution parses hundreds).
+_VERSIONED_RE = re.compile(
+    r"^(?:torch-stable-abi(?P<s>[0-9]{2,})|torch(?P<a>[0-9]{2,})(?:-(?P<abi>cxx11|cxx98))?"
+    r"|tvm-ffi(?P<t>[0-9]{2,}))"
+    r"-(?P<token>[a-z]+[0-9]*)-(?P<cpu>x86_64|aarch64)-(?P<os>linux|darwin|windows)$"
+)
 _NOARCH_RE = re.compile(r"^torch-(?P<backend>[a-z][a-z0-9_]*)$")
 _SAFE_NAME_RE = re.compile(r"[a-z0-9_.\-]+")
 _TOKEN_RE = re.compile(r"^(?P<prefix>[a-z]+)(?P<digits>[0-9]*)$")
@@ -125,18 +127,13 @@ def _parse_valid(name: str) -> Variant:
     """Parse a name that passed :func:`validate_variant_name` (cached: names repeat)."""
     if name == UNIVERSAL:
         return Variant(name=name, kind="universal")
-    for regex, kind in ((_STABLE_RE, "stable-abi"), (_ARCH_RE, "arch"), (_TVM_RE, "tvm-ffi")):
-        m = regex.match(name)
-        if m:
-            return Variant(
-                name=name,
-                kind=kind,  # type: ignore[arg-type]
-                version=(int(m.group("maj")), int(m.group("min"))),
-                abi=m.groupdict().get("abi"),
-                token=m.group("token"),
-                cpu=m.group("cpu"),
-                os=m.group("os"),
-            )
+    m = _VERSIONED_RE.match(name)
+    if m:
+        stable, arch, tvm, abi, token, cpu, os_ = m.group("s", "a", "t", "abi", "token", "cpu", "os")
+        digits = stable or arch or tvm
+        kind: Kind = "stable-abi" if stable else ("arch" if arch else "tvm-ffi")
+        # one-digit major, then the minor: torch210 = 2.10, tvm-ffi01 = 0.1
+        return Variant(name, kind, (int(digits[0]), int(digits[1:])), abi, token, cpu, os_)
     m = _NOARCH_RE.match(name)
     if m and not name.startswith(("torch-stable-abi",)):
         return Variant(name=name, kind="noarch", noarch_backend=m.group("backend"))
@@ -270,8 +267,7 @@ def noarch_variant_names(backend: str, *, universal: bool = True) -> list[str]:
     return [f"torch-{backend}"] + ([UNIVERSAL] if universal else [])
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """The verdict on one available variant: accepted (with rank) or rejected (with reason)."""
 
     variant: str
@@ -401,7 +397,12 @@ def resolve(
         rank.setdefault(name, i)  # a name listed twice keeps its first (best) place
     accepted: list[tuple[int, str]] = []
     rejected: list[Decision] = []
-    for name in sorted(set(available), key=lambda n: (str(type(n)), str(n))):
+    unique = set(available)
+    if all(type(n) is str for n in unique):
+        ordered = sorted(unique)
+    else:  # a bad source may hand us non-strings: they are rejected, never a crash
+        ordered = sorted(unique, key=lambda n: (str(type(n)), str(n)))
+    for name in ordered:
         try:
             v = parse_variant(name)
         except VariantNameError as e:
