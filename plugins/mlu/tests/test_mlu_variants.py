@@ -10,8 +10,8 @@ from kernel_plugins import plugins
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.loader import resolve_variants
 from kernel_plugins.sources import local_variants
+from kernel_plugins.testing.kernel_repos import make_repo
 from kernel_plugins.variants import parse_variant, resolve
-from mlu_kernel_repos import make_repo
 
 from kernel_plugins_mlu import hooks
 

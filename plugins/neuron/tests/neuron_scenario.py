@@ -1,51 +1,25 @@
-"""Full-emulation scenario for the neuron backend, run in a fresh interpreter.
+"""Full-emulation scenario of the neuron backend (run by ``test_neuron_emulated.py``).
 
-PyTorch allows one PrivateUse1 device name per process, so ``test_neuron_emulated.py``
-runs this file in a new interpreter. Every check stores its value (or the error it
-raised) in ``RESULTS``, printed as one ``RESULT:<json>`` line at the end.
+See :mod:`kernel_plugins.testing.plugin_checks` for the generic checks.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-import os
-import sys
 import tempfile
-import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-RESULTS: dict[str, Any] = {}
-
-
-def check(key: str, fn: Callable[[], Any]) -> None:
-    """Store ``fn()`` under ``key``, or the error it raised."""
-    try:
-        RESULTS[key] = fn()
-    except Exception as e:  # noqa: BLE001 - recorded so one failure does not hide the others
-        RESULTS[key] = {"error": type(e).__name__, "message": str(e)}
+from kernel_plugins.testing import plugin_checks as pc
+from kernel_plugins.testing.kernel_repos import make_repo
 
 
-def main() -> None:
+def main() -> pc.Recorder:
     """Emulate two Neuron devices and exercise detection, models, loading and the CLI."""
-    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    rec = pc.start_scenario("neuron", devices=2)
+
     import kernel_plugins
     import torch
-    import torch.nn.functional as F
-    from kernel_plugins.errors import MissingDependencyError, NoCompatibleVariantError
-    from kernel_plugins.loader import system_info
-    from kernel_plugins.testing import emulate
-    from neuron_kernel_repos import make_repo
-
-    emulated = emulate("neuron", devices=2)
-    RESULTS["stand_ins"] = emulated.vendor_stand_ins
-    check("device", lambda: kernel_plugins.get_device("neuron").to_dict())
-    check("device_index", lambda: kernel_plugins.get_device("neuron:1").index)
+    from kernel_plugins.errors import MissingDependencyError
 
     def vendor() -> dict[str, Any]:
         import torch_neuronx
@@ -59,30 +33,13 @@ def main() -> None:
             "is_neuron": torch.ones(1, device="neuron:1").is_neuron,
         }
 
-    check("default_device", lambda: kernel_plugins.get_device().backend)
-    check("vendor", vendor)
+    rec.check("default_device", lambda: kernel_plugins.get_device().backend)
+    rec.check("vendor", vendor)
+    pc.check_model_forward(rec, "neuron")
 
-    def model_forward() -> dict[str, Any]:
-        torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
-        x = torch.randn(5, 8)
-        with torch.no_grad():  # a live autograd graph blocks the emulated swap in .to()
-            expected = model(x)
-        model.to("neuron")
-        y = model(x.to("neuron"))
-        return {
-            "out_device": str(y.device),
-            "param_device": str(next(model.parameters()).device),
-            "equal": bool(torch.equal(y.cpu(), expected)),
-        }
-
-    check("model", model_forward)
-
-    s = system_info()
-    abi = "cxx11" if s.cxx11_abi else "cxx98"
-    torch_tag = f"torch{s.torch_version[0]}{s.torch_version[1]}"  # type: ignore[index]
-    arch = f"{torch_tag}-{abi}-neuron-{s.cpu}-{s.os}"
-    cuda_arch = f"{torch_tag}-{abi}-cu128-{s.cpu}-{s.os}"
+    # Neuron kernels are noarch (NKI): an arch variant with a neuron token is refused.
+    arch = pc.arch_variant("neuron")
+    cuda_arch = pc.arch_variant("cu128")
     tmp = Path(tempfile.mkdtemp(prefix="kp-neuron-scenario-"))
     full = make_repo(
         tmp / "full", [arch, cuda_arch, "torch-neuron", "torch-cuda", "torch-universal"]
@@ -90,19 +47,8 @@ def main() -> None:
     universal = make_repo(tmp / "universal", [arch, "torch-universal"])
     cuda_only = make_repo(tmp / "cuda-only", [cuda_arch, arch, "torch-cuda"])
     needs_nki = make_repo(tmp / "needs-nki", ["torch-neuron"], python_depends=["nki"])
-
-    def load_arch() -> dict[str, Any]:
-        mod = kernel_plugins.load(full, device="neuron")
-        out = mod.double(torch.ones(2, device="neuron:1"))
-        return {
-            "variant": mod.VARIANT,
-            "provenance": mod.__kernel_provenance__.to_dict(),
-            "out_device": str(out.device),
-            "out": out.cpu().tolist(),
-        }
-
-    check("load_arch", load_arch)
-    check("load_universal", lambda: kernel_plugins.load(universal, device="neuron").VARIANT)
+    pc.check_load(rec, "neuron", full)
+    pc.check_loaded_variant(rec, "load_universal", "neuron", universal)
 
     def missing_nki() -> dict[str, Any]:
         try:
@@ -111,98 +57,14 @@ def main() -> None:
             return {"error": "MissingDependencyError", "text": str(e)}
         return {"loaded": True}
 
-    check("missing_nki", missing_nki)
-
-    def no_variant() -> str:
-        try:
-            kernel_plugins.load(cuda_only, device="neuron")
-        except NoCompatibleVariantError as e:
-            return str(e)
-        return "loaded"
-
-    check("no_variant", no_variant)
-
-    def reference_fallback() -> dict[str, Any]:
-        os.environ["LOCAL_KERNELS"] = f"kernels-community/activation={cuda_only}"
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                act = kernel_plugins.load("activation", device="neuron")
-        finally:
-            del os.environ["LOCAL_KERNELS"]
-        x = torch.randn(3, 8)
-        out = torch.empty(3, 4, device="neuron")
-        act.silu_and_mul(out, x.to("neuron"))
-        prov = act.__kernel_provenance__
-        return {
-            "source": prov.source,
-            "emulated": prov.emulated,
-            "notes": list(prov.notes),
-            "warnings": [str(w.message) for w in caught],
-            "out_device": str(out.device),
-            "equal": bool(torch.equal(out.cpu(), F.silu(x[..., :4]) * x[..., 4:])),
-        }
-
-    check("fallback", reference_fallback)
-
-    def kernelized() -> dict[str, Any]:
-        from kernel_plugins.layers import (
-            LocalLayerRepository,
-            Mode,
-            kernel_choice,
-            kernelize,
-            use_kernel_forward_from_hub,
-            use_kernel_mapping,
-        )
-
-        @use_kernel_forward_from_hub("SiluAndMul")
-        class SiluAndMul(torch.nn.Module):
-            def forward(self, x: torch.Tensor) -> torch.Tensor:
-                d = x.shape[-1] // 2
-                return F.silu(x[..., :d]) * x[..., d:]
-
-        torch.manual_seed(1)
-        model = torch.nn.Sequential(torch.nn.Linear(8, 8), SiluAndMul())
-        x = torch.randn(4, 8)
-        with torch.no_grad():
-            expected = model(x)
-        model.to("neuron")
-        mapping = {"SiluAndMul": {"neuron": LocalLayerRepository(full, layer_name="SiluAndMul")}}
-        with use_kernel_mapping(mapping):
-            kernelize(model, mode=Mode.INFERENCE, device="neuron")
-        y = model(x.to("neuron"))
-        choice = kernel_choice(model[1])
-        prov = getattr(choice, "provenance", None)
-        return {
-            "uses_kernel": bool(choice and choice.uses_kernel),
-            "variant": getattr(prov, "variant", None),
-            "emulated": getattr(prov, "emulated", None),
-            "out_device": str(y.device),
-            "equal": bool(torch.equal(y.cpu(), expected)),
-        }
-
-    check("kernelize", kernelized)
-
-    def synchronize() -> list[Any]:
-        info = kernel_plugins.get_device("neuron")
-        before = torch.neuron.synchronize_calls
-        ok = kernel_plugins.get_manager().synchronize(info)
-        return [ok, torch.neuron.synchronize_calls - before]
-
-    check("synchronize", synchronize)
-
-    def cli() -> dict[str, Any]:
-        from kernel_plugins.cli import main as cli_main
-
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli_main(["list-backends", "--emulate", "neuron", "--json"])
-        rows = {r["name"]: r for r in json.loads(out.getvalue())["backends"]}
-        return {"code": code, "neuron": rows["neuron"], "stderr": err.getvalue()}
-
-    check("cli", cli)
+    rec.check("missing_nki", missing_nki)
+    pc.check_no_variant(rec, "neuron", cuda_only)
+    pc.check_reference_fallback(rec, "neuron", cuda_only)
+    pc.check_kernelize(rec, "neuron", full)
+    pc.check_synchronize(rec, "neuron")
+    pc.check_cli(rec, "neuron")
+    return rec
 
 
 if __name__ == "__main__":
-    main()
-    print("RESULT:" + json.dumps(RESULTS, default=str))
+    main().emit()

@@ -22,17 +22,21 @@ sheet; nothing here says anything about real hardware.
 from __future__ import annotations
 
 import atexit
-import importlib.machinery
-import os
-import re
 import shutil
-import sys
 import tempfile
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kernel_plugins.testing.stand_ins import (
+    StandIns,
+    install_stand_ins,
+    merge_facts,
+    stand_in_package,
+    torch_release,
+    vendor_device_module,
+)
 
 from .versions import NEUWARE_ENV, VERSION_FILE
 
@@ -57,57 +61,6 @@ DEFAULT_FACTS: dict[str, Any] = {
     "version": None,
     "toolkit": "3.13.5",
 }
-
-
-@dataclass
-class StandIns:
-    """What :func:`install` puts in place.
-
-    Attributes:
-        package: the stand-in ``torch_mlu`` module.
-        device_module: the ``torch.mlu`` module (configured with the vendor properties).
-        version_attrs: attributes for ``torch.version`` (``{"mlu": None}``).
-        environ: environment variables to set (``NEUWARE_HOME``).
-    """
-
-    package: types.ModuleType
-    device_module: types.ModuleType
-    version_attrs: dict[str, Any] = field(default_factory=dict)
-    environ: dict[str, str] = field(default_factory=dict)
-
-
-def _error(message: str) -> Exception:
-    from kernel_plugins.testing import EmulationError
-
-    return EmulationError(message)
-
-
-def _merge_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(facts) - set(DEFAULT_FACTS))
-    if unknown:
-        raise _error(
-            f"unknown mlu emulation fact(s) {', '.join(unknown)}; known facts: "
-            f"{', '.join(sorted(DEFAULT_FACTS))}"
-        )
-    merged = {**DEFAULT_FACTS, **facts}
-    cap = merged["capability"]
-    if (
-        not isinstance(cap, (tuple, list))
-        or len(cap) != 2
-        or not all(isinstance(x, int) and x >= 0 for x in cap)
-    ):
-        raise _error(f"fact capability={cap!r} must be a (major, minor) pair, e.g. (5, 0)")
-    for key in ("version", "toolkit"):
-        if merged[key] is not None and not isinstance(merged[key], str):
-            raise _error(f"fact {key}={merged[key]!r} must be a string or None")
-    return merged
-
-
-def _torch_version() -> str:
-    import torch
-
-    m = re.match(r"^\d+\.\d+\.\d+", str(torch.__version__))
-    return m.group(0) if m else str(torch.__version__)
 
 
 def _properties(merged: Mapping[str, Any]) -> dict[str, Any]:
@@ -160,26 +113,21 @@ def build_stand_ins(
     :param workdir: where to write the stand-in Neuware folder (default: a temporary
         folder removed at exit).
     """
-    from kernel_plugins.testing import configure_device_module, make_device_module
-
-    merged = _merge_facts(facts or {})
-    props = [_properties(merged)] if count > 0 else []
+    merged = merge_facts(NAME, facts or {}, DEFAULT_FACTS, string_facts=("version", "toolkit"))
     major = int(merged["capability"][0])
 
     def is_bf16_supported(including_emulation: bool = True) -> bool:
         """BF16 needs an MLU of capability 5.x or newer (MLU590)."""
         return major >= 5
 
-    extra = {"is_bf16_supported": is_bf16_supported}
-    if device_module is None:
-        device_module = make_device_module(NAME, count, properties=props, extra=extra)
-    else:
-        configure_device_module(device_module, properties=props, extra=extra)
-    version = merged["version"] or f"1.22.0+torch{_torch_version()}"
-    package = types.ModuleType(VENDOR, "Stand-in for torch_mlu (EMULATED on CPU, not hardware).")
-    package.__spec__ = importlib.machinery.ModuleSpec(VENDOR, None)
-    package.__version__ = version  # type: ignore[attr-defined]
-    package.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
+    device_module = vendor_device_module(
+        NAME,
+        count,
+        _properties(merged) if count > 0 else {},
+        extra={"is_bf16_supported": is_bf16_supported},
+        device_module=device_module,
+    )
+    package = stand_in_package(VENDOR, merged["version"] or f"1.22.0+torch{torch_release()}")
     home = _neuware_home(merged["toolkit"], workdir)
     return StandIns(package, device_module, {"mlu": None}, {NEUWARE_ENV: str(home)})
 
@@ -190,17 +138,6 @@ def install(count: int, facts: Mapping[str, Any]) -> bool:
     Called by the ``emulate_device`` hook; :func:`kernel_plugins.testing.emulate` must
     have created the PrivateUse1 ``mlu`` device first.
     """
-    import torch
-
-    module = getattr(torch, NAME, None)
-    if module is None or not getattr(module, "__kernel_plugins_emulated__", False):
-        raise _error(
-            "torch.mlu is missing or is not an emulated module: emulate the device with "
-            "kernel_plugins.testing.emulate('mlu'), which calls this hook"
-        )
-    stand = build_stand_ins(count, facts, device_module=module)
-    sys.modules[VENDOR] = stand.package
-    for key, value in stand.version_attrs.items():
-        setattr(torch.version, key, value)
-    os.environ.update(stand.environ)
-    return True
+    return install_stand_ins(
+        NAME, VENDOR, lambda module: build_stand_ins(count, facts, device_module=module)
+    )

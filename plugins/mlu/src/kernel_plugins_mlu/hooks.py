@@ -7,17 +7,22 @@ need an exact major.minor match; ``torch-mlu`` and ``torch-universal`` follow.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import re
-import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kernel_plugins.device import BackendSpec, DeviceInfo, SystemInfo
-from kernel_plugins.errors import KernelImportError, PluginError
 from kernel_plugins.hookspecs import hookimpl
 from kernel_plugins.variants import arch_variant_names, noarch_variant_names, version_token_reason
+from kernel_plugins.vendor import (
+    capability_of,
+    device_name_of,
+    find_vendor_devices,
+    import_vendor_for_kernel,
+    missing_capability_note,
+    synchronize_device,
+    torch_major_minor,
+    unparsable_note,
+)
 
 from .versions import (
     TOKEN_PREFIX,
@@ -48,57 +53,22 @@ __all__ = [
 NAME = "mlu"
 VENDOR = "torch_mlu"
 
-
-def _torch() -> ModuleType | None:
-    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
-        return None
-    import torch
-
-    return torch
+#: How to fix a ``torch_mlu`` that is installed but fails to import.
+_IMPORT_HINT = (
+    "check that NEUWARE_HOME and LD_LIBRARY_PATH point at a Neuware install matching torch_mlu"
+)
 
 
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, without importing it."""
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _check_privateuse1(torch: ModuleType) -> None:
-    """Refuse to import the vendor package when another backend owns PrivateUse1 here."""
-    get = getattr(torch._C, "_get_privateuse1_backend_name", None)
-    taken = None if get is None else str(get())
-    if VENDOR not in sys.modules and taken not in (None, "privateuseone", NAME):
-        raise PluginError(
-            f"{VENDOR} is installed, but PyTorch's out-of-tree device slot (PrivateUse1) is "
-            f"already '{taken}' in this process and PyTorch allows one per process, so "
-            f"{VENDOR} was not imported; use '{NAME}' in a process that does not load the "
-            f"'{taken}' stack (TORCH_DEVICE_BACKEND_AUTOLOAD=0 stops automatic loading)"
+def _extension_note(text: object, torch: ModuleType) -> str | None:
+    """A note when ``torch_mlu.__version__`` is unparsable or names another torch."""
+    ext = parse_extension_version(text)
+    if ext is None:
+        return unparsable_note(f"{VENDOR}.__version__", text, "e.g. '1.22.0+torch2.4.0'")
+    if ext.torch_major_minor != torch_major_minor(torch):
+        return (
+            f"torch_mlu {text} was built for torch {ext.torch}, but torch "
+            f"{torch.__version__} is installed"
         )
-
-
-def _import_vendor() -> ModuleType:
-    try:
-        return importlib.import_module(VENDOR)
-    except Exception as e:  # noqa: BLE001 - a broken install is reported with its cause
-        raise PluginError(
-            f"{VENDOR} is installed but importing it failed ({type(e).__name__}: {e}); check "
-            "that NEUWARE_HOME and LD_LIBRARY_PATH point at a Neuware install matching torch_mlu"
-        ) from e
-
-
-def _torch_major_minor(torch: ModuleType) -> tuple[int, int] | None:
-    m = re.match(r"^(\d+)\.(\d+)", str(torch.__version__))
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def _capability(props: Any) -> tuple[int, int] | None:
-    major, minor = getattr(props, "major", None), getattr(props, "minor", None)
-    if isinstance(major, int) and isinstance(minor, int) and major >= 0 and minor >= 0:
-        return (major, minor)
     return None
 
 
@@ -118,51 +88,25 @@ def backend_spec() -> BackendSpec:
 @hookimpl
 def detect_device() -> DeviceInfo | None:
     """``torch_mlu`` installed and ``torch.mlu.device_count() > 0``."""
-    torch = _torch()
-    if torch is None or not _installed(VENDOR):
-        return None
-    _check_privateuse1(torch)
-    vendor = _import_vendor()
-    mlu = getattr(torch, "mlu", None)
-    if mlu is None:
-        raise PluginError(
-            f"{VENDOR} was imported but torch.mlu does not exist: this torch_mlu does not "
-            f"register itself with torch {torch.__version__}; install the matching torch_mlu"
-        )
-    if not mlu.is_available():
-        return None
-    count = int(mlu.device_count())
-    if count <= 0:
+    found = find_vendor_devices(NAME, VENDOR, "mlu", import_hint=_IMPORT_HINT)
+    if found is None:
         return None
     notes: list[str] = []
-    props = mlu.get_device_properties(0)
-    capability = _capability(props)
+    props = found.properties(0)
+    capability = capability_of(props)
     if capability is None:
-        notes.append(f"torch.mlu.get_device_properties(0) has no integer major/minor ({props!r})")
-    ext_text = getattr(vendor, "__version__", None)
-    ext = parse_extension_version(ext_text)
-    if ext is None:
-        notes.append(
-            f"unparsable torch_mlu.__version__ {ext_text!r} (expected e.g. '1.22.0+torch2.4.0')"
-        )
-    elif ext.torch_major_minor != _torch_major_minor(torch):
-        notes.append(
-            f"torch_mlu {ext_text} was built for torch {ext.torch}, but torch "
-            f"{torch.__version__} is installed"
-        )
+        notes.append(missing_capability_note("mlu", props))
+    ext_note = _extension_note(getattr(found.vendor, "__version__", None), found.torch)
+    if ext_note:
+        notes.append(ext_note)
     toolkit = read_toolkit_version()
     if toolkit.note:
         notes.append(toolkit.note)
-    return DeviceInfo(
-        backend=NAME,
-        device_type="mlu",
-        count=count,
+    return found.info(
         runtime_version=toolkit.text,
-        name=str(getattr(props, "name", "")) or None,
+        name=device_name_of(props),
         capability=capability,
-        extension_version=str(ext_text) if ext_text is not None else None,
-        emulated=bool(getattr(mlu, "__kernel_plugins_emulated__", False)),
-        notes=tuple(notes),
+        notes=notes,
     )
 
 
@@ -191,26 +135,14 @@ def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) ->
 @hookimpl
 def load_kernel(device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
     """Import ``torch_mlu`` first (an MLU kernel's native code links against it)."""
-    try:
-        importlib.import_module(VENDOR)
-    except Exception as e:  # noqa: BLE001
-        raise KernelImportError(
-            f"kernel {load.repo_id} ({load.variant}) for {device.torch_device} needs {VENDOR}, "
-            f"which failed to import ({type(e).__name__}: {e}); install torch_mlu for this torch"
-        ) from e
+    import_vendor_for_kernel(VENDOR, device, load)
     return None
 
 
 @hookimpl
 def synchronize(device: DeviceInfo) -> bool:
     """``torch.mlu.synchronize()`` (for the device's index when one was asked for)."""
-    import torch
-
-    if device.index is None:
-        torch.mlu.synchronize()
-    else:
-        torch.mlu.synchronize(device.index)
-    return True
+    return synchronize_device(device)
 
 
 @hookimpl

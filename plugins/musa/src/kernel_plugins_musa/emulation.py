@@ -19,11 +19,16 @@ Defaults are illustrative, not a product's data sheet.
 from __future__ import annotations
 
 import importlib.machinery
-import sys
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from kernel_plugins.testing.stand_ins import (
+    StandIns,
+    install_stand_ins,
+    merge_facts,
+    vendor_device_module,
+)
 
 from .versions import musa_arch
 
@@ -46,48 +51,6 @@ DEFAULT_FACTS: dict[str, Any] = {
 }
 
 
-@dataclass
-class StandIns:
-    """What :func:`install` puts in place.
-
-    Attributes:
-        package: the stand-in ``torch_musa`` (the same object as ``device_module``).
-        device_module: the ``torch.musa`` module.
-        version_attrs: attributes for ``torch.version`` (``{"musa": "4030"}``).
-    """
-
-    package: types.ModuleType
-    device_module: types.ModuleType
-    version_attrs: dict[str, Any] = field(default_factory=dict)
-
-
-def _error(message: str) -> Exception:
-    from kernel_plugins.testing import EmulationError
-
-    return EmulationError(message)
-
-
-def _merge_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(facts) - set(DEFAULT_FACTS))
-    if unknown:
-        raise _error(
-            f"unknown musa emulation fact(s) {', '.join(unknown)}; known facts: "
-            f"{', '.join(sorted(DEFAULT_FACTS))}"
-        )
-    merged = {**DEFAULT_FACTS, **facts}
-    cap = merged["capability"]
-    if (
-        not isinstance(cap, (tuple, list))
-        or len(cap) != 2
-        or not all(isinstance(x, int) and x >= 0 for x in cap)
-    ):
-        raise _error(f"fact capability={cap!r} must be a (major, minor) pair, e.g. (2, 2)")
-    for key in ("runtime", "version"):
-        if merged[key] is not None and not isinstance(merged[key], str):
-            raise _error(f"fact {key}={merged[key]!r} must be a string (e.g. '4030') or None")
-    return merged
-
-
 def build_stand_ins(
     count: int,
     facts: Mapping[str, Any] | None = None,
@@ -102,9 +65,9 @@ def build_stand_ins(
     :param device_module: an emulated ``torch.musa`` to configure; None builds a new one
         with :func:`kernel_plugins.testing.make_device_module`.
     """
-    from kernel_plugins.testing import configure_device_module, make_device_module
-
-    merged = _merge_facts(facts or {})
+    merged = merge_facts(
+        NAME, facts or {}, DEFAULT_FACTS, string_facts=("runtime", "version"), string_example="4030"
+    )
     major, minor = (int(x) for x in merged["capability"])
     arch = musa_arch((major, minor))
     props = {
@@ -130,11 +93,9 @@ def build_stand_ins(
         "get_arch_list": get_arch_list,
         "__version__": merged["version"],
     }
-    properties = [props] if count > 0 else []
-    if device_module is None:
-        device_module = make_device_module(NAME, count, properties=properties, extra=extra)
-    else:
-        configure_device_module(device_module, properties=properties, extra=extra)
+    device_module = vendor_device_module(
+        NAME, count, props, extra=extra, device_module=device_module
+    )
     # torch_musa and torch.musa are one module: importing torch_musa gives torch.musa.
     device_module.__spec__ = importlib.machinery.ModuleSpec(VENDOR, None)
     return StandIns(device_module, device_module, {"musa": merged["runtime"]})
@@ -146,16 +107,6 @@ def install(count: int, facts: Mapping[str, Any]) -> bool:
     Called by the ``emulate_device`` hook; :func:`kernel_plugins.testing.emulate` must
     have created the PrivateUse1 ``musa`` device first.
     """
-    import torch
-
-    module = getattr(torch, NAME, None)
-    if module is None or not getattr(module, "__kernel_plugins_emulated__", False):
-        raise _error(
-            "torch.musa is missing or is not an emulated module: emulate the device with "
-            "kernel_plugins.testing.emulate('musa'), which calls this hook"
-        )
-    stand = build_stand_ins(count, facts, device_module=module)
-    sys.modules[VENDOR] = stand.package
-    for key, value in stand.version_attrs.items():
-        setattr(torch.version, key, value)
-    return True
+    return install_stand_ins(
+        NAME, VENDOR, lambda module: build_stand_ins(count, facts, device_module=module)
+    )

@@ -7,16 +7,22 @@ exact major.minor match; ``torch-musa`` and ``torch-universal`` follow.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kernel_plugins.device import BackendSpec, DeviceInfo, SystemInfo
-from kernel_plugins.errors import KernelImportError, PluginError
 from kernel_plugins.hookspecs import hookimpl
 from kernel_plugins.variants import arch_variant_names, noarch_variant_names, version_token_reason
+from kernel_plugins.vendor import (
+    capability_of,
+    device_name_of,
+    find_vendor_devices,
+    import_vendor_for_kernel,
+    missing_capability_note,
+    noarch_only_note,
+    synchronize_device,
+    version_note,
+)
 
 from .versions import TOKEN_PREFIX, decode_musa_token, musa_token, parse_musa_version
 
@@ -39,67 +45,25 @@ __all__ = [
 NAME = "musa"
 VENDOR = "torch_musa"
 
-
-def _torch() -> ModuleType | None:
-    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
-        return None
-    import torch
-
-    return torch
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, without importing it."""
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _check_privateuse1(torch: ModuleType) -> None:
-    """Refuse to import the vendor package when another backend owns PrivateUse1 here."""
-    get = getattr(torch._C, "_get_privateuse1_backend_name", None)
-    taken = None if get is None else str(get())
-    if VENDOR not in sys.modules and taken not in (None, "privateuseone", NAME):
-        raise PluginError(
-            f"{VENDOR} is installed, but PyTorch's out-of-tree device slot (PrivateUse1) is "
-            f"already '{taken}' in this process and PyTorch allows one per process, so "
-            f"{VENDOR} was not imported; use '{NAME}' in a process that does not load the "
-            f"'{taken}' stack (TORCH_DEVICE_BACKEND_AUTOLOAD=0 stops automatic loading)"
-        )
-
-
-def _import_vendor() -> ModuleType:
-    try:
-        return importlib.import_module(VENDOR)
-    except Exception as e:  # noqa: BLE001 - a broken install is reported with its cause
-        raise PluginError(
-            f"{VENDOR} is installed but importing it failed ({type(e).__name__}: {e}); check "
-            "that the MUSA SDK libraries (libmusart) are on LD_LIBRARY_PATH and match torch_musa"
-        ) from e
-
-
-def _capability(props: Any) -> tuple[int, int] | None:
-    major, minor = getattr(props, "major", None), getattr(props, "minor", None)
-    if isinstance(major, int) and isinstance(minor, int) and major >= 0 and minor >= 0:
-        return (major, minor)
-    return None
+#: How to fix a ``torch_musa`` that is installed but fails to import.
+_IMPORT_HINT = (
+    "check that the MUSA SDK libraries (libmusart) are on LD_LIBRARY_PATH and match torch_musa"
+)
 
 
 def _runtime_note(text: object) -> str | None:
-    if text is None:
-        return (
-            "torch.version.musa is not set: the MUSA SDK version is unknown, so only "
-            "torch-musa and torch-universal variants can load"
-        )
-    if parse_musa_version(text) is None:
-        return (
-            f"unparsable torch.version.musa {text!r} (expected major*1000+minor*10+patch, e.g. "
-            "'4030' for MUSA 4.3.0); only torch-musa and torch-universal variants can load"
-        )
-    return None
+    """A note when ``torch.version.musa`` is missing or unparsable."""
+    return version_note(
+        text,
+        parse_musa_version,
+        what="torch.version.musa",
+        expected="major*1000+minor*10+patch, e.g. '4030' for MUSA 4.3.0",
+        backend=NAME,
+        unknown=(
+            "torch.version.musa is not set: the MUSA SDK version is unknown, so "
+            + noarch_only_note(NAME)
+        ),
+    )
 
 
 @hookimpl
@@ -118,42 +82,23 @@ def backend_spec() -> BackendSpec:
 @hookimpl
 def detect_device() -> DeviceInfo | None:
     """``torch_musa`` installed and ``torch.musa.is_available()``."""
-    torch = _torch()
-    if torch is None or not _installed(VENDOR):
-        return None
-    _check_privateuse1(torch)
-    vendor = _import_vendor()
-    musa = getattr(torch, "musa", None)
-    if musa is None:
-        raise PluginError(
-            f"{VENDOR} was imported but torch.musa does not exist: this torch_musa does not "
-            f"register itself with torch {torch.__version__}; install the matching torch_musa"
-        )
-    if not musa.is_available():
-        return None
-    count = int(musa.device_count())
-    if count <= 0:
+    found = find_vendor_devices(NAME, VENDOR, "musa", import_hint=_IMPORT_HINT)
+    if found is None:
         return None
     notes: list[str] = []
-    props = musa.get_device_properties(0)
-    capability = _capability(props)
+    props = found.properties(0)
+    capability = capability_of(props)
     if capability is None:
-        notes.append(f"torch.musa.get_device_properties(0) has no integer major/minor ({props!r})")
-    runtime = getattr(torch.version, "musa", None)
+        notes.append(missing_capability_note("musa", props))
+    runtime = getattr(found.torch.version, "musa", None)
     note = _runtime_note(runtime)
     if note:
         notes.append(note)
-    ext = getattr(vendor, "__version__", None)
-    return DeviceInfo(
-        backend=NAME,
-        device_type="musa",
-        count=count,
+    return found.info(
         runtime_version=None if runtime is None else str(runtime),
-        name=str(getattr(props, "name", "")) or None,
+        name=device_name_of(props),
         capability=capability,
-        extension_version=None if ext is None else str(ext),
-        emulated=bool(getattr(musa, "__kernel_plugins_emulated__", False)),
-        notes=tuple(notes),
+        notes=notes,
     )
 
 
@@ -183,26 +128,14 @@ def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) ->
 @hookimpl
 def load_kernel(device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
     """Import ``torch_musa`` first (a MUSA kernel's native code links against it)."""
-    try:
-        importlib.import_module(VENDOR)
-    except Exception as e:  # noqa: BLE001
-        raise KernelImportError(
-            f"kernel {load.repo_id} ({load.variant}) for {device.torch_device} needs {VENDOR}, "
-            f"which failed to import ({type(e).__name__}: {e}); install torch_musa for this torch"
-        ) from e
+    import_vendor_for_kernel(VENDOR, device, load)
     return None
 
 
 @hookimpl
 def synchronize(device: DeviceInfo) -> bool:
     """``torch.musa.synchronize()`` (for the device's index when one was asked for)."""
-    import torch
-
-    if device.index is None:
-        torch.musa.synchronize()
-    else:
-        torch.musa.synchronize(device.index)
-    return True
+    return synchronize_device(device)
 
 
 @hookimpl

@@ -12,13 +12,18 @@ the "pip install nki" error, as on a machine without it. Emulating the PrivateUs
 
 from __future__ import annotations
 
-import importlib.machinery
-import re
-import sys
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from kernel_plugins.testing.stand_ins import (
+    StandIns,
+    install_stand_ins,
+    merge_facts,
+    stand_in_package,
+    vendor_device_module,
+)
+from kernel_plugins.vendor import torch_major_minor
 
 __all__ = ["DEFAULT_FACTS", "StandIns", "build_stand_ins", "install"]
 
@@ -35,44 +40,10 @@ DEFAULT_FACTS: dict[str, Any] = {
 }
 
 
-@dataclass
-class StandIns:
-    """What :func:`install` puts in place.
-
-    Attributes:
-        package: the stand-in ``torch_neuronx`` module.
-        device_module: the ``torch.neuron`` module.
-    """
-
-    package: types.ModuleType
-    device_module: types.ModuleType
-
-
-def _error(message: str) -> Exception:
-    from kernel_plugins.testing import EmulationError
-
-    return EmulationError(message)
-
-
-def _merge_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(facts) - set(DEFAULT_FACTS))
-    if unknown:
-        hint = " (Neuron devices report no compute capability)" if "capability" in unknown else ""
-        raise _error(
-            f"unknown neuron emulation fact(s) {', '.join(unknown)}{hint}; known facts: "
-            f"{', '.join(sorted(DEFAULT_FACTS))}"
-        )
-    merged = {**DEFAULT_FACTS, **facts}
-    if merged["version"] is not None and not isinstance(merged["version"], str):
-        raise _error(f"fact version={merged['version']!r} must be a string or None")
-    return merged
-
-
 def _default_version() -> str:
-    import torch
-
-    m = re.match(r"^(\d+)\.(\d+)", str(torch.__version__))
-    return f"{m.group(1)}.{m.group(2)}.0" if m else "0.0.0"
+    """``<installed torch major.minor>.0`` (``"0.0.0"`` when unparsable)."""
+    version = torch_major_minor()
+    return f"{version[0]}.{version[1]}.0" if version else "0.0.0"
 
 
 def build_stand_ins(
@@ -89,25 +60,20 @@ def build_stand_ins(
     :param device_module: an emulated ``torch.neuron`` to configure; None builds a new one
         with :func:`kernel_plugins.testing.make_device_module`.
     """
-    from kernel_plugins.testing import configure_device_module, make_device_module
-
-    merged = _merge_facts(facts or {})
+    merged = merge_facts(
+        NAME,
+        facts or {},
+        DEFAULT_FACTS,
+        string_facts=("version",),
+        unknown_hints={"capability": "Neuron devices report no compute capability"},
+    )
     props = {
         "name": str(merged["device_name"]),
         "total_memory": int(merged["total_memory"]),
         "multi_processor_count": int(merged["multi_processor_count"]),
     }
-    properties = [props] if count > 0 else []
-    if device_module is None:
-        device_module = make_device_module(NAME, count, properties=properties)
-    else:
-        configure_device_module(device_module, properties=properties)
-    package = types.ModuleType(
-        VENDOR, "Stand-in for torch_neuronx (EMULATED on CPU, not hardware)."
-    )
-    package.__spec__ = importlib.machinery.ModuleSpec(VENDOR, None)
-    package.__version__ = merged["version"] or _default_version()  # type: ignore[attr-defined]
-    package.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
+    device_module = vendor_device_module(NAME, count, props, device_module=device_module)
+    package = stand_in_package(VENDOR, merged["version"] or _default_version())
     return StandIns(package, device_module)
 
 
@@ -117,14 +83,6 @@ def install(count: int, facts: Mapping[str, Any]) -> bool:
     Called by the ``emulate_device`` hook; :func:`kernel_plugins.testing.emulate` must
     have created the PrivateUse1 ``neuron`` device first.
     """
-    import torch
-
-    module = getattr(torch, NAME, None)
-    if module is None or not getattr(module, "__kernel_plugins_emulated__", False):
-        raise _error(
-            "torch.neuron is missing or is not an emulated module: emulate the device with "
-            "kernel_plugins.testing.emulate('neuron'), which calls this hook"
-        )
-    stand = build_stand_ins(count, facts, device_module=module)
-    sys.modules[VENDOR] = stand.package
-    return True
+    return install_stand_ins(
+        NAME, VENDOR, lambda module: build_stand_ins(count, facts, device_module=module)
+    )

@@ -12,15 +12,21 @@ the Neuron extension can be loaded into a CUDA build of torch.
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kernel_plugins.device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
-from kernel_plugins.errors import KernelImportError, PluginError
+from kernel_plugins.errors import KernelImportError
 from kernel_plugins.hookspecs import hookimpl
 from kernel_plugins.variants import noarch_variant_names
+from kernel_plugins.vendor import (
+    import_vendor,
+    module_installed,
+    privateuse1_conflict,
+    privateuse1_name,
+    synchronize_device,
+    torch_if_installed,
+)
 
 if TYPE_CHECKING:
     from kernel_plugins.importer import KernelLoad
@@ -42,38 +48,10 @@ __all__ = [
 NAME = "neuron"
 VENDOR = "torch_neuronx"
 
-
-def _torch() -> ModuleType | None:
-    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
-        return None
-    import torch
-
-    return torch
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, without importing it."""
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _import_vendor() -> ModuleType:
-    try:
-        return importlib.import_module(VENDOR)
-    except Exception as e:  # noqa: BLE001 - a broken install is reported with its cause
-        raise PluginError(
-            f"{VENDOR} is installed but importing it failed ({type(e).__name__}: {e}); install "
-            "the torch-neuronx release that matches torch (torch-neuronx 2.14.* for torch 2.14)"
-        ) from e
-
-
-def _privateuse1_name(torch: ModuleType) -> str | None:
-    get = getattr(torch._C, "_get_privateuse1_backend_name", None)
-    return None if get is None else str(get())
+#: How to fix a ``torch_neuronx`` that is installed but fails to import.
+_IMPORT_HINT = (
+    "install the torch-neuronx release that matches torch (torch-neuronx 2.14.* for torch 2.14)"
+)
 
 
 def neuron_device_count(torch: ModuleType) -> int | None:
@@ -84,7 +62,7 @@ def neuron_device_count(torch: ModuleType) -> int | None:
     otherwise ``torch.neuron`` when it exists.
     """
     module = getattr(torch, NAME, None)
-    if _privateuse1_name(torch) == NAME:
+    if privateuse1_name(torch) == NAME:
         accelerator = getattr(torch, "accelerator", None)
         if accelerator is not None and accelerator.is_available():
             current = accelerator.current_accelerator()
@@ -132,12 +110,12 @@ def detect_device() -> DeviceInfo | None:
     When another out-of-tree backend already owns PrivateUse1 in this process, no native
     Neuron device can exist here: None, and ``torch_neuronx`` is not imported.
     """
-    torch = _torch()
+    torch = torch_if_installed()
     if torch is None:
         return None
-    if _privateuse1_name(torch) not in (None, "privateuseone", NAME):
+    if privateuse1_conflict(NAME, torch) is not None:
         return None  # another out-of-tree backend owns PrivateUse1: no native neuron here
-    vendor = _import_vendor() if _installed(VENDOR) else None
+    vendor = import_vendor(VENDOR, _IMPORT_HINT) if module_installed(VENDOR) else None
     count = neuron_device_count(torch)
     if not count:
         return None
@@ -179,7 +157,7 @@ def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) ->
 @hookimpl
 def load_kernel(device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
     """Import ``torch_neuronx`` first when it is installed (NKI kernels register with it)."""
-    if _installed(VENDOR):
+    if module_installed(VENDOR):
         try:
             importlib.import_module(VENDOR)
         except Exception as e:  # noqa: BLE001
@@ -193,17 +171,7 @@ def load_kernel(device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
 @hookimpl
 def synchronize(device: DeviceInfo) -> bool:
     """``torch.neuron.synchronize()`` when it exists, else ``torch.accelerator.synchronize()``."""
-    import torch
-
-    module = getattr(torch, NAME, None)
-    if module is not None and hasattr(module, "synchronize"):
-        if device.index is None:
-            module.synchronize()
-        else:
-            module.synchronize(device.index)
-    else:
-        torch.accelerator.synchronize(device.index)
-    return True
+    return synchronize_device(device, accelerator_fallback=True)
 
 
 @hookimpl

@@ -18,13 +18,18 @@ compute capability, so ``capability`` is not an accepted fact.
 
 from __future__ import annotations
 
-import importlib.machinery
-import re
-import sys
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from kernel_plugins.testing.stand_ins import (
+    StandIns,
+    install_stand_ins,
+    merge_facts,
+    stand_in_package,
+    torch_release,
+    vendor_device_module,
+)
 
 __all__ = ["DEFAULT_FACTS", "StandIns", "build_stand_ins", "install"]
 
@@ -46,49 +51,6 @@ DEFAULT_FACTS: dict[str, Any] = {
 }
 
 
-@dataclass
-class StandIns:
-    """What :func:`install` puts in place.
-
-    Attributes:
-        package: the stand-in ``torch_npu`` module.
-        device_module: the ``torch.npu`` module (configured with the vendor properties).
-        version_attrs: attributes for ``torch.version`` (``{"cann": "8.3.RC1"}``).
-    """
-
-    package: types.ModuleType
-    device_module: types.ModuleType
-    version_attrs: dict[str, Any] = field(default_factory=dict)
-
-
-def _error(message: str) -> Exception:
-    from kernel_plugins.testing import EmulationError
-
-    return EmulationError(message)
-
-
-def _merge_facts(facts: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(facts) - set(DEFAULT_FACTS))
-    if unknown:
-        hint = " (Ascend devices report no compute capability)" if "capability" in unknown else ""
-        raise _error(
-            f"unknown npu emulation fact(s) {', '.join(unknown)}{hint}; known facts: "
-            f"{', '.join(sorted(DEFAULT_FACTS))}"
-        )
-    merged = {**DEFAULT_FACTS, **facts}
-    for key in ("cann", "version"):
-        if merged[key] is not None and not isinstance(merged[key], str):
-            raise _error(f"fact {key}={merged[key]!r} must be a string (e.g. '8.3.RC1') or None")
-    return merged
-
-
-def _torch_version() -> str:
-    import torch
-
-    m = re.match(r"^\d+\.\d+\.\d+", str(torch.__version__))
-    return m.group(0) if m else str(torch.__version__)
-
-
 def build_stand_ins(
     count: int,
     facts: Mapping[str, Any] | None = None,
@@ -103,9 +65,14 @@ def build_stand_ins(
     :param device_module: an emulated ``torch.npu`` to configure; None builds a new one
         with :func:`kernel_plugins.testing.make_device_module`.
     """
-    from kernel_plugins.testing import configure_device_module, make_device_module
-
-    merged = _merge_facts(facts or {})
+    merged = merge_facts(
+        NAME,
+        facts or {},
+        DEFAULT_FACTS,
+        string_facts=("cann", "version"),
+        string_example="8.3.RC1",
+        unknown_hints={"capability": "Ascend devices report no compute capability"},
+    )
     props = {
         "name": str(merged["device_name"]),
         "total_memory": int(merged["total_memory"]),
@@ -121,15 +88,10 @@ def build_stand_ins(
         return soc
 
     extra = {"get_soc_version": get_soc_version}
-    properties = [props] if count > 0 else []
-    if device_module is None:
-        device_module = make_device_module(NAME, count, properties=properties, extra=extra)
-    else:
-        configure_device_module(device_module, properties=properties, extra=extra)
-    package = types.ModuleType(VENDOR, "Stand-in for torch_npu (EMULATED on CPU, not hardware).")
-    package.__spec__ = importlib.machinery.ModuleSpec(VENDOR, None)
-    package.__version__ = merged["version"] or _torch_version()  # type: ignore[attr-defined]
-    package.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
+    device_module = vendor_device_module(
+        NAME, count, props, extra=extra, device_module=device_module
+    )
+    package = stand_in_package(VENDOR, merged["version"] or torch_release())
     return StandIns(package, device_module, {"cann": merged["cann"]})
 
 
@@ -139,16 +101,6 @@ def install(count: int, facts: Mapping[str, Any]) -> bool:
     Called by the ``emulate_device`` hook; :func:`kernel_plugins.testing.emulate` must
     have created the PrivateUse1 ``npu`` device first.
     """
-    import torch
-
-    module = getattr(torch, NAME, None)
-    if module is None or not getattr(module, "__kernel_plugins_emulated__", False):
-        raise _error(
-            "torch.npu is missing or is not an emulated module: emulate the device with "
-            "kernel_plugins.testing.emulate('npu'), which calls this hook"
-        )
-    stand = build_stand_ins(count, facts, device_module=module)
-    sys.modules[VENDOR] = stand.package
-    for key, value in stand.version_attrs.items():
-        setattr(torch.version, key, value)
-    return True
+    return install_stand_ins(
+        NAME, VENDOR, lambda module: build_stand_ins(count, facts, device_module=module)
+    )

@@ -8,16 +8,20 @@ Ascend devices report no compute capability.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kernel_plugins.device import BackendSpec, DeviceInfo, SystemInfo
-from kernel_plugins.errors import KernelImportError, PluginError
 from kernel_plugins.hookspecs import hookimpl
 from kernel_plugins.variants import arch_variant_names, noarch_variant_names, version_token_reason
+from kernel_plugins.vendor import (
+    device_name_of,
+    find_vendor_devices,
+    import_vendor_for_kernel,
+    noarch_only_note,
+    synchronize_device,
+    version_note,
+)
 
 from .versions import TOKEN_PREFIX, cann_token, decode_cann_token, parse_cann_version, soc_family
 
@@ -40,60 +44,24 @@ __all__ = [
 NAME = "npu"
 VENDOR = "torch_npu"
 
-
-def _torch() -> ModuleType | None:
-    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
-        return None
-    import torch
-
-    return torch
-
-
-def _installed(module: str) -> bool:
-    """Whether ``module`` can be imported, without importing it."""
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _check_privateuse1(torch: ModuleType) -> None:
-    """Refuse to import the vendor package when another backend owns PrivateUse1 here."""
-    get = getattr(torch._C, "_get_privateuse1_backend_name", None)
-    taken = None if get is None else str(get())
-    if VENDOR not in sys.modules and taken not in (None, "privateuseone", NAME):
-        raise PluginError(
-            f"{VENDOR} is installed, but PyTorch's out-of-tree device slot (PrivateUse1) is "
-            f"already '{taken}' in this process and PyTorch allows one per process, so "
-            f"{VENDOR} was not imported; use '{NAME}' in a process that does not load the "
-            f"'{taken}' stack (TORCH_DEVICE_BACKEND_AUTOLOAD=0 stops automatic loading)"
-        )
-
-
-def _import_vendor() -> ModuleType:
-    try:
-        return importlib.import_module(VENDOR)
-    except Exception as e:  # noqa: BLE001 - a broken install is reported with its cause
-        raise PluginError(
-            f"{VENDOR} is installed but importing it failed ({type(e).__name__}: {e}); source "
-            "the CANN environment (set_env.sh) and check that torch_npu matches torch"
-        ) from e
+#: How to fix a ``torch_npu`` that is installed but fails to import.
+_IMPORT_HINT = "source the CANN environment (set_env.sh) and check that torch_npu matches torch"
 
 
 def _cann_note(text: object) -> str | None:
-    if text is None or (isinstance(text, str) and text.strip().lower() == "not known"):
-        return (
-            f"CANN version unknown (torch.version.cann is {text!r}): only torch-npu and "
-            "torch-universal variants can load; source the CANN set_env.sh"
-        )
-    if parse_cann_version(text) is None:
-        return (
-            f"unparsable torch.version.cann {text!r} (expected e.g. '8.3.RC1' or '8.5.0'); only "
-            "torch-npu and torch-universal variants can load"
-        )
-    return None
+    """A note when ``torch.version.cann`` is missing, "not known" or unparsable."""
+    return version_note(
+        text,
+        parse_cann_version,
+        what="torch.version.cann",
+        expected="e.g. '8.3.RC1' or '8.5.0'",
+        backend=NAME,
+        unknown=(
+            f"CANN version unknown (torch.version.cann is {text!r}): "
+            f"{noarch_only_note(NAME)}; source the CANN set_env.sh"
+        ),
+        unknown_texts=("not known",),
+    )
 
 
 def _soc_note(npu: Any) -> str | None:
@@ -124,39 +92,17 @@ def backend_spec() -> BackendSpec:
 @hookimpl
 def detect_device() -> DeviceInfo | None:
     """``torch_npu`` installed and ``torch.npu.is_available()``."""
-    torch = _torch()
-    if torch is None or not _installed(VENDOR):
+    found = find_vendor_devices(NAME, VENDOR, "npu", import_hint=_IMPORT_HINT)
+    if found is None:
         return None
-    _check_privateuse1(torch)
-    vendor = _import_vendor()
-    npu = getattr(torch, "npu", None)
-    if npu is None:
-        raise PluginError(
-            f"{VENDOR} was imported but torch.npu does not exist: this torch_npu does not "
-            f"register itself with torch {torch.__version__}; install the matching torch_npu"
-        )
-    if not npu.is_available():
-        return None
-    count = int(npu.device_count())
-    if count <= 0:
-        return None
-    notes: list[str] = []
-    props = npu.get_device_properties(0)
-    cann = getattr(torch.version, "cann", None)
-    for note in (_cann_note(cann), _soc_note(npu)):
-        if note:
-            notes.append(note)
-    ext = getattr(vendor, "__version__", None)
-    return DeviceInfo(
-        backend=NAME,
-        device_type="npu",
-        count=count,
+    props = found.properties(0)
+    cann = getattr(found.torch.version, "cann", None)
+    notes = [note for note in (_cann_note(cann), _soc_note(found.module)) if note]
+    return found.info(
         runtime_version=None if cann is None else str(cann),
-        name=str(getattr(props, "name", "")) or None,
+        name=device_name_of(props),
         capability=None,
-        extension_version=None if ext is None else str(ext),
-        emulated=bool(getattr(npu, "__kernel_plugins_emulated__", False)),
-        notes=tuple(notes),
+        notes=notes,
     )
 
 
@@ -185,26 +131,14 @@ def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) ->
 @hookimpl
 def load_kernel(device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
     """Import ``torch_npu`` first (an Ascend kernel's native code links against it)."""
-    try:
-        importlib.import_module(VENDOR)
-    except Exception as e:  # noqa: BLE001
-        raise KernelImportError(
-            f"kernel {load.repo_id} ({load.variant}) for {device.torch_device} needs {VENDOR}, "
-            f"which failed to import ({type(e).__name__}: {e}); install torch_npu for this torch"
-        ) from e
+    import_vendor_for_kernel(VENDOR, device, load)
     return None
 
 
 @hookimpl
 def synchronize(device: DeviceInfo) -> bool:
     """``torch.npu.synchronize()`` (for the device's index when one was asked for)."""
-    import torch
-
-    if device.index is None:
-        torch.npu.synchronize()
-    else:
-        torch.npu.synchronize(device.index)
-    return True
+    return synchronize_device(device)
 
 
 @hookimpl

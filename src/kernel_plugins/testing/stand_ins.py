@@ -1,0 +1,204 @@
+"""Building blocks for a backend plugin's vendor stand-ins (its ``emulation`` module).
+
+A plugin's ``emulate_device`` hook puts stand-ins for its vendor stack next to the
+``torch.<name>`` module that :func:`kernel_plugins.testing.emulate` registered: a
+vendor package in ``sys.modules``, vendor attributes on ``torch.<name>`` and
+``torch.version``, sometimes environment variables. The steps every plugin takes
+are here; the plugin writes only its facts, its device properties and its vendor
+functions:
+
+* :class:`StandIns`: what gets installed;
+* :func:`merge_facts`: vendor facts over the plugin's defaults, validated;
+* :func:`vendor_device_module`: make or configure ``torch.<name>`` for the facts;
+* :func:`stand_in_package`: a vendor package module with ``__version__``;
+* :func:`torch_release`: the installed torch as ``X.Y.Z`` (for default versions);
+* :func:`install_stand_ins`: the body of the plugin's ``install``.
+
+Example (a whole ``emulation`` module, less its docs)::
+
+    DEFAULT_FACTS = {"device_name": "Example 1", "version": None}
+
+    def build_stand_ins(count, facts=None, *, device_module=None):
+        merged = merge_facts("mlu", facts or {}, DEFAULT_FACTS, string_facts=("version",))
+        module = vendor_device_module(
+            "mlu", count, {"name": merged["device_name"]}, device_module=device_module
+        )
+        package = stand_in_package("torch_mlu", merged["version"] or torch_release())
+        return StandIns(package, module)
+
+    def install(count, facts):
+        return install_stand_ins(
+            "mlu", "torch_mlu", lambda m: build_stand_ins(count, facts, device_module=m)
+        )
+
+Importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import os
+import re
+import sys
+import types
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._device_module import configure_device_module, make_device_module
+from ._errors import EmulationError
+
+__all__ = [
+    "StandIns",
+    "install_stand_ins",
+    "merge_facts",
+    "stand_in_package",
+    "torch_release",
+    "vendor_device_module",
+]
+
+
+@dataclass
+class StandIns:
+    """What a plugin's ``install`` puts in place.
+
+    Attributes:
+        package: the stand-in vendor package (may be ``device_module`` itself when the
+            vendor makes ``torch.<name>`` its package).
+        device_module: the ``torch.<name>`` module, configured with the vendor facts.
+        version_attrs: attributes to set on ``torch.version`` (e.g. the SDK version).
+        environ: environment variables to set (e.g. where the SDK is installed).
+    """
+
+    package: types.ModuleType
+    device_module: types.ModuleType
+    version_attrs: dict[str, Any] = field(default_factory=dict)
+    environ: dict[str, str] = field(default_factory=dict)
+
+
+def merge_facts(
+    backend: str,
+    facts: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    *,
+    string_facts: Iterable[str] = (),
+    string_example: str | None = None,
+    unknown_hints: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """``{**defaults, **facts}``, after checking the facts.
+
+    Checks, in order: every fact is a key of ``defaults``; when ``defaults`` has
+    ``capability``, it is a ``(major, minor)`` pair of integers >= 0 (the default is
+    quoted as the example); every name in ``string_facts`` is a string or None.
+
+    :param backend: the backend name, for the messages.
+    :param string_example: quoted in the string-fact message, e.g. ``"4030"``.
+    :param unknown_hints: a hint per fact name the backend deliberately lacks, added
+        when such a fact is given, e.g. ``{"capability": "X devices report no compute
+        capability"}``.
+    :raises EmulationError: a fact is unknown or has the wrong type.
+    """
+    unknown = sorted(set(facts) - set(defaults))
+    if unknown:
+        hints = [(unknown_hints or {})[k] for k in unknown if k in (unknown_hints or {})]
+        hint = f" ({'; '.join(hints)})" if hints else ""
+        raise EmulationError(
+            f"unknown {backend} emulation fact(s) {', '.join(unknown)}{hint}; known facts: "
+            f"{', '.join(sorted(defaults))}"
+        )
+    merged = {**defaults, **facts}
+    if "capability" in defaults:
+        cap = merged["capability"]
+        if (
+            not isinstance(cap, (tuple, list))
+            or len(cap) != 2
+            or not all(isinstance(x, int) and x >= 0 for x in cap)
+        ):
+            example = tuple(defaults["capability"])
+            raise EmulationError(
+                f"fact capability={cap!r} must be a (major, minor) pair, e.g. {example}"
+            )
+    like = "" if string_example is None else f" (e.g. {string_example!r})"
+    for key in string_facts:
+        if merged[key] is not None and not isinstance(merged[key], str):
+            raise EmulationError(f"fact {key}={merged[key]!r} must be a string{like} or None")
+    return merged
+
+
+def torch_release() -> str:
+    """The installed torch's version as ``X.Y.Z`` (``"2.13.0"``; imports torch).
+
+    A version that does not start with ``X.Y.Z`` is returned whole.
+    """
+    import torch
+
+    m = re.match(r"^\d+\.\d+\.\d+", str(torch.__version__))
+    return m.group(0) if m else str(torch.__version__)
+
+
+def vendor_device_module(
+    backend: str,
+    count: int,
+    properties: Mapping[str, Any],
+    *,
+    extra: dict[str, Any] | None = None,
+    device_module: types.ModuleType | None = None,
+) -> types.ModuleType:
+    """Configure ``device_module`` (or build a new ``torch.<backend>``) for the vendor.
+
+    :param count: number of devices; with 0 the module has no device properties.
+    :param properties: the properties every device reports (a ``name`` and the vendor
+        fields), see :func:`kernel_plugins.testing.configure_device_module`.
+    :param extra: vendor functions and values to set on the module.
+    :param device_module: the emulated ``torch.<backend>`` to configure; None builds a
+        new one with :func:`kernel_plugins.testing.make_device_module`.
+    """
+    props: list[object] = [dict(properties)] if count > 0 else []
+    if device_module is None:
+        return make_device_module(backend, count, properties=props, extra=extra)
+    configure_device_module(device_module, properties=props, extra=extra)
+    return device_module
+
+
+def stand_in_package(vendor_module: str, version: str) -> types.ModuleType:
+    """A module named ``vendor_module`` with ``__version__``, marked as emulated.
+
+    It has a ``__spec__`` (so ``importlib.util.find_spec`` finds it once it is in
+    ``sys.modules``) and ``__kernel_plugins_emulated__ = True``.
+    """
+    package = types.ModuleType(
+        vendor_module, f"Stand-in for {vendor_module} (EMULATED on CPU, not hardware)."
+    )
+    package.__spec__ = importlib.machinery.ModuleSpec(vendor_module, None)
+    package.__version__ = version  # type: ignore[attr-defined]
+    package.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
+    return package
+
+
+def install_stand_ins(
+    backend: str, vendor_module: str, build: Callable[[types.ModuleType], StandIns]
+) -> bool:
+    """Install stand-ins next to the emulated ``torch.<backend>`` (a plugin's ``install``).
+
+    Calls ``build(torch.<backend>)``, then puts the package in
+    ``sys.modules[vendor_module]``, sets ``version_attrs`` on ``torch.version`` and
+    ``environ`` in ``os.environ``.
+
+    :return: True (the ``emulate_device`` hook's "installed").
+    :raises EmulationError: ``torch.<backend>`` is missing or not emulated; the
+        message says to call :func:`kernel_plugins.testing.emulate` first.
+    """
+    import torch
+
+    module = getattr(torch, backend, None)
+    if module is None or not getattr(module, "__kernel_plugins_emulated__", False):
+        raise EmulationError(
+            f"torch.{backend} is missing or is not an emulated module: emulate the device "
+            f"with kernel_plugins.testing.emulate('{backend}'), which calls this hook"
+        )
+    stand = build(module)
+    sys.modules[vendor_module] = stand.package
+    for key, value in stand.version_attrs.items():
+        setattr(torch.version, key, value)
+    os.environ.update(stand.environ)
+    return True
