@@ -144,13 +144,11 @@ def _locked_entry(
 # --- fetching ---------------------------------------------------------------------------
 
 
-def _storage_folder(ref: HubRef) -> Path:
+def storage_folder(ref: HubRef) -> Path:
     """huggingface_hub's cache folder of the repository of ``ref``."""
-    from huggingface_hub import constants
+    from . import hub
 
-    return Path(constants.HF_HUB_CACHE).expanduser() / "--".join(
-        [f"{ref.repo_type}s", *ref.repo_id.split("/")]
-    )
+    return hub.storage_folder(ref.repo_id, ref.repo_type)
 
 
 @contextlib.contextmanager
@@ -163,7 +161,7 @@ def _variant_lock(ref: HubRef, variant: str) -> Iterator[None]:
     from filelock import FileLock, Timeout
     from huggingface_hub import constants
 
-    folder = Path(constants.HF_HUB_CACHE).expanduser() / ".locks" / _storage_folder(ref).name
+    folder = Path(constants.HF_HUB_CACHE).expanduser() / ".locks" / storage_folder(ref).name
     path = folder / f"kernel-plugins--{ref.sha}--{variant}.lock"
     lock: Any = None
     try:
@@ -209,9 +207,9 @@ def fetch_variant(
     """
     from . import hub
 
-    folder = _storage_folder(ref) / "snapshots" / ref.sha / "build" / variant
+    folder = storage_folder(ref) / "snapshots" / ref.sha / "build" / variant
     with _variant_lock(ref, variant):
-        record = _read_record(ref, variant)
+        record = read_record(ref, variant)
         path = hub.cached_variant_path(ref, variant)
         if path is None and record is not None and folder.is_dir():
             path = folder  # it was complete once: check it as it is
@@ -225,10 +223,10 @@ def fetch_variant(
 
 
 def _record_path(ref: HubRef, variant: str) -> Path:
-    return _storage_folder(ref) / "kernel-plugins" / ref.sha / f"{variant}.json"
+    return storage_folder(ref) / "kernel-plugins" / ref.sha / f"{variant}.json"
 
 
-def _read_record(ref: HubRef, variant: str) -> dict[str, FileHash] | None:
+def read_record(ref: HubRef, variant: str) -> dict[str, FileHash] | None:
     """The files recorded when the variant was last verified, or None."""
     from .varianthash import FileHash
 
@@ -354,7 +352,7 @@ class VariantCheck:
 
 def repair_hint(ref: HubRef, *, pinned: bool = False) -> str:
     """How to repair a cached variant that failed its check."""
-    folder = _storage_folder(ref)
+    folder = storage_folder(ref)
     hint = (
         f"To repair: delete the cached copy of {ref.repo_id} (rm -rf '{folder}'; its blobs must "
         "go too, or they are reused) and load again to download it afresh (or run "

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from . import hub
 from .errors import HubError, IntegrityError, SourceError
 
 __all__ = [
@@ -298,21 +299,13 @@ def split_listing(entries: Iterable[tuple[str, FileHash]]) -> dict[str, dict[str
     return out
 
 
-def _storage_folder(repo_id: str, repo_type: str) -> Path:
-    """huggingface_hub's cache folder of one repository (``HF_HUB_CACHE`` read now)."""
-    from huggingface_hub import constants
-
-    cache = Path(constants.HF_HUB_CACHE).expanduser()
-    return cache / "--".join([f"{repo_type}s", *repo_id.split("/")])
-
-
 def cached_listing(ref: Any) -> dict[str, dict[str, FileHash]] | None:
     """The file listing of ``ref.sha`` that huggingface_hub cached, split by variant; no request.
 
     :param ref: a :class:`~kernel_plugins.hub.HubRef`.
     :return: variant -> files, or None when no usable listing is cached.
     """
-    path = _storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}.json"
+    path = hub.storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -341,7 +334,6 @@ def hub_listing(ref: Any) -> dict[str, dict[str, FileHash]]:
     """
     from huggingface_hub import HfApi, RepoFile
 
-    from . import hub
 
     api = HfApi(endpoint=hub.hub_endpoint(ref.endpoint))
     try:

@@ -43,7 +43,7 @@ def test_lock_download_load_round_trip(
 
     hub_env.clear_requests()
     assert main(["download", str(project)]) == 0
-    assert f"ok {repo.repo_id} torch-cpu" in capsys.readouterr().out
+    assert f"{repo.repo_id} torch-cpu: OK sha256-" in capsys.readouterr().out
     assert snapshot_variant(hf_cache, repo).is_dir()
     assert not snapshot_variant(hf_cache, repo, "torch-cuda").exists()  # this machine's only
     assert len(resolve_gets(hub_env)) == len(repo.cpu_files)
@@ -62,7 +62,12 @@ def test_lock_download_load_round_trip(
     assert f"{repo.repo_id} torch-cpu: OK" in out
     assert f"{repo.repo_id} torch-cuda: not downloaded" in out
 
-    assert main(["download", str(project), "--all-variants"]) == 0
+    assert main(["download", str(project), "--all-variants", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(r["variant"], r["status"]) for r in report["variants"]] == [
+        ("torch-cpu", "ok"), ("torch-cuda", "ok")
+    ]
+    assert (report["checked"], report["failed"]) == (2, 0)
     assert snapshot_variant(hf_cache, repo, "torch-cuda").is_dir()
 
 

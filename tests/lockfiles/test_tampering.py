@@ -86,6 +86,12 @@ def test_tampered_cache_is_refused_by_the_lock_hash(
 
     assert main(["verify", str(project)]) == 1
     assert f"{repo.repo_id} torch-cpu: FAILED: {rel}" in capsys.readouterr().out
+    assert main(["verify", str(project), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert (report["checked"], report["failed"]) == (1, 1)
+    (row,) = [r for r in report["variants"] if r["status"] != "skipped"]
+    assert (row["repo_id"], row["variant"], row["status"]) == (repo.repo_id, "torch-cpu", "failed")
+    assert row["detail"].startswith(rel)
 
     # the repair the message describes works
     shutil.rmtree(hf_cache / variant.relative_to(hf_cache).parts[0])

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ._output import VariantRows
+
 if TYPE_CHECKING:
     from ..lock import KernelLock
 
@@ -32,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--trust-remote-code", action="store_true",
         help="allow Hub organisations outside the trusted list",
     )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_emulate_option(parser)
 
 
@@ -47,17 +50,16 @@ def run(args: argparse.Namespace) -> int:
     locks = read_lockfile(path)
     for entry in locks:  # refuse before anything is fetched
         check_trusted(entry.repo_id, args.trust_remote_code)
-    failures = 0
+    rows = VariantRows(args.json)
     for entry in locks:
-        variants = sorted(entry.variants) if args.all_variants else _for_device(entry, args)
+        variants = sorted(entry.variants) if args.all_variants else _for_device(entry, args, rows)
         if not variants:
-            failures += 1
             continue
         try:
             ref = hub.resolve(entry.repo_id, revision=entry.sha)
         except KernelPluginsError as e:
-            print(f"FAILED {entry.repo_id}: {e}")
-            failures += len(variants)
+            for variant in variants:
+                rows.add(entry.repo_id, variant, "failed", str(e))
             continue
         for variant in variants:
             try:
@@ -65,22 +67,22 @@ def run(args: argparse.Namespace) -> int:
                     ref, variant, pinned=entry.variants[variant], pinned_by=path, progress=False
                 )
             except KernelPluginsError as e:
-                print(f"FAILED {entry.repo_id} {variant}: {e}")
-                failures += 1
+                rows.add(entry.repo_id, variant, "failed", str(e))
                 continue
-            print(f"ok {entry.repo_id} {variant} {entry.variants[variant].hash} {folder}")
-    return 1 if failures else 0
+            rows.add(entry.repo_id, variant, "ok", f"OK {entry.variants[variant].hash} {folder}")
+    return rows.finish(str(path))
 
 
-def _for_device(entry: KernelLock, args: argparse.Namespace) -> list[str]:
+def _for_device(entry: KernelLock, args: argparse.Namespace, rows: VariantRows) -> list[str]:
     """The variant of ``entry`` for ``--device`` (printed as a failure when none fits)."""
     from ..loader import resolve_variants
 
     res = resolve_variants(list(entry.variants), args.device)
     if res.best is None:
-        print(
-            f"FAILED {entry.repo_id}: no variant in the lock fits this device "
-            f"({', '.join(sorted(entry.variants))}); use --all-variants to fetch them anyway"
+        rows.add(
+            entry.repo_id, "-", "failed",
+            f"no variant in the lock fits this device ({', '.join(sorted(entry.variants))}); "
+            "use --all-variants to fetch them anyway",
         )
         return []
     return [res.best]

@@ -31,7 +31,7 @@ from kernel_plugins.errors import RevisionError as RevisionError
 from kernel_plugins.errors import SourceError as SourceError
 from kernel_plugins.errors import VersionNotFoundError as VersionNotFoundError
 
-from ._cache import hub_endpoint, is_offline
+from ._cache import hub_endpoint, is_offline, storage_folder
 from ._download import cached_variant_path, download_variant, list_variant_names
 from ._errors import is_not_found, map_error
 from ._resolve import clear_repo_type_cache, resolve
@@ -51,4 +51,5 @@ __all__ = [
     "is_offline",
     "is_not_found",
     "map_error",
+    "storage_folder",
 ]

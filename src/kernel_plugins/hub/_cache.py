@@ -53,20 +53,20 @@ def _cache_dir() -> Path:
     return Path(constants.HF_HUB_CACHE).expanduser()
 
 
-def _storage_folder(repo_id: str, repo_type: str) -> Path:
+def storage_folder(repo_id: str, repo_type: str) -> Path:
     """The cache folder of one repository, e.g. ``kernels--org--name``."""
     return _cache_dir() / "--".join([f"{repo_type}s", *repo_id.split("/")])
 
 
 def _snapshot_folder(ref: HubRef) -> Path:
     """The cache folder holding the files of ``ref.sha``."""
-    return _storage_folder(ref.repo_id, ref.repo_type) / "snapshots" / ref.sha
+    return storage_folder(ref.repo_id, ref.repo_type) / "snapshots" / ref.sha
 
 
 def _read_ref(repo_id: str, repo_type: str, name: str) -> str | None:
     """The sha the cache's ``refs/<name>`` points at, or ``None``."""
     try:
-        sha = (_storage_folder(repo_id, repo_type) / "refs" / name).read_text().strip()
+        sha = (storage_folder(repo_id, repo_type) / "refs" / name).read_text().strip()
     except OSError:
         return None
     return sha if _SHA_RE.fullmatch(sha) else None
@@ -74,7 +74,7 @@ def _read_ref(repo_id: str, repo_type: str, name: str) -> str | None:
 
 def _cached_versions(repo_id: str, repo_type: str) -> dict[int, str]:
     """Versions whose ``refs/vN`` file is in the cache, mapped to their shas."""
-    refs = _storage_folder(repo_id, repo_type) / "refs"
+    refs = storage_folder(repo_id, repo_type) / "refs"
     if not refs.is_dir():
         return {}
     shas = {p.name: _read_ref(repo_id, repo_type, p.name) for p in refs.iterdir() if p.is_file()}
@@ -85,7 +85,7 @@ def _write_ref(repo_id: str, repo_type: str, name: str, sha: str) -> None:
     """Record ``name -> sha`` in the cache's ``refs/`` (as huggingface_hub does); best effort."""
     if _read_ref(repo_id, repo_type, name) == sha:
         return
-    path = _storage_folder(repo_id, repo_type) / "refs" / name
+    path = storage_folder(repo_id, repo_type) / "refs" / name
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ref-")
@@ -122,7 +122,7 @@ def _resolve_offline(
     """Resolve from the local cache only (``HF_HUB_OFFLINE=1``); never makes a request."""
     where = f"the local cache ({_cache_dir()})"
     fix = "unset HF_HUB_OFFLINE to look it up on the Hub"
-    present = [t for t in types if _storage_folder(repo_id, t).is_dir()]
+    present = [t for t in types if storage_folder(repo_id, t).is_dir()]
     if not present:
         # offline with nothing cached: the Hub cannot be used (a HubError, so that callers
         # may fall back exactly as when the Hub is unreachable)
@@ -147,7 +147,7 @@ def _resolve_offline(
             if version in cached:
                 return HubRef(repo_id, t, f"v{version}", cached[version], version, endpoint)
             continue
-        snapshots = _storage_folder(repo_id, t) / "snapshots"
+        snapshots = storage_folder(repo_id, t) / "snapshots"
         usable = {n: sha for n, sha in cached.items() if (snapshots / sha).is_dir()} or cached
         if usable:
             newest = max(usable)

@@ -12,7 +12,7 @@ import importlib
 
 from kernel_plugins.errors import HubError, SourceError
 
-from ._cache import _storage_folder, hub_endpoint
+from ._cache import hub_endpoint, storage_folder
 from ._values import REPO_TYPES
 
 
@@ -82,7 +82,7 @@ def map_error(
         hint = (
             f" {repo_id} has files in the local cache: set HF_HUB_OFFLINE=1 to use them "
             "without the network."
-            if any(_storage_folder(repo_id, t).is_dir() for t in REPO_TYPES)
+            if any(storage_folder(repo_id, t).is_dir() for t in REPO_TYPES)
             else ""
         )
         names = ("ConnectError", "ConnectTimeout", "ConnectionError")

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
 
-from ._cache import _resolve_offline, _storage_folder, _write_ref, hub_endpoint, is_offline
+from ._cache import _resolve_offline, _write_ref, hub_endpoint, is_offline, storage_folder
 from ._errors import is_not_found, map_error
 from ._values import (
     _SHA_RE,
@@ -88,7 +88,7 @@ def resolve(
     types = _candidate_types(repo_id, repo_type, hub_endpoint(endpoint))
     if revision is not None and _SHA_RE.fullmatch(revision):
         for t in types:
-            if (_storage_folder(repo_id, t) / "snapshots" / revision).is_dir():
+            if (storage_folder(repo_id, t) / "snapshots" / revision).is_dir():
                 _remember_type(endpoint, repo_id, t)
                 return HubRef(repo_id, t, revision, revision, None, endpoint)
     if is_offline():
