@@ -204,7 +204,41 @@ class _LockedRepo(KernelRepository):
 
 
 @dataclass(frozen=True)
-class LayerRepository(_HubRepo):
+class _LayerMember:
+    """Mixin: the repository serves a layer class of the kernel's ``layers`` module."""
+
+    kind: ClassVar[str] = "layer"
+    _: KW_ONLY
+    layer_name: str
+
+    def __post_init__(self) -> None:
+        self._validate(self.layer_name, "layer_name")  # type: ignore[attr-defined]
+
+    @property
+    def member(self) -> str:
+        """The layer class name."""
+        return self.layer_name
+
+
+@dataclass(frozen=True)
+class _FuncMember:
+    """Mixin: the repository serves a top-level function of the kernel module."""
+
+    kind: ClassVar[str] = "function"
+    _: KW_ONLY
+    func_name: str
+
+    def __post_init__(self) -> None:
+        self._validate(self.func_name, "func_name")  # type: ignore[attr-defined]
+
+    @property
+    def member(self) -> str:
+        """The function name."""
+        return self.func_name
+
+
+@dataclass(frozen=True)
+class LayerRepository(_LayerMember, _HubRepo):
     """A layer class of a Hub kernel repository.
 
     Args:
@@ -218,20 +252,9 @@ class LayerRepository(_HubRepo):
         LayerRepository("kernels-community/activation", layer_name="SiluAndMul", version=1)
     """
 
-    _: KW_ONLY
-    layer_name: str
-
-    def __post_init__(self) -> None:
-        self._validate(self.layer_name, "layer_name")
-
-    @property
-    def member(self) -> str:
-        """The layer class name."""
-        return self.layer_name
-
 
 @dataclass(frozen=True)
-class LocalLayerRepository(_LocalRepo):
+class LocalLayerRepository(_LayerMember, _LocalRepo):
     """A layer class of a kernel repository folder on disk (a folder holding ``build/``).
 
     Args:
@@ -241,20 +264,9 @@ class LocalLayerRepository(_LocalRepo):
             (the module name comes from the variant's ``metadata.json``).
     """
 
-    _: KW_ONLY
-    layer_name: str
-
-    def __post_init__(self) -> None:
-        self._validate(self.layer_name, "layer_name")
-
-    @property
-    def member(self) -> str:
-        """The layer class name."""
-        return self.layer_name
-
 
 @dataclass(frozen=True)
-class LockedLayerRepository(_LockedRepo):
+class LockedLayerRepository(_LayerMember, _LockedRepo):
     """A layer class of a Hub kernel repository pinned by a lock file.
 
     Args:
@@ -264,20 +276,9 @@ class LockedLayerRepository(_LockedRepo):
             creates this repository (then above the working directory), found at load time.
     """
 
-    _: KW_ONLY
-    layer_name: str
-
-    def __post_init__(self) -> None:
-        self._validate(self.layer_name, "layer_name")
-
-    @property
-    def member(self) -> str:
-        """The layer class name."""
-        return self.layer_name
-
 
 @dataclass(frozen=True)
-class FuncRepository(_HubRepo):
+class FuncRepository(_FuncMember, _HubRepo):
     """A top-level function of a Hub kernel repository (for marked functions).
 
     Args:
@@ -287,48 +288,12 @@ class FuncRepository(_HubRepo):
         version: kernel major version.
     """
 
-    kind: ClassVar[str] = "function"
-    _: KW_ONLY
-    func_name: str
-
-    def __post_init__(self) -> None:
-        self._validate(self.func_name, "func_name")
-
-    @property
-    def member(self) -> str:
-        """The function name."""
-        return self.func_name
-
 
 @dataclass(frozen=True)
-class LocalFuncRepository(_LocalRepo):
+class LocalFuncRepository(_FuncMember, _LocalRepo):
     """A top-level function of a kernel repository folder on disk."""
 
-    kind: ClassVar[str] = "function"
-    _: KW_ONLY
-    func_name: str
-
-    def __post_init__(self) -> None:
-        self._validate(self.func_name, "func_name")
-
-    @property
-    def member(self) -> str:
-        """The function name."""
-        return self.func_name
-
 
 @dataclass(frozen=True)
-class LockedFuncRepository(_LockedRepo):
+class LockedFuncRepository(_FuncMember, _LockedRepo):
     """A top-level function of a Hub kernel repository pinned by a lock file."""
-
-    kind: ClassVar[str] = "function"
-    _: KW_ONLY
-    func_name: str
-
-    def __post_init__(self) -> None:
-        self._validate(self.func_name, "func_name")
-
-    @property
-    def member(self) -> str:
-        """The function name."""
-        return self.func_name
