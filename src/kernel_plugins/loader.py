@@ -252,7 +252,7 @@ def import_resolved(
             UserWarning,
             stacklevel=3,
         )
-    if variant == UNIVERSAL and source != "reference":
+    if variant == UNIVERSAL and source != "reference" and not _is_bundled_reference(path):
         warnings.warn(
             f"{repo_id}: the torch-universal variant is deprecated; publish noarch variants "
             f"instead (torch-{device.backend} for this device, torch-<backend> for each backend "
@@ -281,6 +281,13 @@ def import_resolved(
         ),
     )
     return module
+
+
+def _is_bundled_reference(path: Path) -> bool:
+    """Whether ``path`` is inside the reference kernels shipped with kernel-plugins."""
+    from .reference import REFERENCE_ROOT
+
+    return REFERENCE_ROOT.resolve() in path.resolve().parents
 
 
 def _reference_fallback(

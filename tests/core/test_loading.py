@@ -197,3 +197,13 @@ def test_plugin_load_kernel_hook_can_serve_module(manager, tmp_path):
         mod = kernel_plugins.load(tmp_path / "s", device="srv")
     assert mod is served and seen == [("srv", "torch-srv", "srv-kernel")]
     assert mod.__kernel_provenance__.backend == "srv"
+
+
+def test_bundled_reference_kernels_load_by_path_without_deprecation(manager):
+    from kernel_plugins.reference import REFERENCE_ROOT
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mod = kernel_plugins.load(REFERENCE_ROOT / "rmsnorm", device="cpu")
+    assert mod.__kernel_provenance__.variant == "torch-universal"
+    assert hasattr(mod, "apply_rms_norm")
