@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
+from ._warn import warn_user
 from .detection import get_device, system_info
 from .device import DeviceInfo, SystemInfo
 from .errors import (
@@ -246,19 +246,17 @@ def import_resolved(
     spec = manager.record(device.backend).spec
     check_python_depends(metadata, spec, where=str(path / "metadata.json"))
     if metadata.is_dirty:
-        warnings.warn(
+        warn_user(
             f"kernel {metadata.name!r} ({path}) was built from a dirty source tree; its code may "
             "not match any published commit",
             UserWarning,
-            stacklevel=3,
         )
     if variant == UNIVERSAL and source != "reference" and not _is_bundled_reference(path):
-        warnings.warn(
+        warn_user(
             f"{repo_id}: the torch-universal variant is deprecated; publish noarch variants "
             f"instead (torch-{device.backend} for this device, torch-<backend> for each backend "
             "the code supports)",
             DeprecationWarning,
-            stacklevel=3,
         )
     load = KernelLoad(repo_id, variant, path, metadata, metadata.id)
     module = manager.load_kernel(device, load)
@@ -333,11 +331,10 @@ def _reference_fallback(
             _check_requirements(module, requirements)
         except KernelPluginsError as e:
             raise type(e)(f"{error}\nThe reference fallback does not qualify either: {e}") from error
-    warnings.warn(
+    warn_user(
         f"using the portable reference kernel for {target.short_name!r} on {info.torch_device}: "
         f"{what}. Results come from plain PyTorch ops, not an optimised kernel. Pass "
         "fallback='error' to refuse.",
         UserWarning,
-        stacklevel=3,
     )
     return module

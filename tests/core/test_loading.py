@@ -207,3 +207,10 @@ def test_bundled_reference_kernels_load_by_path_without_deprecation(manager):
         mod = kernel_plugins.load(REFERENCE_ROOT / "rmsnorm", device="cpu")
     assert mod.__kernel_provenance__.variant == "torch-universal"
     assert hasattr(mod, "apply_rms_norm")
+
+
+def test_warnings_point_at_the_callers_code(manager, tmp_path):
+    make_repo(tmp_path / "uw", ["torch-universal"])
+    with pytest.warns(DeprecationWarning) as record:
+        kernel_plugins.load(tmp_path / "uw")
+    assert record[0].filename == __file__

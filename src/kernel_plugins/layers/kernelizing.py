@@ -32,11 +32,11 @@ import inspect
 import logging
 import os
 import types
-import warnings
 import weakref
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from .._warn import warn_user
 from ..contracts import format_properties, normalize_require
 from ..errors import (
     ContractError,
@@ -165,9 +165,8 @@ class _Session:
             try:
                 self._modules[repo] = _load_kernel(repo, self.device, trust=self.trust)
             except _SKIPPABLE as e:
-                warnings.warn(
-                    f"kernelize: skipping {repo.describe()} on {describe_device(self.device)}: {e}",
-                    stacklevel=4,
+                warn_user(
+                    f"kernelize: skipping {repo.describe()} on {describe_device(self.device)}: {e}"
                 )
                 self._modules[repo] = e
         return self._modules[repo]
