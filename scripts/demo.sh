@@ -9,3 +9,7 @@ bash scripts/setup.sh
 kernel-plugins list-backends
 kernel-plugins variants ./examples/relu
 kernel-plugins load ./examples/relu
+# Time it against its reference and check every output.
+kernel-plugins benchmark ./examples/relu --iterations 20 --no-progress
+# The same listing with an MLU device emulated on the CPU (labelled EMULATED: not hardware).
+kernel-plugins list-backends --emulate mlu
