@@ -156,6 +156,7 @@ check("is_emulated", lambda: [_emulation.is_emulated("mlu"), _emulation.emulated
 check("idempotent", lambda: emulate("mlu", devices=2, device_name="Test Accel 9000",
                                     capability=(5, 0), total_memory=1024) is dev)
 check("emulated_devices", lambda: [(d.name, d.devices, dict(d.facts)) for d in emulated_devices()])
+check("joins", lambda: emulate("mlu") is dev)
 def other_count():
     try:
         emulate("mlu", devices=3)
@@ -264,6 +265,7 @@ def test_device_module_reports_the_emulated_facts(mlu: dict) -> None:
 def test_emulation_is_recorded_and_idempotent(mlu: dict) -> None:
     assert mlu["is_emulated"] == [True, 2]
     assert mlu["idempotent"] is True
+    assert mlu["joins"] is True  # no count, no facts: join the existing set-up
     facts = {"device_name": "Test Accel 9000", "capability": [5, 0], "total_memory": 1024}
     assert mlu["emulated_devices"] == [["mlu", 2, facts]]
     assert "already emulated" in mlu["other_count"] and "devices=2" in mlu["other_count"]

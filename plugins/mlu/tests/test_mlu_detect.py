@@ -1,7 +1,10 @@
 """Detection of the Cambricon stack with detection-level stand-ins (no PrivateUse1 device).
 
 Stand-ins are put in place with ``monkeypatch``: a ``torch_mlu`` module in
-``sys.modules``, ``torch.mlu``, ``torch.version.mlu`` and ``NEUWARE_HOME``.
+``sys.modules``, ``torch.mlu``, ``torch.version.mlu`` and ``NEUWARE_HOME``. The
+standard checks come from the conformance suite
+(:class:`~kernel_plugins.testing.conformance.PluginConformance`); the tests after it
+are the Cambricon-specific ones.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 from kernel_plugins.errors import PluginError
-from kernel_plugins.plugins import PluginManager
+from kernel_plugins.testing.conformance import PluginConformance, PluginFacts
 
 from kernel_plugins_mlu import hooks
 from kernel_plugins_mlu.emulation import build_stand_ins
@@ -23,13 +26,29 @@ from kernel_plugins_mlu.versions import TOOLKIT_ENV
 
 Install = Callable[..., types.ModuleType]
 
+PLUGIN = PluginFacts(
+    hooks=hooks,
+    backend="mlu",
+    display_name="Cambricon MLU",
+    arch_tokens=("mlu",),
+    vendor_module="torch_mlu",
+    build_stand_ins=build_stand_ins,
+    runtime_version="3.13.5",
+    version_attrs=("mlu",),
+    environ=(TOOLKIT_ENV,),
+)
+
+
+class TestMluPlugin(PluginConformance):
+    """The standard hook-level checks, for the mlu plugin."""
+
+    plugin = PLUGIN
+
 
 @pytest.fixture
 def no_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make sure no torch_mlu (real or stand-in) is visible."""
-    monkeypatch.delitem(sys.modules, "torch_mlu", raising=False)
-    monkeypatch.delattr(torch, "mlu", raising=False)
-    monkeypatch.delenv(TOOLKIT_ENV, raising=False)
+    PLUGIN.hide(monkeypatch)
 
 
 @pytest.fixture
@@ -37,29 +56,9 @@ def install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_stack: None) -> 
     """Put the stand-ins for ``count`` devices in place; returns torch.mlu."""
 
     def _install(count: int = 2, **facts: Any) -> types.ModuleType:
-        stand = build_stand_ins(count, facts, workdir=tmp_path)
-        monkeypatch.setitem(sys.modules, "torch_mlu", stand.package)
-        monkeypatch.setattr(torch, "mlu", stand.device_module, raising=False)
-        for key, value in stand.version_attrs.items():
-            monkeypatch.setattr(torch.version, key, value, raising=False)
-        for key, value in stand.environ.items():
-            monkeypatch.setenv(key, value)
-        return stand.device_module
+        return PLUGIN.put_in_place(monkeypatch, build_stand_ins(count, facts, workdir=tmp_path))
 
     return _install
-
-
-def _manager() -> PluginManager:
-    pm = PluginManager(entry_points=False)
-    pm.register(hooks, name="mlu", distribution="kernel-plugins-mlu", version="test")
-    return pm
-
-
-def test_absent_stack_returns_none_without_importing(no_stack: None) -> None:
-    assert hooks.detect_device() is None
-    assert "torch_mlu" not in sys.modules
-    outcome = _manager().detect("mlu")
-    assert (outcome.status, outcome.error) == ("no device", None)
 
 
 def test_blocked_vendor_module_counts_as_absent(
@@ -81,7 +80,7 @@ def test_broken_vendor_install_is_an_error_naming_the_cause(
     with pytest.raises(PluginError, match="libcnrt.so") as info:
         hooks.detect_device()
     assert "NEUWARE_HOME" in str(info.value)
-    outcome = _manager().detect("mlu")
+    outcome = PLUGIN.manager().detect("mlu")
     assert outcome.status == "error"
     assert outcome.error is not None and "libcnrt.so" in outcome.error
 
@@ -96,13 +95,6 @@ def test_vendor_without_torch_mlu_module_is_an_error(
         hooks.detect_device()
 
 
-def test_zero_devices_is_no_device(install: Install) -> None:
-    mlu = install(0)
-    assert mlu.is_available() is False
-    assert hooks.detect_device() is None
-    assert _manager().detect("mlu").status == "no device"
-
-
 def test_two_devices(install: Install) -> None:
     install(2)
     info = hooks.detect_device()
@@ -114,7 +106,7 @@ def test_two_devices(install: Install) -> None:
     assert info.extension_version is not None and info.extension_version.startswith("1.22.0+torch")
     assert info.emulated is True
     assert info.notes == ()
-    assert _manager().detect("mlu").status == "available"
+    assert PLUGIN.manager().detect("mlu").status == "available"
 
 
 def test_vendor_facts_are_reported(install: Install) -> None:
@@ -192,13 +184,6 @@ def test_hand_made_stack_shaped_like_the_vendor(
     assert info.notes == ()
 
 
-def test_emulate_device_hook_needs_an_emulated_module(no_stack: None) -> None:
-    from kernel_plugins.testing import EmulationError
-
-    with pytest.raises(EmulationError, match="kernel_plugins.testing.emulate"):
-        hooks.emulate_device(count=1, facts={})
-
-
 def test_unknown_emulation_fact_is_refused(tmp_path: Path) -> None:
     from kernel_plugins.testing import EmulationError
 
@@ -215,17 +200,3 @@ def test_synchronize_calls_torch_mlu(install: Install) -> None:
     assert hooks.synchronize(info) is True
     assert hooks.synchronize(info.replace(index=1)) is True
     assert mlu.synchronize_calls == 2
-
-
-def test_another_backend_owning_privateuse1_is_reported_without_importing(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_stack: None
-) -> None:
-    pkg = tmp_path / "torch_mlu"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("raise AssertionError('must not be imported')\n", "utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "npu")
-    with pytest.raises(PluginError, match="already 'npu'") as info:
-        hooks.detect_device()
-    assert "one per process" in str(info.value)
-    assert "torch_mlu" not in sys.modules

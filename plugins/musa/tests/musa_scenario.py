@@ -40,6 +40,7 @@ def main() -> pc.Recorder:
     high = make_repo(tmp / "qy2", ["torch-musa"], name="qy2")
     pc.check_capability_range(rec, "musa", (low, (2, 1)), (high, (2, 2)))
     pc.check_synchronize(rec, "musa")
+    pc.check_cli(rec, "musa")
     return rec
 
 

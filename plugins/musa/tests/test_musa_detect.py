@@ -2,7 +2,9 @@
 
 Stand-ins are put in place with ``monkeypatch``: a ``torch_musa`` module in
 ``sys.modules`` (the same object as ``torch.musa``, as with the real package) and
-``torch.version.musa``.
+``torch.version.musa``. The standard checks come from the conformance suite
+(:class:`~kernel_plugins.testing.conformance.PluginConformance`); the tests after it
+are the MUSA-specific ones.
 """
 
 from __future__ import annotations
@@ -16,20 +18,37 @@ from typing import Any
 import pytest
 import torch
 from kernel_plugins.errors import PluginError
-from kernel_plugins.plugins import PluginManager
+from kernel_plugins.testing.conformance import PluginConformance, PluginFacts
 
 from kernel_plugins_musa import hooks
 from kernel_plugins_musa.emulation import build_stand_ins
 
 Install = Callable[..., types.ModuleType]
 
+PLUGIN = PluginFacts(
+    hooks=hooks,
+    backend="musa",
+    display_name="Moore Threads MUSA",
+    arch_tokens=("musa",),
+    vendor_module="torch_musa",
+    build_stand_ins=build_stand_ins,
+    runtime_version="4030",
+    version_attrs=("musa",),
+    other_privateuse1="mlu",
+    foreign_variants=("torch213-cxx11-mlu313-x86_64-linux",),
+)
+
+
+class TestMusaPlugin(PluginConformance):
+    """The standard hook-level checks, for the musa plugin."""
+
+    plugin = PLUGIN
+
 
 @pytest.fixture
 def no_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make sure no torch_musa (real or stand-in) is visible."""
-    monkeypatch.delitem(sys.modules, "torch_musa", raising=False)
-    monkeypatch.delattr(torch, "musa", raising=False)
-    monkeypatch.delattr(torch.version, "musa", raising=False)
+    PLUGIN.hide(monkeypatch)
 
 
 @pytest.fixture
@@ -37,27 +56,9 @@ def install(monkeypatch: pytest.MonkeyPatch, no_stack: None) -> Install:
     """Put the stand-ins for ``count`` devices in place; returns torch.musa."""
 
     def _install(count: int = 2, **facts: Any) -> types.ModuleType:
-        stand = build_stand_ins(count, facts)
-        monkeypatch.setitem(sys.modules, "torch_musa", stand.package)
-        monkeypatch.setattr(torch, "musa", stand.device_module, raising=False)
-        for key, value in stand.version_attrs.items():
-            monkeypatch.setattr(torch.version, key, value, raising=False)
-        return stand.device_module
+        return PLUGIN.put_in_place(monkeypatch, build_stand_ins(count, facts))
 
     return _install
-
-
-def _manager() -> PluginManager:
-    pm = PluginManager(entry_points=False)
-    pm.register(hooks, name="musa", distribution="kernel-plugins-musa", version="test")
-    return pm
-
-
-def test_absent_stack_returns_none_without_importing(no_stack: None) -> None:
-    assert hooks.detect_device() is None
-    assert "torch_musa" not in sys.modules
-    outcome = _manager().detect("musa")
-    assert (outcome.status, outcome.error) == ("no device", None)
 
 
 def test_broken_vendor_install_is_an_error_naming_the_cause(
@@ -69,13 +70,7 @@ def test_broken_vendor_install_is_an_error_naming_the_cause(
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(PluginError, match="libmusart.so.4"):
         hooks.detect_device()
-    assert _manager().detect("musa").status == "error"
-
-
-def test_zero_devices_is_no_device(install: Install) -> None:
-    install(0)
-    assert hooks.detect_device() is None
-    assert _manager().detect("musa").status == "no device"
+    assert PLUGIN.manager().detect("musa").status == "error"
 
 
 def test_two_devices(install: Install) -> None:
@@ -146,13 +141,6 @@ def test_unavailable_stack_is_no_device(monkeypatch: pytest.MonkeyPatch, no_stac
     assert hooks.detect_device() is None
 
 
-def test_emulate_device_hook_needs_an_emulated_module(no_stack: None) -> None:
-    from kernel_plugins.testing import EmulationError
-
-    with pytest.raises(EmulationError, match="kernel_plugins.testing.emulate"):
-        hooks.emulate_device(count=1, facts={})
-
-
 def test_bad_emulation_facts_are_refused() -> None:
     from kernel_plugins.testing import EmulationError
 
@@ -168,17 +156,3 @@ def test_synchronize_calls_torch_musa(install: Install) -> None:
     assert info is not None
     assert hooks.synchronize(info.replace(index=1)) is True
     assert musa.synchronize_calls == 1
-
-
-def test_another_backend_owning_privateuse1_is_reported_without_importing(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_stack: None
-) -> None:
-    pkg = tmp_path / "torch_musa"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("raise AssertionError('must not be imported')\n", "utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "mlu")
-    with pytest.raises(PluginError, match="already 'mlu'") as info:
-        hooks.detect_device()
-    assert "one per process" in str(info.value)
-    assert "torch_musa" not in sys.modules

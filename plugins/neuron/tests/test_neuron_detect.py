@@ -3,6 +3,9 @@
 The PrivateUse1 name cannot be changed twice in one process, so these tests replace
 ``torch._C._get_privateuse1_backend_name`` and ``torch.accelerator`` with stand-ins
 through ``monkeypatch``; the real rename is exercised in ``test_neuron_emulated.py``.
+The standard checks come from the conformance suite
+(:class:`~kernel_plugins.testing.conformance.PluginConformance`); the tests after it
+are the Neuron-specific ones.
 """
 
 from __future__ import annotations
@@ -14,18 +17,33 @@ from pathlib import Path
 import pytest
 import torch
 from kernel_plugins.errors import PluginError
-from kernel_plugins.plugins import PluginManager
+from kernel_plugins.testing.conformance import PluginConformance, PluginFacts
 
 from kernel_plugins_neuron import hooks
 from kernel_plugins_neuron.emulation import build_stand_ins
+
+PLUGIN = PluginFacts(
+    hooks=hooks,
+    backend="neuron",
+    display_name="AWS Neuron",
+    arch_tokens=(),
+    vendor_module="torch_neuronx",
+    build_stand_ins=build_stand_ins,
+    other_privateuse1_is_error=False,  # another PrivateUse1 owner means no native neuron
+    foreign_variants=(),  # every arch variant is refused with a reason (noarch only)
+)
+
+
+class TestNeuronPlugin(PluginConformance):
+    """The standard hook-level checks, for the neuron plugin."""
+
+    plugin = PLUGIN
 
 
 @pytest.fixture
 def no_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     """No torch_neuronx, no torch.neuron, PrivateUse1 unnamed."""
-    monkeypatch.delitem(sys.modules, "torch_neuronx", raising=False)
-    monkeypatch.delattr(torch, "neuron", raising=False)
-    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "privateuseone")
+    PLUGIN.hide(monkeypatch)
 
 
 def _native_backend(
@@ -50,19 +68,6 @@ def _vendor(monkeypatch: pytest.MonkeyPatch, version: str = "2.14.0.2.33") -> ty
     return vendor
 
 
-def _manager() -> PluginManager:
-    pm = PluginManager(entry_points=False)
-    pm.register(hooks, name="neuron", distribution="kernel-plugins-neuron", version="test")
-    return pm
-
-
-def test_absent_stack_returns_none_without_importing(no_stack: None) -> None:
-    assert hooks.detect_device() is None
-    assert "torch_neuronx" not in sys.modules
-    outcome = _manager().detect("neuron")
-    assert (outcome.status, outcome.error) == ("no device", None)
-
-
 def test_xla_stack_is_not_the_native_backend(
     monkeypatch: pytest.MonkeyPatch, no_stack: None
 ) -> None:
@@ -79,7 +84,7 @@ def test_broken_vendor_install_is_an_error(
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(PluginError, match="libnrt.so.1"):
         hooks.detect_device()
-    assert _manager().detect("neuron").status == "error"
+    assert PLUGIN.manager().detect("neuron").status == "error"
 
 
 def test_native_backend_through_torch_accelerator(
@@ -105,7 +110,7 @@ def test_native_backend_with_zero_devices_is_no_device(
     _vendor(monkeypatch)
     _native_backend(monkeypatch, 0)
     assert hooks.detect_device() is None
-    assert _manager().detect("neuron").status == "no device"
+    assert PLUGIN.manager().detect("neuron").status == "no device"
 
 
 def test_other_current_accelerator_falls_back_to_torch_neuron(
@@ -154,13 +159,6 @@ def test_capability_is_not_a_neuron_fact() -> None:
         build_stand_ins(1, {"capability": (2, 0)})
 
 
-def test_emulate_device_hook_needs_an_emulated_module(no_stack: None) -> None:
-    from kernel_plugins.testing import EmulationError
-
-    with pytest.raises(EmulationError, match="kernel_plugins.testing.emulate"):
-        hooks.emulate_device(count=1, facts={})
-
-
 def test_synchronize_prefers_torch_neuron(monkeypatch: pytest.MonkeyPatch, no_stack: None) -> None:
     stand = build_stand_ins(2)
     monkeypatch.setattr(torch, "neuron", stand.device_module, raising=False)
@@ -181,15 +179,3 @@ def test_synchronize_without_torch_neuron_uses_torch_accelerator(
     info = DeviceInfo(backend="neuron", device_type="neuron", count=1, index=0)
     assert hooks.synchronize(info) is True
     assert calls == [0]
-
-
-def test_another_backend_owning_privateuse1_means_no_neuron(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_stack: None
-) -> None:
-    pkg = tmp_path / "torch_neuronx"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("raise AssertionError('must not be imported')\n", "utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "npu")
-    assert hooks.detect_device() is None
-    assert "torch_neuronx" not in sys.modules

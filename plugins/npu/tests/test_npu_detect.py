@@ -1,7 +1,10 @@
 """Detection of the Ascend stack with detection-level stand-ins (no PrivateUse1 device).
 
 Stand-ins are put in place with ``monkeypatch``: a ``torch_npu`` module in
-``sys.modules``, ``torch.npu`` and ``torch.version.cann``.
+``sys.modules``, ``torch.npu`` and ``torch.version.cann``. The standard checks come
+from the conformance suite
+(:class:`~kernel_plugins.testing.conformance.PluginConformance`); the tests after it
+are the Ascend-specific ones.
 """
 
 from __future__ import annotations
@@ -15,20 +18,37 @@ from typing import Any
 import pytest
 import torch
 from kernel_plugins.errors import PluginError
-from kernel_plugins.plugins import PluginManager
+from kernel_plugins.testing.conformance import PluginConformance, PluginFacts
 
 from kernel_plugins_npu import hooks
 from kernel_plugins_npu.emulation import build_stand_ins
 
 Install = Callable[..., types.ModuleType]
 
+PLUGIN = PluginFacts(
+    hooks=hooks,
+    backend="npu",
+    display_name="Huawei Ascend NPU",
+    arch_tokens=("cann",),
+    vendor_module="torch_npu",
+    build_stand_ins=build_stand_ins,
+    runtime_version="8.3.RC1",
+    version_attrs=("cann",),
+    other_privateuse1="musa",
+    foreign_variants=("torch213-cxx11-cu128-aarch64-linux",),
+)
+
+
+class TestNpuPlugin(PluginConformance):
+    """The standard hook-level checks, for the npu plugin."""
+
+    plugin = PLUGIN
+
 
 @pytest.fixture
 def no_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make sure no torch_npu (real or stand-in) is visible."""
-    monkeypatch.delitem(sys.modules, "torch_npu", raising=False)
-    monkeypatch.delattr(torch, "npu", raising=False)
-    monkeypatch.delattr(torch.version, "cann", raising=False)
+    PLUGIN.hide(monkeypatch)
 
 
 @pytest.fixture
@@ -36,27 +56,9 @@ def install(monkeypatch: pytest.MonkeyPatch, no_stack: None) -> Install:
     """Put the stand-ins for ``count`` devices in place; returns torch.npu."""
 
     def _install(count: int = 2, **facts: Any) -> types.ModuleType:
-        stand = build_stand_ins(count, facts)
-        monkeypatch.setitem(sys.modules, "torch_npu", stand.package)
-        monkeypatch.setattr(torch, "npu", stand.device_module, raising=False)
-        for key, value in stand.version_attrs.items():
-            monkeypatch.setattr(torch.version, key, value, raising=False)
-        return stand.device_module
+        return PLUGIN.put_in_place(monkeypatch, build_stand_ins(count, facts))
 
     return _install
-
-
-def _manager() -> PluginManager:
-    pm = PluginManager(entry_points=False)
-    pm.register(hooks, name="npu", distribution="kernel-plugins-npu", version="test")
-    return pm
-
-
-def test_absent_stack_returns_none_without_importing(no_stack: None) -> None:
-    assert hooks.detect_device() is None
-    assert "torch_npu" not in sys.modules
-    outcome = _manager().detect("npu")
-    assert (outcome.status, outcome.error) == ("no device", None)
 
 
 def test_broken_vendor_install_is_an_error_naming_the_cause(
@@ -69,12 +71,6 @@ def test_broken_vendor_install_is_an_error_naming_the_cause(
     with pytest.raises(PluginError, match="libhccl.so") as info:
         hooks.detect_device()
     assert "set_env.sh" in str(info.value)
-
-
-def test_zero_devices_is_no_device(install: Install) -> None:
-    install(0)
-    assert hooks.detect_device() is None
-    assert _manager().detect("npu").status == "no device"
 
 
 def test_two_devices(install: Install) -> None:
@@ -153,13 +149,6 @@ def test_capability_is_not_an_npu_fact() -> None:
         build_stand_ins(1, {"capability": (2, 0)})
 
 
-def test_emulate_device_hook_needs_an_emulated_module(no_stack: None) -> None:
-    from kernel_plugins.testing import EmulationError
-
-    with pytest.raises(EmulationError, match="kernel_plugins.testing.emulate"):
-        hooks.emulate_device(count=1, facts={})
-
-
 def test_synchronize_calls_torch_npu(install: Install) -> None:
     npu = install(2)
     info = hooks.detect_device()
@@ -172,17 +161,3 @@ def _system() -> Any:
     from kernel_plugins.device import SystemInfo
 
     return SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
-
-
-def test_another_backend_owning_privateuse1_is_reported_without_importing(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_stack: None
-) -> None:
-    pkg = tmp_path / "torch_npu"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("raise AssertionError('must not be imported')\n", "utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(torch._C, "_get_privateuse1_backend_name", lambda: "musa")
-    with pytest.raises(PluginError, match="already 'musa'") as info:
-        hooks.detect_device()
-    assert "one per process" in str(info.value)
-    assert "torch_npu" not in sys.modules

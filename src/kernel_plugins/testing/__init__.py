@@ -134,7 +134,7 @@ def _ask_plugin(name: str, devices: int, facts: dict[str, Any]) -> bool:
         return False
 
 
-def emulate(name: str, devices: int = 2, **vendor_facts: Any) -> EmulatedDevice:
+def emulate(name: str, devices: int | None = None, **vendor_facts: Any) -> EmulatedDevice:
     """Emulate ``devices`` accelerators of type ``name`` on the CPU, in this process.
 
     Renames PyTorch's PrivateUse1 key to ``name``, registers ``torch.<name>`` (see
@@ -142,13 +142,14 @@ def emulate(name: str, devices: int = 2, **vendor_facts: Any) -> EmulatedDevice:
     (:func:`kernel_plugins._emulation.mark_emulated`) and asks the backend plugin that
     owns ``name`` to install its vendor stand-ins through its ``emulate_device`` hook.
 
-    The same call again returns the same :class:`EmulatedDevice`. A different count or
-    different facts for the same name, or any second name, raise
+    The same call again returns the same :class:`EmulatedDevice`, and so does a call that
+    names no count and no facts (``emulate("mlu")`` joins whatever set-up exists). A
+    different count or different facts for the same name, or any second name, raise
     :class:`EmulationError`: run other set-ups in a fresh interpreter.
 
     Args:
         name: the device type, a lowercase identifier such as ``"mlu"``.
-        devices: number of devices (0 = the stack is present but has no device).
+        devices: number of devices (0 = the stack is present but has no device); default 2.
         **vendor_facts: facts the backend plugin reports (versions, names...). The
             core itself reads ``device_name``, ``capability`` ``(major, minor)``,
             ``total_memory`` and ``multi_processor_count`` for the generic device
@@ -159,9 +160,12 @@ def emulate(name: str, devices: int = 2, **vendor_facts: Any) -> EmulatedDevice:
         dev = emulate("mlu", devices=2)
         x = torch.ones(3, device="mlu:1")   # computed on the CPU
     """
-    _validate(name, devices)
     with _LOCK:
         known = _DEVICES.get(name)
+        if known is not None and devices is None and not vendor_facts:
+            return known
+        devices = 2 if devices is None else devices
+        _validate(name, devices)
         if known is not None:
             if known.devices != devices or dict(known.facts) != vendor_facts:
                 raise EmulationError(
