@@ -23,6 +23,7 @@ from .errors import (
     HubError,
     KernelPluginsError,
     NoCompatibleVariantError,
+    SourceError,
 )
 from .importer import KernelLoad, Provenance, check_python_depends, import_variant, record_loaded
 from .metadata import read_metadata
@@ -160,13 +161,22 @@ def _load_target(
     candidates: list[Candidate],
     **hub_kwargs: Any,
 ) -> ModuleType:
+    pins = {k: hub_kwargs.get(k) for k in ("revision", "version", "lockfile")}
+    pinned = ", ".join(f"{k}={v!r}" for k, v in pins.items() if v is not None)
     if target.kind == "path":
         assert target.path is not None
+        if pinned:
+            raise SourceError(
+                f"{target.path} is a local folder: {pinned} only applies to Hub repositories; "
+                "drop it, or load the repository by its id 'org/name'"
+            )
         return _load_local(target.path, str(target.path), "local", info, system, candidates)
     repo_id = target.repo_id
     assert repo_id is not None
     override = parse_local_kernels().get(repo_id)
     if override is not None:
+        if pinned:
+            log.info("LOCAL_KERNELS overrides %s with %s; %s is not used", repo_id, override, pinned)
         return _load_local(override, repo_id, "local-kernels", info, system, candidates)
     shipped = get_manager().locate_kernel(repo_id, info)
     if shipped is not None:

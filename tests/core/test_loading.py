@@ -214,3 +214,9 @@ def test_warnings_point_at_the_callers_code(manager, tmp_path):
     with pytest.warns(DeprecationWarning) as record:
         kernel_plugins.load(tmp_path / "uw")
     assert record[0].filename == __file__
+
+
+def test_hub_pins_on_a_local_folder_are_refused(manager, tmp_path):
+    make_repo(tmp_path / "pin", ["torch-cpu"], name="pin-kernel")
+    with pytest.raises(SourceError, match="version=1 only applies to Hub repositories"):
+        kernel_plugins.load(tmp_path / "pin", version=1)
