@@ -29,7 +29,6 @@ wrong hint can only make a check fail, never make a changed file pass.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -305,22 +304,15 @@ def cached_listing(ref: Any) -> dict[str, dict[str, FileHash]] | None:
     :param ref: a :class:`~kernel_plugins.hub.HubRef`.
     :return: variant -> files, or None when no usable listing is cached.
     """
-    path = hub.storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    files = data.get("files") if isinstance(data, dict) else None
-    if data.get("format_version") != 1 or not isinstance(files, dict):
+    files = hub.cached_tree_files(ref)
+    if files is None:
         return None
     entries: list[tuple[str, FileHash]] = []
     for repo_path, info in files.items():
-        if not isinstance(info, dict):
-            return None
         fh = _entry_hash(info.get("blob_id"), info.get("lfs_sha256"), info.get("size"))
         if fh is None:
             return None
-        entries.append((str(repo_path), fh))
+        entries.append((repo_path, fh))
     return split_listing(entries)
 
 

@@ -31,7 +31,7 @@ from kernel_plugins.errors import RevisionError as RevisionError
 from kernel_plugins.errors import SourceError as SourceError
 from kernel_plugins.errors import VersionNotFoundError as VersionNotFoundError
 
-from ._cache import hub_endpoint, is_offline, storage_folder
+from ._cache import cached_tree_files, hub_endpoint, is_offline, storage_folder
 from ._download import cached_variant_path, download_variant, list_variant_names
 from ._errors import is_not_found, map_error
 from ._resolve import clear_repo_type_cache, resolve
@@ -52,4 +52,5 @@ __all__ = [
     "is_not_found",
     "map_error",
     "storage_folder",
+    "cached_tree_files",
 ]

@@ -11,10 +11,12 @@ those folders, reads and writes ``refs/``, and answers
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
 
@@ -96,17 +98,41 @@ def _write_ref(repo_id: str, repo_type: str, name: str, sha: str) -> None:
         logger.debug("Could not record %s -> %s in %s: %s", name, sha, path, exc)
 
 
+def cached_tree_files(ref: HubRef) -> dict[str, dict[str, Any]] | None:
+    """huggingface_hub's cached file listing of ``ref.sha``: path -> entry, or ``None``.
+
+    Reads ``<repo cache>/trees/<sha>.json`` (format version 1: entries with ``blob_id``,
+    ``lfs_sha256``, ``size``) directly, which costs no request and does not import
+    huggingface_hub's API client. ``None`` when no listing is cached or its format is not
+    one this code knows.
+    """
+    path = storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format_version") != 1:
+        return None
+    files = data.get("files")
+    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+        return None
+    return {str(k): v for k, v in files.items()}
+
+
 def _cached_tree(ref: HubRef) -> list[str] | None:
     """Paths of every file at ``ref.sha`` from huggingface_hub's cached listing, or ``None``."""
-    try:
+    files = cached_tree_files(ref)
+    if files is not None:
+        return list(files)
+    try:  # a listing in a format this code does not read: ask huggingface_hub
         from huggingface_hub import get_cached_repo_tree
-    except ImportError:
-        return None
-    try:
-        files = get_cached_repo_tree(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha)
+
+        return [
+            f.path
+            for f in get_cached_repo_tree(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha)
+        ]
     except Exception:  # no listing cached (CachedRepoTreeNotFoundError) or unreadable
         return None
-    return [f.path for f in files]
 
 
 # --- offline resolution -----------------------------------------------------------------
