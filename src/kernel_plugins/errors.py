@@ -23,6 +23,9 @@ __all__ = [
     "RevisionError",
     "VersionNotFoundError",
     "HubError",
+    "OfflineError",
+    "LocalDiskError",
+    "AmbiguousNameError",
     "IntegrityError",
     "TrustError",
     "LockfileError",
@@ -98,6 +101,22 @@ class VersionNotFoundError(RevisionError):
 
 class HubError(SourceError):
     """The Hub could not be reached or answered with an error."""
+
+
+class OfflineError(HubError):
+    """``HF_HUB_OFFLINE=1`` is set and what was asked for is not in the local cache."""
+
+
+class LocalDiskError(KernelPluginsError):
+    """The local disk failed (disk full, read-only cache, permission denied).
+
+    Never a Hub error and never a reason to fall back to a reference kernel: the message
+    names the path and the system's error.
+    """
+
+
+class AmbiguousNameError(SourceError, ValueError):
+    """A kernel name could mean a local folder and a Hub repository; both spellings are shown."""
 
 
 class IntegrityError(KernelPluginsError):

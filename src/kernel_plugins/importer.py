@@ -1,31 +1,53 @@
-"""Import a resolved variant folder as a Python package under its metadata ``id``.
+"""Import a verified variant as a Python package under its metadata ``id``.
 
-Two builds of one kernel have different ids, so they load side by side. Imports
-are cached per variant path; a failed import leaves nothing in ``sys.modules``.
-Relative imports inside the kernel work because the variant is imported as a
-package.
+The package is imported from the bytes that were verified (:mod:`.verification`), never
+from the files on disk again: a finder placed first on ``sys.meta_path`` serves every
+module below the kernel's package from the snapshot, and refuses any module the snapshot
+does not hold (a file added after verification never runs). Python sources are compiled
+from memory, so no bytecode (``__pycache__``, ``*.pyc``, unchecked hash-based pycs
+included) is read or written; native extension modules are loaded from their private
+verified copy (see :mod:`kernel_plugins.integrity.snapshot`).
+
+Module names: a kernel's ``id`` must not replace or shadow another module: one already
+imported, one of the standard library, or one an installed package provides
+(:func:`check_module_name`, which costs no file read). Two builds of one kernel have
+different ids, so they load side by side; the identical build loaded again (from another
+copy, say) is the same module.
+
+A failed import (any exception, ``SystemExit`` from kernel code included) leaves nothing
+in ``sys.modules`` and is not remembered, so the next load raises again.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .device import BackendSpec, PyDepend
 from .errors import KernelImportError, MetadataError, MissingDependencyError
 from .metadata import KernelMetadata
 
+if TYPE_CHECKING:
+    from .device import DeviceInfo
+    from .integrity import SnapshotFile, VariantSnapshot
+    from .verification import VerifiedVariant
+
 __all__ = [
+    "import_verified",
     "KernelLoad",
     "Provenance",
     "GENERIC_PYTHON_DEPENDS",
-    "package_dir",
     "check_python_depends",
-    "import_variant",
+    "check_module_name",
+    "import_snapshot",
     "loaded_kernels",
     "record_loaded",
 ]
@@ -85,22 +107,20 @@ class Provenance:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
 
 
+@dataclass
+class _Kernel:
+    """A kernel package this process imported: its snapshot and where its code lives."""
+
+    name: str
+    snapshot: VariantSnapshot
+    base: str  # the package folder inside the variant ("" flat, "<python_name>" nested)
+    key: str
+    module: ModuleType | None = None
+
+
 _lock = threading.RLock()
-_by_path: dict[str, ModuleType] = {}
+_kernels: dict[str, _Kernel] = {}
 _loaded: list[Provenance] = []
-
-
-def package_dir(variant_dir: Path, metadata: KernelMetadata) -> Path:
-    """The folder holding the kernel's ``__init__.py``: flat or nested layout."""
-    if (variant_dir / "__init__.py").is_file():
-        return variant_dir
-    nested = variant_dir / metadata.python_name
-    if (nested / "__init__.py").is_file():
-        return nested
-    raise KernelImportError(
-        f"{variant_dir}: no kernel module found: expected {variant_dir / '__init__.py'} (flat "
-        f"layout) or {nested / '__init__.py'} (nested layout)"
-    )
 
 
 def check_python_depends(metadata: KernelMetadata, spec: BackendSpec, *, where: str) -> None:
@@ -120,76 +140,201 @@ def check_python_depends(metadata: KernelMetadata, spec: BackendSpec, *, where: 
             )
 
 
+def check_module_name(name: str, *, where: str) -> None:
+    """Refuse a kernel ``id`` that would replace or shadow a module outside the kernel.
+
+    A name this process already imported as a kernel passes (the importer then reuses
+    the identical build or refuses a different one). Costs no file read of the variant.
+
+    :raises KernelImportError: the name is already imported, is a standard-library module,
+        or an installed package provides it.
+    """
+    with _lock:
+        if name in _kernels:
+            return
+    what = None
+    if name in sys.modules:
+        what = f"a module of that name is already imported ({getattr(sys.modules[name], '__file__', None) or 'built in'})"
+    elif name in sys.stdlib_module_names or name in sys.builtin_module_names:
+        what = "it is a module of the Python standard library"
+    else:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None:
+            what = f"an installed module has that name ({spec.origin or 'namespace package'})"
+    if what is not None:
+        raise KernelImportError(
+            f"{where}: the kernel's metadata id {name!r} cannot be used as its module name: "
+            f"{what}. Loading it would replace or shadow that module, so it was refused before "
+            "any of its files were read; rebuild the kernel with a unique id."
+        )
+
+
+def _package_base(snapshot: VariantSnapshot, metadata: KernelMetadata) -> str:
+    """The package folder inside the variant: flat (``""``) or nested (``python_name``)."""
+    if "__init__.py" in snapshot.files:
+        return ""
+    if f"{metadata.python_name}/__init__.py" in snapshot.files:
+        return metadata.python_name
+    root = snapshot.root
+    raise KernelImportError(
+        f"{root}: no kernel module found: expected {root / '__init__.py'} (flat layout) or "
+        f"{root / metadata.python_name / '__init__.py'} (nested layout)"
+    )
+
+
+class _SourceLoader(importlib.abc.InspectLoader):
+    """Runs one verified Python source (or an empty namespace package) from memory."""
+
+    def __init__(self, file: SnapshotFile | None, origin: str, package: bool) -> None:
+        self._file = file
+        self._origin = origin
+        self._package = package
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        """Use the default module object."""
+        return None
+
+    def get_source(self, fullname: str) -> str:
+        """The verified source text."""
+        data = self._file.data if self._file is not None else b""
+        return importlib.util.decode_source(data or b"")
+
+    def get_code(self, fullname: str):  # type: ignore[no-untyped-def]
+        """Compile the verified source; nothing is cached as bytecode."""
+        data = self._file.data if self._file is not None else b""
+        return compile(data or b"", self._origin, "exec", dont_inherit=True)
+
+    def is_package(self, fullname: str) -> bool:
+        """Whether the module is a package."""
+        return self._package
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Execute the verified code in the module's namespace."""
+        exec(self.get_code(module.__name__), module.__dict__)  # noqa: S102 - the kernel's verified code
+
+
+class _SnapshotFinder(importlib.abc.MetaPathFinder):
+    """Serves every module below an imported kernel's package from its snapshot."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        """A spec from the snapshot; ModuleNotFoundError for names the snapshot lacks."""
+        top = fullname.partition(".")[0]
+        with _lock:
+            kernel = _kernels.get(top)
+        if kernel is None:
+            return None
+        return _spec(kernel, fullname)
+
+
+_finder = _SnapshotFinder()
+
+
+def _spec(kernel: _Kernel, fullname: str) -> importlib.machinery.ModuleSpec:
+    snap = kernel.snapshot
+    parts = fullname.split(".")[1:]
+    stem = "/".join(p for p in (kernel.base, *parts) if p)
+    folder = snap.root / stem if stem else snap.root
+    init = f"{stem}/__init__.py" if stem else "__init__.py"
+    if init in snap.files:
+        return _source_spec(fullname, snap.files[init], folder / "__init__.py", folder)
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        ext = snap.files.get(stem + suffix)
+        if ext is not None and ext.private_path is not None:
+            loader = importlib.machinery.ExtensionFileLoader(fullname, ext.private_path)
+            spec = importlib.util.spec_from_loader(fullname, loader, origin=ext.private_path)
+            assert spec is not None
+            spec.has_location = True
+            return spec
+    source = snap.files.get(stem + ".py")
+    if source is not None:
+        return _source_spec(fullname, source, snap.root / (stem + ".py"), None)
+    if parts and any(rel.startswith(stem + "/") for rel in snap.files):
+        return _source_spec(fullname, None, folder, folder)  # a folder without __init__.py
+    raise ModuleNotFoundError(
+        f"No module named {fullname!r} among the verified files of kernel {kernel.name!r} "
+        f"({snap.root}); files added after verification are never imported",
+        name=fullname,
+    )
+
+
+def _source_spec(
+    fullname: str, file: SnapshotFile | None, origin: Path, package: Path | None
+) -> importlib.machinery.ModuleSpec:
+    loader = _SourceLoader(file, str(origin), package is not None)
+    spec = importlib.machinery.ModuleSpec(
+        fullname, loader, origin=str(origin), is_package=package is not None
+    )
+    if package is not None:
+        spec.submodule_search_locations = [str(package)]
+    spec.has_location = file is not None
+    return spec
+
+
+def _install_finder() -> None:
+    if not sys.meta_path or sys.meta_path[0] is not _finder:
+        if _finder in sys.meta_path:
+            sys.meta_path.remove(_finder)
+        sys.meta_path.insert(0, _finder)
+
+
 def _drop_modules(name: str) -> None:
     for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
         del sys.modules[key]
 
 
-def import_variant(load: KernelLoad) -> ModuleType:
-    """Import ``load.path`` as package ``load.module_name`` (cached per path)."""
-    pkg = package_dir(load.path, load.metadata)
-    key = str(pkg.resolve())
+def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
+    """Import the verified ``snapshot`` as package ``load.module_name``.
+
+    The identical build already imported under that name is returned as it is.
+
+    :raises KernelImportError: another build holds the name, the module name is taken by a
+        module outside the kernel, or the kernel's code raised anything while importing
+        (``SystemExit`` included; nothing is left in ``sys.modules``).
+    """
+    name = load.module_name
+    key = snapshot.content_key()
     with _lock:
-        cached = _by_path.get(key)
-        if cached is not None:
-            return cached
-        existing = sys.modules.get(load.module_name)
-        if existing is not None and _same_files(pkg, getattr(existing, "__file__", None)):
-            # the identical build from another copy (another cache, say): reuse it
-            _by_path[key] = existing
-            return existing
-        if existing is not None:
+        kernel = _kernels.get(name)
+        if kernel is not None and kernel.module is not None:
+            if kernel.key == key:
+                return kernel.module
             raise KernelImportError(
-                f"cannot import {load.path} as {load.module_name!r}: a module of that name is "
-                f"already loaded from {getattr(existing, '__file__', '?')}. Two different files "
+                f"cannot import {load.path} as {name!r}: a kernel of that name is already "
+                f"loaded from {kernel.snapshot.root} with different files. Two different builds "
                 "claim the same build id; remove one copy or rebuild with a unique id."
             )
-        spec = importlib.util.spec_from_file_location(
-            load.module_name, pkg / "__init__.py", submodule_search_locations=[str(pkg)]
-        )
-        if spec is None or spec.loader is None:  # pragma: no cover - defensive
-            raise KernelImportError(f"cannot create an import spec for {pkg}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[load.module_name] = module
+        check_module_name(name, where=str(load.path))
+        base = _package_base(snapshot, load.metadata)
+        kernel = _Kernel(name, snapshot, base, key)
+        _kernels[name] = kernel
+        _install_finder()
         try:
-            spec.loader.exec_module(module)
-        except Exception as e:
-            _drop_modules(load.module_name)
+            module = importlib.import_module(name)
+        except BaseException as e:
+            _drop_modules(name)
+            del _kernels[name]
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            how = " (the kernel's code called sys.exit)" if isinstance(e, SystemExit) else ""
             raise KernelImportError(
-                f"importing kernel {load.metadata.name!r} variant {load.variant} from {pkg} "
-                f"failed: {type(e).__name__}: {e}"
+                f"importing kernel {load.metadata.name!r} variant {load.variant} from "
+                f"{load.path} failed: {type(e).__name__}: {e}{how}. Nothing of it was kept; fix "
+                "the kernel or load another variant."
             ) from e
-        _by_path[key] = module
+        kernel.module = module
         return module
 
 
-def _files(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
-    }
-
-
-def _same_files(pkg: Path, other_init: str | None) -> bool:
-    """Whether the package at ``pkg`` has exactly the files of the one at ``other_init``."""
-    if not other_init:
-        return False
-    other = Path(other_init).parent
-    try:
-        return _files(pkg) == _files(other)
-    except OSError:
-        return False
-
-
-def cached_module(path: Path) -> ModuleType | None:
-    """The module already imported from a variant folder, or None."""
+def imported_kernel(name: str) -> ModuleType | None:
+    """The kernel module imported under ``name`` by this process, or None."""
     with _lock:
-        for p in (path, path / "__init__.py"):
-            mod = _by_path.get(str(p.resolve()))
-            if mod is not None:
-                return mod
-        return None
+        kernel = _kernels.get(name)
+        return kernel.module if kernel is not None else None
 
 
 def record_loaded(module: ModuleType, provenance: Provenance) -> None:
@@ -207,3 +352,63 @@ def loaded_kernels() -> list[Provenance]:
     """Provenance of every kernel this process loaded, in load order."""
     with _lock:
         return list(_loaded)
+
+
+def import_verified(
+    verified: VerifiedVariant, device: DeviceInfo, *, notes: tuple[str, ...] = ()
+) -> ModuleType:
+    """The import step of loading: check ``python-depends``, give the device's backend its
+    ``load_kernel`` say, import the verified snapshot, and record provenance."""
+    from ._warn import warn_user
+    from .plugins import get_manager
+    from .variants import UNIVERSAL
+
+    fetched = verified.fetched
+    source = fetched.offer.source
+    path, variant, metadata = fetched.path, fetched.variant, verified.metadata
+    spec = get_manager().record(device.backend).spec
+    check_python_depends(metadata, spec, where=str(path / "metadata.json"))
+    if metadata.is_dirty:
+        warn_user(
+            f"kernel {metadata.name!r} ({path}) was built from a dirty source tree; its code may "
+            "not match any published commit",
+            UserWarning,
+        )
+    if variant == UNIVERSAL and source.kind != "reference" and not _bundled_reference(path):
+        warn_user(
+            f"{source.label}: the torch-universal variant is deprecated; publish noarch variants "
+            f"instead (torch-{device.backend} for this device, torch-<backend> for each backend "
+            "the code supports)",
+            DeprecationWarning,
+        )
+    load = KernelLoad(source.label, variant, path, metadata, metadata.id)
+    module = get_manager().load_kernel(device, load)
+    if module is None:
+        module = import_snapshot(load, verified.snapshot)
+    ref = fetched.offer.ref
+    record_loaded(
+        module,
+        Provenance(
+            source=source.kind,
+            repo_id=source.label,
+            variant=variant,
+            backend=device.backend,
+            device_type=device.device_type,
+            emulated=device.emulated,
+            path=str(path),
+            module_name=module.__name__,
+            revision=None if ref is None else (
+                f"locked:{ref.sha}" if fetched.offer.lock is not None else ref.requested
+            ),
+            sha=None if ref is None else ref.sha,
+            notes=notes,
+        ),
+    )
+    return module
+
+
+def _bundled_reference(path: Path) -> bool:
+    """Whether ``path`` is inside the reference kernels shipped with kernel-plugins."""
+    from .reference import REFERENCE_ROOT
+
+    return REFERENCE_ROOT.resolve() in path.resolve().parents

@@ -18,7 +18,7 @@ list in the format other tools write and read too::
       }
     ]
 
-The variant hash is described in :mod:`kernel_plugins.varianthash`. Reading is strict (a
+The variant hash is described in :mod:`kernel_plugins.integrity.varianthash`. Reading is strict (a
 missing or mistyped key is an error naming the entry and key; unknown keys are ignored so
 newer writers stay readable); writing is atomic (a temporary file renamed over the old one,
 so a reader never sees half a file).
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import KernelPluginsError, LockfileError
-from .varianthash import HASH_TYPE
+from .integrity.varianthash import HASH_TYPE
 
 __all__ = [
     "LOCKFILE_NAME",
@@ -61,6 +61,9 @@ __all__ = [
 LOCKFILE_NAME = "kernels.lock"
 #: Name of the project file holding ``[tool.kernels.dependencies]``.
 PYPROJECT_NAME = "pyproject.toml"
+
+#: Lock files (and pyproject.toml files read for locking) larger than this are refused.
+MAX_LOCKFILE_BYTES = 16 << 20
 
 _SHA_RE = re.compile(r"[0-9a-f]{40}")
 _HASH_RE = re.compile(r"sha256-[0-9a-f]{64}")
@@ -120,9 +123,13 @@ def _load_toml(path: Path) -> dict[str, Any]:
             ) from exc
     try:
         with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_LOCKFILE_BYTES:
+                raise LockfileError(
+                    f"{path}: larger than the {MAX_LOCKFILE_BYTES} bytes allowed for a project file"
+                )
             return tomllib.load(f)
     except OSError as exc:
-        raise LockfileError(f"cannot read {path}: {exc}") from exc
+        raise LockfileError(f"cannot read {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise LockfileError(f"{path} is not valid TOML: {exc}. Fix the file.") from exc
     except UnicodeDecodeError as exc:
@@ -299,26 +306,20 @@ def read_lockfile(path: str | os.PathLike[str]) -> list[KernelLock]:
 
     :raises LockfileError: missing file, invalid JSON, or invalid content.
     """
+    from .jsonfile import JSONFileError, read_json
+
     file = lockfile_path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        data = read_json(file, max_bytes=MAX_LOCKFILE_BYTES)
     except FileNotFoundError:
         raise LockfileError(
             f"{file} does not exist; create it with `kernel-plugins lock PROJECT_DIR`"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LockfileError(f"cannot read {file}: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except OSError as exc:
+        raise LockfileError(f"cannot read {file}: {exc.strerror or exc}") from None
+    except JSONFileError as exc:
         raise LockfileError(
-            f"{file}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}. "
-            "Regenerate it with `kernel-plugins lock PROJECT_DIR`."
-        ) from None
-    except RecursionError:
-        raise LockfileError(
-            f"{file}: values are nested too deeply to be a lock file. Regenerate it with "
-            "`kernel-plugins lock PROJECT_DIR`."
+            f"cannot read {exc}. Regenerate it with `kernel-plugins lock PROJECT_DIR`."
         ) from None
     return parse_lock(data, where=str(file))
 
@@ -423,7 +424,8 @@ def lock_dependency(dep: Dependency) -> KernelLock:
     """
     from . import hub
     from .errors import SourceError
-    from .varianthash import hub_listing, variant_hash
+    from .hub import hub_listing
+    from .integrity import variant_hash
 
     ref = hub.resolve(dep.repo_id, version=dep.version)
     listing = hub_listing(ref)

@@ -6,7 +6,6 @@ file raises :class:`~kernel_plugins.errors.MetadataError` naming the file and ke
 
 from __future__ import annotations
 
-import json
 import keyword
 import re
 from pathlib import Path
@@ -130,15 +129,12 @@ def read_metadata(variant_dir: Path) -> KernelMetadata:
         raise MetadataError(
             f"{path}: missing; every build variant needs a metadata.json (is this a variant folder?)"
         )
-    size = path.stat().st_size
-    if size > MAX_METADATA_BYTES:
-        raise MetadataError(f"{path}: {size} bytes, larger than the {MAX_METADATA_BYTES} allowed")
+    from .jsonfile import JSONFileError, read_json
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise MetadataError(f"{path}: not UTF-8 text ({e})") from None
-    except json.JSONDecodeError as e:
-        raise MetadataError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    except RecursionError:
-        raise MetadataError(f"{path}: malformed JSON: values are nested too deeply") from None
+        data = read_json(path, max_bytes=MAX_METADATA_BYTES)
+    except JSONFileError as e:
+        raise MetadataError(str(e)) from None
+    except OSError as e:
+        raise MetadataError(f"{path}: cannot be read: {e.strerror or e}") from None
     return parse_metadata(data, where=str(path))

@@ -110,7 +110,8 @@ class PluginManager:
                 continue
             try:
                 module = ep.load()
-            except Exception as e:  # noqa: BLE001 - any import failure is reported
+            except BaseException as e:  # noqa: BLE001 - any import failure is reported
+                _reraise_interrupt(e)
                 self._fail(ep.name, dist_name, dist_version, "import", _describe_exc(e), e)
                 continue
             self._add(module, ep.name, dist_name, dist_version, builtin=False)
@@ -163,13 +164,15 @@ class PluginManager:
             return None
         try:
             self._pm.register(module, name=f"kernel_plugins.{name}")
-        except Exception as e:  # noqa: BLE001 - pluggy validation or duplicate
+        except BaseException as e:  # noqa: BLE001 - pluggy validation or duplicate
+            _reraise_interrupt(e)
             self._fail(name, dist, version, "register", _describe_exc(e), e)
             return None
         try:
             spec = self._subset("backend_spec", module)()
             spec = spec[0] if isinstance(spec, list) and spec else spec
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001
+            _reraise_interrupt(e)
             self._pm.unregister(module)
             self._fail(name, dist, version, "backend_spec", _describe_exc(e), e)
             return None
@@ -254,7 +257,8 @@ class PluginManager:
     def _detect(self, rec: BackendRecord) -> DetectOutcome:
         try:
             result = self._owner_caller("detect_device", rec.name)()
-        except Exception as e:  # noqa: BLE001 - shown as this backend's error
+        except BaseException as e:  # noqa: BLE001 - shown as this backend's error
+            _reraise_interrupt(e)
             if strict_mode():
                 raise PluginError(
                     f"{rec.origin()} failed in detect_device: {_describe_exc(e)}"
@@ -272,7 +276,8 @@ class PluginManager:
         rec = self.record(device.backend)
         try:
             result = self._owner_caller("list_variants", rec.name)(device=device, system=system)
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001
+            _reraise_interrupt(e)
             raise PluginError(f"{rec.origin()} failed in list_variants: {_describe_exc(e)}") from e
         return variant_names(rec, result[0] if result else [])
 
@@ -283,7 +288,8 @@ class PluginManager:
             reason = self._owner_caller("explain_variant", rec.name)(
                 device=device, system=system, variant=variant
             )
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001
+            _reraise_interrupt(e)
             return f"(backend '{rec.name}' could not explain: {_describe_exc(e)})"
         return reason if isinstance(reason, str) else None
 
@@ -292,7 +298,8 @@ class PluginManager:
         rec = self.record(device.backend)
         try:
             module = self._owner_caller("load_kernel", rec.name)(device=device, load=load)
-        except Exception as e:
+        except BaseException as e:
+            _reraise_interrupt(e)
             from .errors import KernelPluginsError
 
             if isinstance(e, KernelPluginsError):
@@ -305,11 +312,19 @@ class PluginManager:
         for rec in self.backends().values():
             try:
                 path = self._owner_caller("locate_kernel", rec.name)(repo_id=repo_id, device=device)
-            except Exception as e:  # noqa: BLE001
+            except BaseException as e:  # noqa: BLE001
+                _reraise_interrupt(e)
                 self._fail(rec.name, rec.distribution, rec.version, "locate_kernel", _describe_exc(e), e)
                 continue
-            if path is not None:
+            if path is None:
+                continue
+            if isinstance(path, str) or (isinstance(path, os.PathLike) and not isinstance(path, bytes)):
                 return path
+            self._fail(
+                rec.name, rec.distribution, rec.version, "locate_kernel",
+                f"locate_kernel returned {type(path).__name__} ({path!r:.80}), expected a path "
+                "(str or os.PathLike) or None",
+            )
         return None
 
     def synchronize(self, device: DeviceInfo) -> bool:
@@ -317,7 +332,8 @@ class PluginManager:
         rec = self.record(device.backend)
         try:
             return bool(self._owner_caller("synchronize", rec.name)(device=device))
-        except Exception as e:
+        except BaseException as e:
+            _reraise_interrupt(e)
             raise PluginError(f"{rec.origin()} failed in synchronize: {_describe_exc(e)}") from e
 
     def emulate_device(self, backend: str, count: int, facts: dict[str, Any]) -> bool:
@@ -328,7 +344,8 @@ class PluginManager:
         self._detected.pop(backend, None)
         try:
             return bool(self._owner_caller("emulate_device", backend)(count=count, facts=facts))
-        except Exception as e:
+        except BaseException as e:
+            _reraise_interrupt(e)
             from .errors import KernelPluginsError
 
             if isinstance(e, KernelPluginsError):
@@ -341,6 +358,12 @@ class PluginManager:
         """Forget cached detection results (after emulating a device, for instance)."""
         with self._lock:
             self._detected.clear()
+
+
+def _reraise_interrupt(e: BaseException) -> None:
+    """Let Ctrl-C through; every other exception of a plugin (SystemExit included) is its error."""
+    if isinstance(e, KeyboardInterrupt):
+        raise e
 
 
 def _unknown_hooks(module: object, pm: pluggy.PluginManager) -> list[str]:

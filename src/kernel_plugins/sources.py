@@ -1,30 +1,60 @@
-"""Where the variants of a kernel live: a local folder, a LOCAL_KERNELS override,
-a plugin-shipped repository, a bundled reference kernel, or a Hub repo.
+"""What a kernel name means: the one source decision, :func:`find`.
 
-This module maps a user's name to a :class:`Target` and lists a local folder's
-variants. The Hub side lives in :mod:`kernel_plugins.hub`.
+Every entry point (``load``, kernelize mappings, and the commands ``variants``, ``load``,
+``check``, ``download``, ``verify`` and ``benchmark``) turns what the user typed into a
+:class:`KernelSource` here, so they can never disagree about what a name means.
+
+How a name is read (:func:`parse_name`):
+
+- a :class:`~pathlib.Path`, or a string starting with ``/``, ``.`` or ``~``, or holding a
+  backslash or more than one ``/``: a local folder;
+- ``hub:org/name`` or ``hub:name``: explicitly a Hub repository;
+- ``org/name``, or a short name (``activation`` means ``<default org>/activation``): a Hub
+  repository, unless a folder of that name exists relative to the working directory, in
+  which case the name is **ambiguous** and refused with both spellings (``./org/name`` for
+  the folder, ``hub:org/name`` for the Hub). A name that is not a valid repository id but
+  names an existing folder is that folder.
+
+Where a Hub repository id is served from (:func:`find`), in order: a ``LOCAL_KERNELS``
+override; a kernel repository a backend plugin ships (``locate_kernel``; not when
+``revision`` or ``lockfile`` pin a Hub commit); else the Hub. The bundled reference
+kernels are a fallback decided by the loader, never a first choice.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-from .errors import SourceError
-from .variants import validate_variant_name
+from .errors import AmbiguousNameError, RepoIdError, SourceError
+
+if TYPE_CHECKING:
+    from .device import DeviceInfo
 
 __all__ = [
     "DEFAULT_ORG",
-    "Target",
+    "HUB_PREFIX",
+    "SourceKind",
+    "Name",
+    "KernelSource",
     "LocalVariants",
-    "classify",
     "default_org",
+    "parse_name",
+    "find",
     "parse_local_kernels",
     "local_variants",
 ]
 
+log = logging.getLogger("kernel_plugins")
+
 DEFAULT_ORG = "kernels-community"
+#: Prefix that makes a name explicitly a Hub repository.
+HUB_PREFIX = "hub:"
+
+SourceKind = Literal["local", "local-kernels", "plugin", "hub", "reference"]
 
 
 def default_org() -> str:
@@ -33,49 +63,181 @@ def default_org() -> str:
 
 
 @dataclass(frozen=True)
-class Target:
-    """A classified request: a local path or a Hub repo id.
+class Name:
+    """What a name means before any source is consulted: a folder or a Hub repository id.
 
-    Attributes: kind (``path`` or ``repo``), repo_id (for ``repo``), path (for ``path``),
-    short_name (the kernel name, e.g. ``activation``, used for reference fallbacks).
+    Attributes: path (a resolved existing folder) or repo_id (``org/name``), and
+    short_name (the kernel's name, e.g. ``activation``).
     """
 
-    kind: str
-    repo_id: str | None
     path: Path | None
+    repo_id: str | None
     short_name: str
 
 
-def classify(name: object) -> Target:
-    """Map what a user passed to ``load`` to a :class:`Target`.
+@dataclass(frozen=True)
+class KernelSource:
+    """Where a kernel lives, decided once (see :func:`find`).
 
-    A :class:`~pathlib.Path`, or a string starting with ``/``, ``.``, ``~`` or holding
-    more than one ``/`` (or a backslash), is a local path. ``org/name`` is a Hub repo id;
-    a bare name (``"activation"``) means ``<default org>/<name>``.
+    Attributes:
+        kind: ``local`` (a folder the user named), ``local-kernels`` (a ``LOCAL_KERNELS``
+            override), ``plugin`` (shipped by a backend plugin), ``hub`` or ``reference``.
+        label: how messages and provenance name it (the repo id, or the folder).
+        repo_id: ``org/name`` when the name was a repository id, else None.
+        path: the local folder for every kind but ``hub``.
+        short_name: the kernel's name (for reference fallbacks).
+        revision, version, lockfile: the Hub pins asked for.
+        repo_type: ``kernel``/``model`` or None (try both).
+        notes: why other sources were not used (e.g. a pin skipped a plugin's copy).
     """
-    if isinstance(name, Path):
-        return _path_target(name)
+
+    kind: SourceKind
+    label: str
+    repo_id: str | None
+    path: Path | None
+    short_name: str
+    revision: str | None = None
+    version: int | None = None
+    lockfile: Path | None = None
+    repo_type: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def exact_pin(self) -> bool:
+        """Whether a revision or a lock file pins exact code (no reference may stand in)."""
+        return self.revision is not None or self.lockfile is not None
+
+    def describe(self) -> str:
+        """``hub kernels-community/activation``, ``local /path``, for lists of sources."""
+        if self.kind in ("hub",) or self.path is None:
+            return f"{self.kind} {self.label}"
+        if self.label == str(self.path):
+            return f"{self.kind} {self.path}"
+        return f"{self.kind} {self.label} ({self.path})"
+
+
+def _is_path_spelling(text: str) -> bool:
+    return text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1
+
+
+def _folder(path: Path) -> Path:
+    p = path.expanduser()
+    try:
+        if not p.exists():
+            raise SourceError(f"local kernel path {p} does not exist")
+        if not p.is_dir():
+            raise SourceError(f"local kernel path {p} is not a folder")
+        return p.resolve()
+    except OSError as e:  # ENAMETOOLONG and friends
+        raise SourceError(f"local kernel path {str(p)[:200]!r} cannot be used: {e.strerror}") from None
+
+
+def _existing_folder(text: str) -> Path | None:
+    try:
+        p = Path(text)
+        return p if p.is_dir() else None
+    except (OSError, ValueError):
+        return None
+
+
+def parse_name(name: object) -> Name:
+    """Read what a user passed as a kernel name (see the module docs).
+
+    :raises SourceError: empty name, a missing folder, or not a string or Path.
+    :raises AmbiguousNameError: a repository id that also names a folder here.
+    :raises RepoIdError: neither a valid repository id nor an existing folder.
+    """
+    from .hub import validate_repo_id
+
+    if isinstance(name, os.PathLike) and not isinstance(name, str):
+        p = _folder(Path(os.fspath(name)))
+        return Name(p, None, p.name)
     if not isinstance(name, str):
         raise SourceError(f"kernel name must be a string or a Path, got {type(name).__name__}")
     text = name.strip()
     if not text:
         raise SourceError("kernel name is empty: pass 'org/name', a short name or a local path")
-    if text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1:
-        return _path_target(Path(text))
-    from .hub import validate_repo_id
-
+    explicit = text.startswith(HUB_PREFIX)
+    if explicit:
+        text = text[len(HUB_PREFIX):].strip()
+    elif _is_path_spelling(text):
+        p = _folder(Path(text))
+        return Name(p, None, p.name)
     repo_id = text if "/" in text else f"{default_org()}/{text}"
-    repo_id = validate_repo_id(repo_id)
-    return Target("repo", repo_id, None, repo_id.split("/", 1)[1])
+    folder = None if explicit else _existing_folder(text)
+    try:
+        validate_repo_id(repo_id)
+    except RepoIdError as e:
+        if folder is not None:
+            p = folder.resolve()
+            return Name(p, None, p.name)
+        if not explicit:
+            e.args = (f"{e.args[0]} (no local folder named {text!r} exists either)",)
+        raise
+    if folder is not None:
+        raise AmbiguousNameError(
+            f"{text!r} is ambiguous: it is a Hub repository id ({repo_id}) and also a folder "
+            f"here ({folder.resolve()}). Write './{text}' for the folder or "
+            f"'{HUB_PREFIX}{text}' for the Hub repository (in Python, a pathlib.Path is always "
+            "a folder)."
+        )
+    return Name(None, repo_id, repo_id.split("/", 1)[1])
 
 
-def _path_target(path: Path) -> Target:
-    p = path.expanduser()
-    if not p.exists():
-        raise SourceError(f"local kernel path {p} does not exist")
-    if not p.is_dir():
-        raise SourceError(f"local kernel path {p} is not a folder")
-    return Target("path", None, p.resolve(), p.resolve().name)
+def find(
+    name: object,
+    *,
+    device: DeviceInfo | None = None,
+    revision: str | None = None,
+    version: int | None = None,
+    lockfile: str | os.PathLike[str] | None = None,
+    repo_type: str | None = None,
+) -> KernelSource:
+    """Decide where the kernel ``name`` lives (see the module docs for the order).
+
+    :param device: the device the kernel is for (plugins may ship kernels per device);
+        None skips plugin-shipped kernels.
+    :param revision, version, lockfile: Hub pins; given with a local folder they are an
+        error, since a folder has no revisions.
+    :raises SourceError: see :func:`parse_name`; pins given for a local folder; a
+        malformed ``LOCAL_KERNELS``.
+    """
+    parsed = parse_name(name)
+    pins = {"revision": revision, "version": version, "lockfile": lockfile}
+    pinned = ", ".join(f"{k}={v!r}" for k, v in pins.items() if v is not None)
+    lock = Path(lockfile).expanduser() if lockfile is not None else None
+    if parsed.path is not None:
+        if pinned:
+            raise SourceError(
+                f"{parsed.path} is a local folder: {pinned} only applies to Hub repositories; "
+                "drop it, or load the repository by its id 'org/name'"
+            )
+        return KernelSource("local", str(parsed.path), None, parsed.path, parsed.short_name)
+    repo_id = parsed.repo_id
+    assert repo_id is not None
+    hub = KernelSource(
+        "hub", repo_id, repo_id, None, parsed.short_name, revision, version, lock, repo_type
+    )
+    override = parse_local_kernels().get(repo_id)
+    if override is not None:
+        if pinned:
+            log.info("LOCAL_KERNELS overrides %s with %s; %s is not used", repo_id, override, pinned)
+        return KernelSource("local-kernels", repo_id, repo_id, override, parsed.short_name)
+    if device is None:
+        return hub
+    from .plugins import get_manager
+
+    shipped = get_manager().locate_kernel(repo_id, device)
+    if shipped is None:
+        return hub
+    if hub.exact_pin:
+        why = "revision" if revision is not None else "lockfile"
+        note = f"a copy shipped by a backend plugin ({shipped}) was not used: {why}= pins a Hub commit"
+        return KernelSource(
+            "hub", repo_id, repo_id, None, parsed.short_name, revision, version, lock, repo_type,
+            (note,),
+        )
+    return KernelSource("plugin", repo_id, repo_id, Path(shipped), parsed.short_name)
 
 
 def parse_local_kernels(value: str | None = None) -> dict[str, Path]:
@@ -118,23 +280,37 @@ def local_variants(root: Path) -> LocalVariants:
     """List the variant folders under a local kernel path.
 
     Accepts a repository folder with ``build/``, a folder of variant folders, or one
-    variant folder (it holds ``metadata.json``). Symlinks that lead outside ``root`` are
-    refused.
+    variant folder (it holds ``metadata.json``). A variant folder that is a link is
+    refused (its files would come from elsewhere).
     """
-    root = root.resolve()
+    try:
+        root = root.resolve(strict=True)
+    except (OSError, RuntimeError) as e:
+        raise SourceError(f"local kernel path {root} cannot be used: {e}") from None
+    if not root.is_dir():
+        raise SourceError(f"local kernel path {root} is not a folder")
     if (root / "metadata.json").is_file():
         return LocalVariants(root, {root.name: root}, "variant")
-    base, layout = (root / "build", "repo") if (root / "build").is_dir() else (root, "variants")
+    build = root / "build"
+    if build.is_symlink():
+        raise SourceError(
+            f"{build} is a link (to {build.resolve()}); refusing to load code from there. "
+            "Replace the link with the folder itself."
+        )
+    base, layout = (build, "repo") if build.is_dir() else (root, "variants")
     variants: dict[str, Path] = {}
     for child in sorted(base.iterdir()) if base.is_dir() else []:
-        if not child.is_dir() or child.name.startswith((".", "__")):
+        if child.name.startswith((".", "__")):
             continue
-        resolved = child.resolve()
-        if root not in resolved.parents and resolved != root:
+        if child.is_symlink():
+            target = child.resolve()
+            where = "outside" if root not in target.parents else "elsewhere in"
             raise SourceError(
-                f"variant folder {child} is a link that points outside {root} (to {resolved}); "
-                "refusing to load code from there"
+                f"variant folder {child} is a link that points {where} {root} (to {target}); "
+                "refusing to load code from there. Replace the link with the folder itself."
             )
+        if not child.is_dir():
+            continue
         if layout == "variants" and not (child / "metadata.json").is_file():
             continue
         variants[child.name] = child
@@ -144,9 +320,3 @@ def local_variants(root: Path) -> LocalVariants:
             "<variant>/metadata.json or a single variant folder with metadata.json"
         )
     return LocalVariants(root, variants, layout)
-
-
-def variant_folder(lv: LocalVariants, variant: str) -> Path:
-    """The folder of ``variant`` (validated name)."""
-    validate_variant_name(variant)
-    return lv.variants[variant]

@@ -8,7 +8,7 @@ import pytest
 
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.errors import VariantNameError
-from kernel_plugins.loader import resolve_variants
+from kernel_plugins.resolving import resolve_variants
 from kernel_plugins.variants import (
     arch_variant_names,
     decode_token_version,

@@ -150,6 +150,12 @@ def test_digest_matches_and_mismatches(tmp_path: Path) -> None:
     (folder / "metadata.json").write_text(json.dumps(meta))
     (folder / "__pycache__").mkdir()
     (folder / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    # shipped bytecode is a problem of its own; the digest itself matches
+    problems = check(repo).problems
+    assert [p.file for p in problems] == ["build/torch-cpu/__pycache__"]
+    assert "ships Python bytecode" in problems[0].message
+    (folder / "__pycache__" / "x.pyc").unlink()
+    (folder / "__pycache__").rmdir()
     assert check(repo).ok
     (folder / "_ops.py").write_text("B = 2\n")
     (folder / "new.py").write_text("")
@@ -206,14 +212,21 @@ def test_links_out_of_the_repository_are_refused_and_not_followed(tmp_path: Path
     found = by_key(check(repo).problems)
     assert set(found) == {("build/torch-cpu", ""), ("build/torch-cuda/data.bin", "")}
     assert "variant folder is a link that points outside" in found[("build/torch-cpu", "")].message
-    assert "link points outside the repository" in found[("build/torch-cuda/data.bin", "")].message
+    assert "link points outside the variant folder" in found[("build/torch-cuda/data.bin", "")].message
 
 
-def test_links_inside_the_repository_are_fine(tmp_path: Path) -> None:
+def test_links_inside_the_variant_are_fine_and_out_of_it_are_not(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "r", {"torch-cpu": metadata()})
-    (repo / "shared.py").write_text("")
-    os.symlink(repo / "shared.py", repo / "build" / "torch-cpu" / "shared.py")
+    variant = repo / "build" / "torch-cpu"
+    (variant / "real.py").write_text("")
+    os.symlink(variant / "real.py", variant / "alias.py")
     assert check(repo).ok
+    # inside the repository but outside the variant: loading refuses it, so check does too
+    (repo / "shared.py").write_text("")
+    os.symlink(repo / "shared.py", variant / "shared.py")
+    (problem,) = check(repo).problems
+    assert problem.file == "build/torch-cpu/shared.py"
+    assert "points outside the variant folder" in problem.message
 
 
 def test_check_writes_nothing(tmp_path: Path) -> None:

@@ -29,10 +29,10 @@ from kernel_plugins.buildconfig import read_build_toml
 from kernel_plugins.detection import get_device
 from kernel_plugins.device import BackendSpec, DeviceInfo, PyDepend, parse_device
 from kernel_plugins.hookspecs import hookimpl
-from kernel_plugins.importer import KernelLoad, check_python_depends, import_variant
+from kernel_plugins.importer import KernelLoad, check_python_depends, import_snapshot
 from kernel_plugins.integrity import verify_digest
 from kernel_plugins.metadata import KernelMetadata, read_metadata
-from kernel_plugins.sources import classify, local_variants, parse_local_kernels
+from kernel_plugins.sources import local_variants, parse_local_kernels, parse_name
 from kernel_plugins.variants import parse_variant, validate_variant_name
 
 from ._support import BUILD_TOML, make_variant, metadata, unvalidated_device
@@ -166,7 +166,10 @@ def _list_variants(answer: Any) -> Callable[[Env], Any]:
 def _import_error(env: Env) -> Any:
     meta = KernelMetadata.model_validate(metadata(id="_broken_kernel_9f8e"))
     folder = make_variant(env.tmp, "torch-cpu", None, {"__init__.py": "raise RuntimeError('x')"})
-    return import_variant(KernelLoad("org/name", "torch-cpu", folder, meta, meta.id))
+    from kernel_plugins.integrity import read_variant
+
+    load = KernelLoad("org/name", "torch-cpu", folder, meta, meta.id)
+    return import_snapshot(load, read_variant(folder))
 
 
 def _symlinked_variant(env: Env) -> Any:
@@ -240,7 +243,7 @@ CASES: list[Case] = [
          "drop the '.git' suffix", "Drop `.git`."),
     Case("repo-id-not-string", R, "`42`", lambda e: hub.validate_repo_id(42), E.RepoIdError,
          "must be a string, got int", "Pass `org/name` as a string."),
-    Case("kernel-name-empty", R, '`load("  ")`', lambda e: classify("  "), E.SourceError,
+    Case("kernel-name-empty", R, '`load("  ")`', lambda e: parse_name("  "), E.SourceError,
          "kernel name is empty", "Pass `org/name`, a short name or a local path."),
     Case("revision-empty", R, '`revision=""`',
          lambda e: hub.resolve("org/name", revision=""), E.RevisionError,
@@ -381,7 +384,7 @@ CASES: list[Case] = [
     Case("local-kernels-bad-repo", L, '`LOCAL_KERNELS="a/b/c=/x"`',
          lambda e: parse_local_kernels("a/b/c=/x"), E.SourceError,
          "LOCAL_KERNELS entry 'a/b/c=/x': Invalid repository id", "Use `org/name` before `=`."),
-    Case("local-path-missing", L, '`load("./nope")`', lambda e: classify(str(e.tmp / "nope")),
+    Case("local-path-missing", L, '`load("./nope")`', lambda e: parse_name(str(e.tmp / "nope")),
          E.SourceError, "does not exist", "Check the path."),
     Case("local-no-variants", L, "an empty folder", lambda e: local_variants(e.tmp),
          E.SourceError, "holds no build variants", "Point at a repository with `build/`."),

@@ -139,7 +139,10 @@ def test_file_links_are_followed_like_the_hub_cache_does(tmp_path: Path) -> None
     folder = tmp_path / "snap" / "torch-cpu"
     folder.mkdir(parents=True)
     os.symlink(blob, folder / "_ops.py")
-    assert compute_digest(folder) == {"_ops.py": b64(b"ops = 1\n")}
+    assert compute_digest(folder, link_roots=(blob.parent,)) == {"_ops.py": b64(b"ops = 1\n")}
+    # a link anywhere else is refused, not followed
+    with pytest.raises(IntegrityError, match="points outside the variant folder"):
+        compute_digest(folder)
 
 
 def test_errors_for_bad_arguments(tmp_path: Path, variant: Path) -> None:

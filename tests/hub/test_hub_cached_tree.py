@@ -7,7 +7,7 @@ import json
 import pytest
 
 from kernel_plugins import hub
-from kernel_plugins.varianthash import cached_listing
+from kernel_plugins.hub import cached_listing
 
 SHA = "a" * 40
 REF = hub.HubRef("acme/tree", "kernel", None, SHA)

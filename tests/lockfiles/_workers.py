@@ -28,16 +28,16 @@ def fetch_and_import(repo_id: str, ready: str, go: str) -> None:
     detection would import it): this exercises the fetch -> verify -> import path.
     """
     from kernel_plugins import hub
-    from kernel_plugins.hubload import fetch_variant
-    from kernel_plugins.importer import KernelLoad, import_variant
-    from kernel_plugins.metadata import read_metadata
+    from kernel_plugins.importer import KernelLoad, import_snapshot
+    from kernel_plugins.verification import fetch_checked, verify
 
     Path(ready).touch()
     _wait_for(Path(go))
     ref = hub.resolve(repo_id, version=1)
-    path = fetch_variant(ref, "torch-cpu", progress=False)
-    meta = read_metadata(path)
-    module = import_variant(KernelLoad(repo_id, "torch-cpu", path, meta, meta.id))
+    verified = verify(fetch_checked(ref, "torch-cpu", progress=False))
+    meta = verified.metadata
+    load = KernelLoad(repo_id, "torch-cpu", verified.fetched.path, meta, meta.id)
+    module = import_snapshot(load, verified.snapshot)
     report = {
         "sha": ref.sha,
         "value": module.VALUE,

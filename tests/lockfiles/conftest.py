@@ -111,14 +111,14 @@ def forget_kernel_modules() -> Iterator[None]:
 
     before = set(sys.modules)
     with importer._lock:
-        paths = set(importer._by_path)
+        kernels = set(importer._kernels)
     yield
     for name in set(sys.modules) - before:
         if name.startswith("_lk_"):
             del sys.modules[name]
     with importer._lock:
-        for key in set(importer._by_path) - paths:
-            del importer._by_path[key]
+        for key in set(importer._kernels) - kernels:
+            del importer._kernels[key]
 
 
 def write_pyproject(folder: Path, deps: dict[str, object] | str) -> Path:

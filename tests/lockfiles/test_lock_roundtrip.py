@@ -11,7 +11,7 @@ import pytest
 import kernel_plugins
 from kernel_plugins.cli.main import main
 from kernel_plugins.errors import LockfileError
-from kernel_plugins.varianthash import FileHash, split_listing, variant_hash
+from kernel_plugins.integrity.varianthash import FileHash, split_listing, variant_hash
 from tests.lockfiles.conftest import KernelRepo, resolve_gets, snapshot_variant, write_pyproject
 from tests.support.hub import HubServer
 
@@ -139,10 +139,10 @@ def test_verify_repo_at_a_revision(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from kernel_plugins import hub
-    from kernel_plugins.hubload import fetch_variant
+    from kernel_plugins.verification import fetch_checked
 
     repo = kernel_repo(org="kernels-community")
-    fetch_variant(hub.resolve(repo.repo_id, version=1), "torch-cpu", progress=False)
+    fetch_checked(hub.resolve(repo.repo_id, version=1), "torch-cpu", progress=False)
     assert main(["verify", repo.repo_id, "--revision", "v1"]) == 0
     out = capsys.readouterr().out
     assert f"{repo.repo_id} torch-cpu: OK {git_variant_hashes(repo)['torch-cpu']}" in out

@@ -14,8 +14,8 @@ import kernel_plugins
 from kernel_plugins import hub
 from kernel_plugins.cli.main import main
 from kernel_plugins.errors import IntegrityError
-from kernel_plugins.hubload import fetch_variant
-from kernel_plugins.varianthash import git_blob_id
+from kernel_plugins.integrity import git_blob_id
+from kernel_plugins.verification import fetch_checked
 from tests.lockfiles.conftest import KernelRepo, snapshot_variant, write_pyproject
 from tests.support.hub import HubServer
 
@@ -104,7 +104,7 @@ def test_tampered_cache_is_refused_by_the_metadata_digest(
     kernel_repo: Callable[..., KernelRepo],
 ) -> None:
     repo = kernel_repo(org="kernels-community", digest=True)
-    fetch_variant(hub.resolve(repo.repo_id, version=1), "torch-cpu", progress=False)
+    fetch_checked(hub.resolve(repo.repo_id, version=1), "torch-cpu", progress=False)
     variant = snapshot_variant(hf_cache, repo)
     storage = hf_cache / variant.relative_to(hf_cache).parts[0]
     # leave the digest as the only complete reference: no cached listing and, except for a

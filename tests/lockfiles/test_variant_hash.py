@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kernel_plugins.varianthash import (
+from kernel_plugins.integrity import read_variant
+from kernel_plugins.integrity.varianthash import (
     FileHash,
     compare_files,
-    disk_file_hashes,
+    snapshot_file_hashes,
     git_blob_id,
     hash_variant_dir,
     split_listing,
@@ -67,6 +68,11 @@ def test_disk_hash_equals_listing_hash_for_git_files(tmp_path: Path) -> None:
     assert hash_variant_dir(variant) == variant_hash(listing["torch-cpu"])
 
 
+def disk_hashes(variant: Path, listing=None, link_roots=()) -> dict[str, FileHash]:
+    snap = read_variant(variant, algorithms=("git",), link_roots=link_roots)
+    return snapshot_file_hashes(snap, listing)
+
+
 def test_lfs_files_are_hashed_with_sha256(tmp_path: Path) -> None:
     content = b"\x7fELF pretend shared object" * 100
     lfs_hex = hashlib.sha256(content).hexdigest()
@@ -74,7 +80,7 @@ def test_lfs_files_are_hashed_with_sha256(tmp_path: Path) -> None:
     variant.mkdir()
     (variant / "_ops.so").write_bytes(content)
     listing = {"_ops.so": FileHash("lfs", lfs_hex, len(content))}
-    assert disk_file_hashes(variant, listing) == {"_ops.so": FileHash("lfs", lfs_hex, len(content))}
+    assert disk_hashes(variant, listing) == {"_ops.so": FileHash("lfs", lfs_hex, len(content))}
     # without a listing the file is taken for a git blob, and the hash differs
     assert hash_variant_dir(variant) != variant_hash(listing)
 
@@ -90,7 +96,7 @@ def test_blob_names_tell_lfs_files_without_a_listing(tmp_path: Path) -> None:
     variant.mkdir(parents=True)
     os.symlink(os.path.relpath(blobs / lfs_hex, variant), variant / "_ops.so")
     os.symlink(os.path.relpath(blobs / git_blob_id(b"X = 1\n"), variant), variant / "a.py")
-    assert disk_file_hashes(variant) == {
+    assert disk_hashes(variant, link_roots=(blobs,)) == {
         "_ops.so": FileHash("lfs", lfs_hex, len(content)),
         "a.py": FileHash("git", git_blob_id(b"X = 1\n"), 6),
     }

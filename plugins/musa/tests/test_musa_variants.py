@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kernel_plugins import plugins
 from kernel_plugins.device import DeviceInfo, SystemInfo
-from kernel_plugins.loader import resolve_variants
+from kernel_plugins.resolving import resolve_variants
 from kernel_plugins.sources import local_variants
 from kernel_plugins.testing.conformance import plugin_manager, process_manager
 from kernel_plugins.testing.kernel_repos import make_repo

@@ -15,33 +15,35 @@ def check(
 ) -> CheckReport:
     """Check a kernel repository: a local folder, or a Hub repo id.
 
-    An existing local path is always read as a folder. Anything else goes through
-    :func:`kernel_plugins.sources.classify` (``org/name``, or a short name in the default
-    organisation); a ``LOCAL_KERNELS`` override of that repo id is checked instead of the
-    Hub repo, with a note.
+    The target means what it means to ``load`` (:func:`kernel_plugins.sources.find`): a
+    folder, a ``LOCAL_KERNELS`` override of a repo id (checked instead of the Hub repo, with
+    a note), or a Hub repository (``org/name``, a short name, ``hub:org/name``); a repo id
+    that is also a folder here is refused as ambiguous.
 
-    :raises SourceError: the path does not exist or is not a folder, or the Hub repo
-        cannot be resolved (see :func:`kernel_plugins.hub.resolve`).
+    :raises SourceError: the path does not exist or is not a folder, the name is ambiguous,
+        or the Hub repo cannot be resolved (see :func:`kernel_plugins.hub.resolve`).
     """
-    if isinstance(target, Path) or Path(str(target)).expanduser().exists():
+    from ..sources import find, parse_name
+
+    if isinstance(target, Path) or parse_name(target).path is not None:
         if revision is not None or version is not None:
             raise SourceError(
                 f"{target} is a local folder; --revision / --version apply only to Hub repos"
             )
-        return check_path(Path(target))
-    from ..sources import classify, parse_local_kernels
+    from ..detection import get_device
 
-    t = classify(target)
-    if t.kind == "path":
-        assert t.path is not None
-        return check_path(t.path)
-    assert t.repo_id is not None
-    override = parse_local_kernels().get(t.repo_id)
-    if override is not None:
-        report = check_path(override)
+    source = find(target, device=get_device(None), revision=revision, version=version)
+    if source.kind == "local":
+        assert source.path is not None
+        return check_path(source.path)
+    if source.kind in ("local-kernels", "plugin"):
+        assert source.path is not None
+        what = "LOCAL_KERNELS override" if source.kind == "local-kernels" else "copy a backend plugin ships"
+        report = check_path(source.path)
         return CheckReport(
             report.target, report.root, report.problems,
-            (f"checked the LOCAL_KERNELS override of {t.repo_id}: {override}", *report.notes),
+            (f"checked the {what} of {source.label}: {source.path}", *report.notes),
             report.variants,
         )
-    return check_hub(t.repo_id, revision=revision, version=version)
+    assert source.repo_id is not None
+    return check_hub(source.repo_id, revision=revision, version=version)

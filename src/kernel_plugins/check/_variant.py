@@ -61,14 +61,36 @@ def _check_variant(ctx: _Ctx, name: str, folder: Path) -> None:
 
 
 def _check_links(ctx: _Ctx, folder: Path) -> None:
-    """Report links inside the variant that lead out of the repository (never followed)."""
+    """Report links that loading refuses, and shipped bytecode (never followed, never run).
+
+    The loader accepts a link only when it leads to a file inside the variant folder (or,
+    in huggingface_hub's cache, to the repository's blobs); anything else is refused there,
+    so it is a problem here.
+    """
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
         for entry in [*dirnames, *filenames]:
             p = Path(dirpath) / entry
-            if p.is_symlink() and not ctx.inside(p):
+            if entry == "__pycache__" or entry.endswith(".pyc"):
                 ctx.add(
-                    p, "", f"link points outside the repository (to {p.resolve()}); loading "
-                    "would read files from there", "replace the link with the file itself",
+                    p, "", "the variant ships Python bytecode; kernel-plugins never runs it, but "
+                    "other loaders may run it instead of the published source",
+                    "remove __pycache__ folders and *.pyc files from the build",
+                )
+                if entry == "__pycache__" and entry in dirnames:
+                    dirnames.remove(entry)
+                continue
+            if not p.is_symlink():
+                continue
+            target = p.resolve()
+            if not ctx.inside(p) or not ctx.link_ok(target, folder):
+                ctx.add(
+                    p, "", f"link points outside the variant folder (to {target}); loading "
+                    "refuses it", "replace the link with the file itself",
+                )
+            elif target.is_dir():
+                ctx.add(
+                    p, "", f"link to a folder ({target}); loading refuses folder links",
+                    "replace the link with the folder itself",
                 )
 
 
@@ -198,6 +220,7 @@ def _check_python_depends(ctx: _Ctx, mfile: Path, meta: KernelMetadata, backend:
 
 
 def _check_digest(ctx: _Ctx, folder: Path, meta: KernelMetadata) -> None:
+    from ..errors import IntegrityError
     from ..integrity import check_digest
 
     fixes = {
@@ -206,7 +229,12 @@ def _check_digest(ctx: _Ctx, folder: Path, meta: KernelMetadata) -> None:
         "unexpected": "remove the file or rebuild the variant so the digest lists it",
         "malformed": "rebuild the variant so the digest is written again",
     }
-    for m in check_digest(folder, meta.digest):
+    roots = [ctx.link_root / "blobs"] if ctx.link_root != ctx.root else []
+    try:
+        mismatches = check_digest(folder, meta.digest, link_roots=roots)
+    except IntegrityError:
+        return  # a refused link or entry, reported by _check_links
+    for m in mismatches:
         file = folder / "metadata.json" if m.kind == "malformed" else folder / m.path
         ctx.add(file, "digest", m.describe(), fixes[m.kind])
 

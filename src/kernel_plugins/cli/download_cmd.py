@@ -42,9 +42,9 @@ def run(args: argparse.Namespace) -> int:
     """Check trust for every entry first, then fetch and verify; one line per variant."""
     from .. import hub
     from ..errors import KernelPluginsError
-    from ..hubload import fetch_variant
     from ..lock import lockfile_path, read_lockfile
     from ..trust import check_trusted
+    from ..verification import fetch_checked
 
     path = lockfile_path(args.project_dir)
     locks = read_lockfile(path)
@@ -63,9 +63,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         for variant in variants:
             try:
-                folder = fetch_variant(
-                    ref, variant, pinned=entry.variants[variant], pinned_by=path, progress=False
-                )
+                folder = fetch_checked(ref, variant, lock=entry, lock_path=path, progress=False).path
             except KernelPluginsError as e:
                 rows.add(entry.repo_id, variant, "failed", str(e))
                 continue
@@ -75,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _for_device(entry: KernelLock, args: argparse.Namespace, rows: VariantRows) -> list[str]:
     """The variant of ``entry`` for ``--device`` (printed as a failure when none fits)."""
-    from ..loader import resolve_variants
+    from ..resolving import resolve_variants
 
     res = resolve_variants(list(entry.variants), args.device)
     if res.best is None:

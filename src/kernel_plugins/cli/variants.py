@@ -22,35 +22,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """List variants, resolve, print the trace; exit 1 when nothing fits."""
-    from ..detection import get_device
-    from ..loader import resolve_variants
-    from ..sources import classify, local_variants, parse_local_kernels
+    """Find the source as ``load`` does, resolve, print the trace; exit 1 when nothing fits."""
+    from ..detection import get_device, system_info
+    from ..fetching import offer
+    from ..resolving import resolve_for
+    from ..sources import find
 
     device = get_device(args.device)
-    target = classify(args.target)
-    where: str
-    if target.kind == "path":
-        assert target.path is not None
-        names = list(local_variants(target.path).variants)
-        where = str(target.path)
-    else:
-        assert target.repo_id is not None
-        override = parse_local_kernels().get(target.repo_id)
-        if override is not None:
-            names = list(local_variants(override).variants)
-            where = f"{target.repo_id} (LOCAL_KERNELS: {override})"
-        else:
-            from .. import hub
-
-            ref = hub.resolve(target.repo_id, revision=args.revision, version=args.version)
-            names = hub.list_variant_names(ref)
-            where = f"{target.repo_id} at {ref.sha}"
-    res = resolve_variants(names, device)
+    source = find(args.target, device=device, revision=args.revision, version=args.version)
+    off = offer(source, trust_remote_code=True)  # listing names runs no code
+    res = resolve_for(off.variants, device, system_info())
+    where = f"{source.kind}: {off.where}"
     if args.json:
-        print_json({"source": where, **res.to_dict()})
+        print_json({"source": where, "source_kind": source.kind, **res.to_dict()})
     else:
         print(f"source: {where}")
+        for note in source.notes:
+            print(f"note: {note}")
         print(f"device: {device.summary()}")
         rows = [
             [d.variant, "yes" if d.accepted else "no",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ._output import VariantRows
 
 if TYPE_CHECKING:
-    from ..hubload import VariantCheck
+    from ..integrity import VariantCheck
 
 NAME = "verify"
 HELP = (
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target", metavar="PROJECT_DIR|REPO", nargs="?", default=".",
         help="folder holding kernels.lock (or the lock file), or a Hub repository org/name "
-        "(default: .)",
+        "(hub:org/name when a folder of that name exists here; default: .)",
     )
     parser.add_argument(
         "--revision",
@@ -34,35 +34,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Verify and print one line per variant; exit 1 when any variant fails."""
+    from ..sources import parse_name
     from ._output import CommandError
 
-    target = Path(args.target).expanduser()
     rows = VariantRows(args.json)
-    if args.revision is None and target.exists():
-        return _verify_project(target, rows)
-    if "/" not in args.target or target.exists():
-        raise CommandError(
-            f"{args.target!r} is not a project folder or lock file; pass a folder holding "
-            "kernels.lock, or a Hub repository org/name (with --revision R)"
-        )
-    return _verify_repo(args.target, args.revision, rows)
+    if Path(args.target).expanduser().is_file():
+        return _verify_project(Path(args.target).expanduser(), rows)
+    name = parse_name(args.target)  # one meaning per name, as for load
+    if name.path is not None:
+        if args.revision is not None:
+            raise CommandError(
+                f"{args.target!r} is a local folder; --revision applies to a Hub repository "
+                "(write hub:org/name for the Hub)"
+            )
+        return _verify_project(name.path, rows)
+    assert name.repo_id is not None
+    return _verify_repo(name.repo_id, args.revision, rows)
 
 
 def _outcome(check: VariantCheck) -> tuple[str, str]:
     """(status, detail) of a variant check."""
+    notes = "".join(f" ({n})" for n in check.notes)
     if check.ok:
-        return "ok", check.summary()
-    return "failed", "; ".join(check.problems())
+        return "ok", check.summary() + notes
+    return "failed", "; ".join(check.problems()) + notes
+
+
+def _fetched(repo_id: str, ref: object, variant: str, folder: Path, **offer_kw: object) -> object:
+    """A :class:`~kernel_plugins.fetching.Fetched` for a variant already in the cache."""
+    from .. import hub
+    from ..fetching import Fetched, Offer
+    from ..sources import KernelSource
+
+    src = KernelSource("hub", repo_id, repo_id, None, repo_id.split("/", 1)[1])
+    off = Offer(src, str(ref), (variant,), ref=ref, **offer_kw)  # type: ignore[arg-type]
+    return Fetched(off, variant, folder, (hub.blobs_folder(ref),))  # type: ignore[arg-type]
 
 
 def _cached_folder(repo_id: str, sha: str, variant: str) -> tuple[object, Path] | None:
     """(HubRef, folder) of a variant's cached files at ``sha``, for either repo type."""
     from .. import hub
-    from ..hubload import storage_folder
 
     for repo_type in hub.REPO_TYPES:
         ref = hub.HubRef(repo_id, repo_type, None, sha)
-        folder = storage_folder(ref) / "snapshots" / sha / "build" / variant
+        folder = hub.storage_folder(repo_id, repo_type) / "snapshots" / sha / "build" / variant
         if folder.is_dir():
             return ref, folder
     return None
@@ -70,22 +85,20 @@ def _cached_folder(repo_id: str, sha: str, variant: str) -> tuple[object, Path] 
 
 def _verify_project(target: Path, rows: VariantRows) -> int:
     from ..errors import KernelPluginsError
-    from ..hubload import read_record, verify_variant
     from ..lock import lockfile_path, read_lockfile
+    from ..verification import check_cached
 
     path = lockfile_path(target)
     for entry in read_lockfile(path):
-        for variant, pinned in sorted(entry.variants.items()):
+        for variant in sorted(entry.variants):
             found = _cached_folder(entry.repo_id, entry.sha, variant)
             if found is None:
                 rows.add(entry.repo_id, variant, "skipped", "not downloaded")
                 continue
             ref, folder = found
             try:
-                check = verify_variant(
-                    ref, variant, folder, pinned=pinned, pinned_by=path,  # type: ignore[arg-type]
-                    record=read_record(ref, variant),  # type: ignore[arg-type]
-                )
+                fetched = _fetched(entry.repo_id, ref, variant, folder, lock=entry, lock_path=path)
+                check = check_cached(fetched)  # type: ignore[arg-type]
             except KernelPluginsError as e:
                 rows.add(entry.repo_id, variant, "failed", str(e))
                 continue
@@ -96,22 +109,22 @@ def _verify_project(target: Path, rows: VariantRows) -> int:
 def _verify_repo(repo_id: str, revision: str | None, rows: VariantRows) -> int:
     from .. import hub
     from ..errors import KernelPluginsError
-    from ..hubload import storage_folder, verify_variant
-    from ..varianthash import cached_listing, hub_listing
+    from ..verification import check_cached
 
     ref = hub.resolve(repo_id, revision=revision)
-    listing = cached_listing(ref) if hub.is_offline() else hub_listing(ref)
+    listing = hub.cached_listing(ref) if hub.is_offline() else hub.hub_listing(ref)
     if listing is None:
         rows.add(repo_id, "*", "failed", "no file listing of the commit is cached and HF_HUB_OFFLINE=1 is set")
         return rows.finish(str(ref))
-    build = storage_folder(ref) / "snapshots" / ref.sha / "build"
+    build = hub.storage_folder(ref.repo_id, ref.repo_type) / "snapshots" / ref.sha / "build"
     on_disk = {p.name for p in build.iterdir() if p.is_dir()} if build.is_dir() else set()
     for variant in sorted(set(listing) | on_disk):
         if variant not in on_disk:
             rows.add(repo_id, variant, "skipped", "not downloaded")
             continue
         try:
-            check = verify_variant(ref, variant, build / variant, listing=listing.get(variant, {}))
+            fetched = _fetched(repo_id, ref, variant, build / variant)
+            check = check_cached(fetched, listing=listing.get(variant, {}))  # type: ignore[arg-type]
         except KernelPluginsError as e:
             rows.add(repo_id, variant, "failed", str(e))
             continue

@@ -19,6 +19,9 @@ The parts, one job each:
   listings, and resolution from the cache alone (offline);
 - ``_resolve``: :func:`resolve` online, and the remembered repo type per repository;
 - ``_download``: listing, finding and downloading one build variant;
+- ``_fetch``: one download per variant at a time (a file lock), the cached folder;
+- ``_listing``: the published hashes of a commit's variants (cached listing or the Hub);
+- ``_records``: records of variants verified once, beside the cache;
 - ``_errors``: huggingface_hub / HTTP errors mapped to errors that say how to fix them.
 """
 
@@ -34,6 +37,9 @@ from kernel_plugins.errors import VersionNotFoundError as VersionNotFoundError
 from ._cache import cached_tree_files, hub_endpoint, is_offline, storage_folder
 from ._download import cached_variant_path, download_variant, list_variant_names
 from ._errors import is_not_found, map_error
+from ._fetch import blobs_folder, fetch_variant, variant_lock
+from ._listing import cached_listing, hub_listing
+from ._records import read_record, record_path, write_record
 from ._resolve import clear_repo_type_cache, resolve
 from ._values import REPO_TYPES, HubRef, RepoType, validate_repo_id
 
@@ -53,4 +59,29 @@ __all__ = [
     "map_error",
     "storage_folder",
     "cached_tree_files",
+    "cached_listing",
+    "hub_listing",
+    "fetch_variant",
+    "variant_lock",
+    "blobs_folder",
+    "read_record",
+    "write_record",
+    "record_path",
+    "repair_hint",
 ]
+
+
+def repair_hint(ref: HubRef, *, pinned: bool = False) -> str:
+    """How to repair a cached variant of ``ref`` that failed its check."""
+    folder = storage_folder(ref.repo_id, ref.repo_type)
+    hint = (
+        f"To repair: delete the cached copy of {ref.repo_id} (rm -rf '{folder}'; its blobs must "
+        "go too, or they are reused) and load again to download it afresh (or run "
+        "`kernel-plugins download PROJECT_DIR`)."
+    )
+    if pinned:
+        hint += (
+            " If a fresh download fails the same way, the published files differ from the ones "
+            "the lock pinned: find out why before re-locking."
+        )
+    return hint

@@ -11,18 +11,20 @@ those folders, reads and writes ``refs/``, and answers
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
+from kernel_plugins.errors import OfflineError, RevisionError, SourceError, VersionNotFoundError
 
 from ._values import _SHA_RE, HubRef, RepoType, _format_versions, _version_of, _versions
 
 logger = logging.getLogger("kernel_plugins")
+
+#: Cached file listings larger than this are ignored (a kernel repo's is a few hundred KiB).
+MAX_LISTING_BYTES = 64 << 20
 
 
 # --- huggingface_hub settings -----------------------------------------------------------
@@ -103,13 +105,19 @@ def cached_tree_files(ref: HubRef) -> dict[str, dict[str, Any]] | None:
 
     Reads ``<repo cache>/trees/<sha>.json`` (format version 1: entries with ``blob_id``,
     ``lfs_sha256``, ``size``) directly, which costs no request and does not import
-    huggingface_hub's API client. ``None`` when no listing is cached or its format is not
-    one this code knows.
+    huggingface_hub's API client. ``None`` when no listing is cached, it is larger than
+    :data:`MAX_LISTING_BYTES`, nested too deeply, or in a format this code does not know (a
+    warning names the file in those cases; verification then falls back to other sources).
     """
+    from kernel_plugins.jsonfile import JSONFileError, read_json
+
     path = storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path, max_bytes=MAX_LISTING_BYTES)
+    except FileNotFoundError:
+        return None
+    except (OSError, JSONFileError) as exc:
+        logger.warning("Ignoring the cached file listing %s: %s", path, exc)
         return None
     if not isinstance(data, dict) or data.get("format_version") != 1:
         return None
@@ -150,9 +158,12 @@ def _resolve_offline(
     fix = "unset HF_HUB_OFFLINE to look it up on the Hub"
     present = [t for t in types if storage_folder(repo_id, t).is_dir()]
     if not present:
-        # offline with nothing cached: the Hub cannot be used (a HubError, so that callers
-        # may fall back exactly as when the Hub is unreachable)
-        raise HubError(f"{repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; {fix}.")
+        # offline with nothing cached: say exactly that (an OfflineError is a HubError, so a
+        # load without a pin may still fall back to a reference kernel, saying why)
+        raise OfflineError(
+            f"HF_HUB_OFFLINE=1 is set and nothing of {repo_id} is in {where}; {fix}, or "
+            "download it first."
+        )
     if revision is not None and _SHA_RE.fullmatch(revision):
         raise RevisionError(
             f"Commit {revision} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; {fix}."

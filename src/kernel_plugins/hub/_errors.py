@@ -8,9 +8,10 @@ the revision, the endpoint and what was being done.
 
 from __future__ import annotations
 
+import errno
 import importlib
 
-from kernel_plugins.errors import HubError, SourceError
+from kernel_plugins.errors import HubError, KernelPluginsError, LocalDiskError, SourceError
 
 from ._cache import hub_endpoint, storage_folder
 from ._values import REPO_TYPES
@@ -46,14 +47,47 @@ def _connection_error_types() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+#: errno values that mean the local disk, not the network, failed.
+_LOCAL_ERRNOS = frozenset(
+    getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "EDQUOT", "EMFILE", "ENFILE",
+                                "ENAMETOOLONG", "ENOTDIR", "EISDIR", "EIO")
+    if hasattr(errno, n)
+)
+
+
+def local_disk_error(exc: BaseException, doing: str) -> LocalDiskError | None:
+    """A :class:`LocalDiskError` naming the path when ``exc`` is a local disk failure."""
+    if not isinstance(exc, OSError) or exc.errno not in _LOCAL_ERRNOS:
+        return None
+    path = exc.filename or "(path unknown)"
+    fixes = {
+        errno.ENOSPC: "free disk space",
+        errno.EROFS: "point HF_HUB_CACHE (or HF_HOME) at a writable folder",
+        errno.EACCES: "fix the folder's permissions or point HF_HUB_CACHE at a writable folder",
+        errno.EPERM: "fix the folder's permissions or point HF_HUB_CACHE at a writable folder",
+    }
+    fix = fixes.get(exc.errno or 0, "check the disk and the folder")
+    return LocalDiskError(
+        f"Local disk error while {doing}: {exc.strerror or exc} ({path}). This is not a Hub "
+        f"problem: {fix}, then try again."
+    )
+
+
 def map_error(
     exc: BaseException, repo_id: str, revision: str | None, endpoint: str | None, doing: str
-) -> SourceError:
-    """Turn a huggingface_hub / HTTP error into one of our errors with a fix."""
+) -> KernelPluginsError:
+    """Turn a huggingface_hub / HTTP error into one of our errors with a fix.
+
+    A local disk failure becomes a :class:`LocalDiskError` naming the path, never a Hub
+    error.
+    """
     from huggingface_hub.utils import HfHubHTTPError
 
-    if isinstance(exc, SourceError):
+    if isinstance(exc, KernelPluginsError):
         return exc
+    local = local_disk_error(exc, f"{doing} for {repo_id}")
+    if local is not None:
+        return local
     url = hub_endpoint(endpoint)
     at = f" at revision {revision}" if revision else ""
     detail = f"{exc.__class__.__name__}: {exc}".strip()

@@ -96,8 +96,9 @@ class KernelRepository:
         """The layer class name or function name this repository serves."""
         raise NotImplementedError
 
-    def target(self) -> str:
-        """The first argument for :func:`kernel_plugins.load`: a repo id or a folder path."""
+    def target(self) -> str | Path:
+        """The first argument for :func:`kernel_plugins.load`: a repo id, or a folder as a
+        :class:`~pathlib.Path` (so it can never be read as a repo id)."""
         raise NotImplementedError
 
     def load_options(self) -> dict[str, Any]:
@@ -146,9 +147,9 @@ class _LocalRepo(KernelRepository):
         object.__setattr__(self, "repo_path", Path(self.repo_path).expanduser())
         _check_str(member, member_arg, cls)
 
-    def target(self) -> str:
-        """The folder path, as a string."""
-        return str(self.repo_path)
+    def target(self) -> Path:
+        """The folder, as a Path: always a local folder to ``load``."""
+        return self.repo_path
 
 
 @dataclass(frozen=True)

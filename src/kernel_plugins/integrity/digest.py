@@ -5,23 +5,15 @@ the variant::
 
     "digest": {"algorithm": "sha256", "files": {"__init__.py": "<base64>", ...}}
 
-This module computes such a digest for a variant folder and compares one against the
-files on disk. It is small and has no other job, so that every place that needs it
-(``kernel-plugins check``, lock files, verification before loading) hashes the same
-files the same way.
+Which files are covered: every file the walker lists (see ``_walk``: links must stay in
+the variant, bytecode never counts), with paths relative to the variant folder in POSIX
+form, except the top-level ``metadata.json`` and ``metadata.json.sigstore`` (the digest
+lives in the first; the second signs it). Hashes are standard base64 of the raw digest
+bytes; URL-safe and unpadded base64 are accepted when comparing.
 
-Which files are hashed: every regular file below the variant folder, with paths
-relative to it in POSIX form, except
-
-- the top-level ``metadata.json`` and ``metadata.json.sigstore`` (the digest lives in
-  the first; the second signs it),
-- anything inside a ``__pycache__`` folder, and any ``*.pyc`` file (Python writes these
-  when the kernel is imported).
-
-Links to files are followed (the Hugging Face cache stores a snapshot's files as links
-to blobs); links to folders are not descended into. Hashes are standard base64
-(``base64.b64encode``) of the raw digest bytes; URL-safe and unpadded base64 are
-accepted when comparing.
+The functions take a variant folder or an already-read
+:class:`~kernel_plugins.integrity.snapshot.VariantSnapshot`, so a load checks the very
+bytes it is about to import.
 """
 
 from __future__ import annotations
@@ -29,16 +21,17 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from .errors import IntegrityError
+from ..errors import IntegrityError
+from ._walk import is_bytecode
+from .snapshot import VariantSnapshot, read_variant
 
 __all__ = [
-    "ALGORITHMS",
+    "DIGEST_ALGORITHMS",
     "EXCLUDED_TOP_LEVEL",
     "DigestMismatch",
     "digest_file_paths",
@@ -49,11 +42,9 @@ __all__ = [
 ]
 
 #: Hash algorithms a ``digest`` may name.
-ALGORITHMS: tuple[str, ...] = ("sha256", "sha512")
+DIGEST_ALGORITHMS: tuple[str, ...] = ("sha256", "sha512")
 #: Files directly in the variant folder that are never hashed.
 EXCLUDED_TOP_LEVEL: frozenset[str] = frozenset({"metadata.json", "metadata.json.sigstore"})
-
-_CHUNK = 1 << 20
 
 MismatchKind = Literal["missing", "changed", "unexpected", "malformed"]
 
@@ -93,38 +84,41 @@ class DigestMismatch:
         return f"{self.path}: unusable digest entry: {self.detail}"
 
 
-def _excluded(rel: PurePosixPath) -> bool:
-    if len(rel.parts) == 1 and rel.name in EXCLUDED_TOP_LEVEL:
-        return True
-    return "__pycache__" in rel.parts or rel.name.endswith(".pyc")
+def _covered(rel: str) -> bool:
+    return not (rel in EXCLUDED_TOP_LEVEL or is_bytecode(rel))
 
 
-def digest_file_paths(variant_dir: Path) -> list[str]:
-    """The relative POSIX paths of the files a digest covers, sorted.
+def _check_algorithm(algorithm: object) -> str:
+    if algorithm not in DIGEST_ALGORITHMS:
+        raise IntegrityError(
+            f"unsupported digest algorithm {algorithm!r}; use one of {', '.join(DIGEST_ALGORITHMS)}"
+        )
+    return str(algorithm)
 
-    :raises IntegrityError: ``variant_dir`` is not a folder.
-    """
-    root = Path(variant_dir)
+
+def _snapshot(
+    variant: Path | VariantSnapshot, algorithm: str, link_roots: Sequence[Path] = ()
+) -> VariantSnapshot:
+    if isinstance(variant, VariantSnapshot):
+        if any(algorithm not in f.hashes for f in variant.files.values()):
+            raise IntegrityError(f"{variant.root} was read without {algorithm} hashes")
+        return variant
+    root = Path(variant)
     if not root.is_dir():
         raise IntegrityError(f"{root} is not a folder; cannot compute a digest of it")
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        base = Path(dirpath)
-        for name in filenames:
-            full = base / name
-            rel = PurePosixPath(full.relative_to(root).as_posix())
-            if _excluded(rel) or not full.is_file():
-                continue
-            found.append(str(rel))
-    return sorted(found)
+    return read_variant(root, algorithms=(algorithm,), link_roots=link_roots)
 
 
-def _check_algorithm(algorithm: str) -> None:
-    if algorithm not in ALGORITHMS:
-        raise IntegrityError(
-            f"unsupported digest algorithm {algorithm!r}; use one of {', '.join(ALGORITHMS)}"
-        )
+def _b64(hex_digest: str) -> str:
+    return base64.b64encode(bytes.fromhex(hex_digest)).decode("ascii")
+
+
+def digest_file_paths(variant: Path | VariantSnapshot) -> list[str]:
+    """The relative POSIX paths of the files a digest covers, sorted.
+
+    :raises IntegrityError: not a folder, or a file or link is refused.
+    """
+    return sorted(rel for rel in _snapshot(variant, "sha256").files if _covered(rel))
 
 
 def hash_file(path: Path, algorithm: str = "sha256") -> str:
@@ -132,24 +126,26 @@ def hash_file(path: Path, algorithm: str = "sha256") -> str:
 
     :raises IntegrityError: unknown algorithm.
     """
-    _check_algorithm(algorithm)
-    h = hashlib.new(algorithm)
+    h = hashlib.new(_check_algorithm(algorithm))
     with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
+        while chunk := f.read(1 << 20):
             h.update(chunk)
     return base64.b64encode(h.digest()).decode("ascii")
 
 
-def compute_digest(variant_dir: Path, algorithm: str = "sha256") -> dict[str, str]:
+def compute_digest(
+    variant: Path | VariantSnapshot, algorithm: str = "sha256", *, link_roots: Sequence[Path] = ()
+) -> dict[str, str]:
     """Hash every covered file of a variant: relative POSIX path -> base64 digest.
 
-    :param variant_dir: the ``build/<variant>`` folder.
+    :param variant: the ``build/<variant>`` folder, or a snapshot read with ``algorithm``.
     :param algorithm: ``sha256`` or ``sha512``.
-    :raises IntegrityError: unknown algorithm or not a folder.
+    :param link_roots: folders besides the variant that its links may lead into.
+    :raises IntegrityError: unknown algorithm, not a folder, or a refused file.
     """
-    _check_algorithm(algorithm)
-    root = Path(variant_dir)
-    return {rel: hash_file(root / rel, algorithm) for rel in digest_file_paths(root)}
+    algorithm = _check_algorithm(algorithm)
+    snap = _snapshot(variant, algorithm, link_roots)
+    return {rel: _b64(f.hashes[algorithm]) for rel, f in sorted(snap.files.items()) if _covered(rel)}
 
 
 def _decode_b64(value: object) -> bytes | None:
@@ -182,39 +178,47 @@ def _unpack(digest: object) -> tuple[object, object]:
     return getattr(digest, "algorithm", None), getattr(digest, "files", None)
 
 
-def check_digest(variant_dir: Path, digest: object) -> list[DigestMismatch]:
-    """Compare a recorded digest with the files of ``variant_dir``.
+def digest_algorithm(digest: object) -> str | None:
+    """The algorithm a digest names, when it is one this module computes."""
+    algorithm, _ = _unpack(digest)
+    return algorithm if algorithm in DIGEST_ALGORITHMS else None  # type: ignore[return-value]
 
-    :param variant_dir: the ``build/<variant>`` folder.
+
+def check_digest(
+    variant: Path | VariantSnapshot, digest: object, *, link_roots: Sequence[Path] = ()
+) -> list[DigestMismatch]:
+    """Compare a recorded digest with the files of a variant.
+
+    :param variant: the ``build/<variant>`` folder, or a snapshot of it that holds the
+        digest's algorithm among its hashes.
     :param digest: the metadata ``digest`` (a :class:`~kernel_plugins.metadata.Digest` or a
         mapping with ``algorithm`` and ``files``).
     :return: every difference, sorted by path (empty when the files match): each recorded
         file that is missing or changed, each file on disk that is not recorded, and each
         recorded entry that is unusable. Recorded paths that would leave the folder are
         reported as ``malformed`` and never read.
-    :raises IntegrityError: ``variant_dir`` is not a folder.
+    :raises IntegrityError: not a folder, or a file or link is refused.
     """
-    root = Path(variant_dir)
-    on_disk = set(digest_file_paths(root))
     algorithm, files = _unpack(digest)
-    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+    if not isinstance(algorithm, str) or algorithm not in DIGEST_ALGORITHMS:
         return [
             DigestMismatch(
                 "(digest)", "malformed",
-                detail=f"algorithm {algorithm!r} is not one of {', '.join(ALGORITHMS)}",
+                detail=f"algorithm {algorithm!r} is not one of {', '.join(DIGEST_ALGORITHMS)}",
             )
         ]
     if not isinstance(files, Mapping):
         return [DigestMismatch("(digest)", "malformed", detail="'files' is not a mapping")]
+    snap = _snapshot(variant, algorithm, link_roots)
+    on_disk = {rel: f for rel, f in snap.files.items() if _covered(rel)}
     size = hashlib.new(algorithm).digest_size
     out: list[DigestMismatch] = []
     seen: set[str] = set()
     for raw_path, expected in files.items():
         rel = _safe_relpath(raw_path)
-        shown = str(raw_path)
         if rel is None:
-            out.append(DigestMismatch(shown, "malformed", detail="path is not a plain relative "
-                                      "path inside the variant folder"))
+            out.append(DigestMismatch(str(raw_path), "malformed", detail="path is not a plain "
+                                      "relative path inside the variant folder"))
             continue
         seen.add(rel)
         raw = _decode_b64(expected)
@@ -222,26 +226,30 @@ def check_digest(variant_dir: Path, digest: object) -> list[DigestMismatch]:
             out.append(DigestMismatch(rel, "malformed", expected=str(expected), detail=(
                 f"hash is not base64 of a {algorithm} digest ({size} bytes)")))
             continue
-        if _excluded(PurePosixPath(rel)):
+        if not _covered(rel):
             continue
-        if rel not in on_disk:
+        found = on_disk.get(rel)
+        if found is None:
             out.append(DigestMismatch(rel, "missing", expected=str(expected)))
             continue
-        actual = hash_file(root / rel, algorithm)
-        if base64.b64decode(actual) != raw:
-            out.append(DigestMismatch(rel, "changed", expected=str(expected), actual=actual))
-    out += [DigestMismatch(rel, "unexpected") for rel in sorted(on_disk - seen)]
+        if found.hashes[algorithm] != raw.hex():
+            out.append(DigestMismatch(rel, "changed", expected=str(expected),
+                                      actual=_b64(found.hashes[algorithm])))
+    out += [DigestMismatch(rel, "unexpected") for rel in sorted(set(on_disk) - seen)]
     return sorted(out, key=lambda m: (m.path, m.kind))
 
 
-def verify_digest(variant_dir: Path, digest: object, *, where: str | None = None) -> None:
+def verify_digest(
+    variant: Path | VariantSnapshot, digest: object, *, where: str | None = None
+) -> None:
     """Raise :class:`IntegrityError` listing every mismatch, or return when the files match.
 
     :param where: how to name the variant in the message (default: the folder path).
     """
-    mismatches = check_digest(variant_dir, digest)
+    mismatches = check_digest(variant, digest)
     if mismatches:
-        label = where or str(variant_dir)
+        root = variant.root if isinstance(variant, VariantSnapshot) else variant
+        label = where or str(root)
         listed = "; ".join(m.describe() for m in mismatches[:20])
         more = f" (and {len(mismatches) - 20} more)" if len(mismatches) > 20 else ""
         raise IntegrityError(

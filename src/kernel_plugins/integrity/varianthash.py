@@ -1,4 +1,4 @@
-"""The ``git_lfs_concat`` hash of a build variant, from the Hub's file listing or from disk.
+"""The ``git_lfs_concat`` hash of a build variant, from the Hub's file listing or from a snapshot.
 
 This is the hash ``kernels.lock`` pins per variant (the format other tools write too):
 
@@ -23,21 +23,22 @@ in order, from
 - else the file is hashed as a git blob.
 
 The choice only says *how* to hash: the result still has to match the pinned hash, so a
-wrong hint can only make a check fail, never make a changed file pass.
+wrong hint can only make a check fail, never make a changed file pass. Both hashes are
+computed in the one read of each file (see ``snapshot``), so the choice costs nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from pathlib import Path
+from typing import Literal
 
-from . import hub
-from .errors import HubError, IntegrityError, SourceError
+from ._hash import git_blob_id
+from ._walk import is_bytecode
+from .snapshot import VariantSnapshot, read_variant
 
 __all__ = [
     "HASH_TYPE",
@@ -47,10 +48,9 @@ __all__ = [
     "is_hashed_path",
     "variant_hash",
     "hash_variant_dir",
-    "disk_file_hashes",
+    "snapshot_file_hashes",
     "split_listing",
-    "cached_listing",
-    "hub_listing",
+    "listing_entry_hash",
     "blob_name_hashes",
     "compare_files",
 ]
@@ -60,7 +60,6 @@ HASH_TYPE = "git_lfs_concat"
 
 HashKind = Literal["git", "lfs"]
 
-_CHUNK = 1 << 20
 _HEX40 = re.compile(r"[0-9a-f]{40}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -121,34 +120,9 @@ class FileMismatch:
         )
 
 
-def git_blob_id(data: bytes) -> str:
-    """The git blob id of ``data``: hex ``sha1(b"blob <len>\\0" + data)``."""
-    h = hashlib.sha1(b"blob %d\0" % len(data))  # noqa: S324 - git's object id, not security
-    h.update(data)
-    return h.hexdigest()
-
-
-def _hash_file(path: Path, kind: HashKind) -> FileHash:
-    """Hash one file on disk the way ``kind`` says (streamed)."""
-    size = path.stat().st_size
-    if kind == "lfs":
-        h = hashlib.sha256()
-    else:
-        h = hashlib.sha1(b"blob %d\0" % size)  # noqa: S324 - git's object id
-    read = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-            read += len(chunk)
-    if read != size:  # changed while reading: report what was actually read
-        raise IntegrityError(f"{path} changed while it was being hashed; try again")
-    return FileHash(kind, h.hexdigest(), size)
-
-
 def is_hashed_path(rel: str) -> bool:
     """Whether a variant-relative POSIX path counts for the hash (no ``*.pyc``/``__pycache__``)."""
-    parts = PurePosixPath(rel).parts
-    return bool(parts) and "__pycache__" not in parts and not parts[-1].endswith(".pyc")
+    return bool(rel) and not is_bytecode(rel)
 
 
 def variant_hash(files: Mapping[str, FileHash]) -> str:
@@ -168,79 +142,51 @@ def variant_hash(files: Mapping[str, FileHash]) -> str:
     return f"sha256-{h.hexdigest()}"
 
 
-def _walk_files(variant_dir: Path) -> list[str]:
-    """Relative POSIX paths of the files that count, below ``variant_dir`` (sorted).
-
-    Links to files are followed (the Hub cache links snapshot files to blobs); links to
-    folders are not descended into.
-    """
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(variant_dir, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        base = Path(dirpath)
-        for name in filenames:
-            full = base / name
-            rel = full.relative_to(variant_dir).as_posix()
-            if is_hashed_path(rel) and full.is_file():
-                found.append(rel)
-    return sorted(found)
-
-
-def _blob_hint(path: Path) -> FileHash | None:
+def _blob_hint(link_target: str | None) -> FileHash | None:
     """The hash a cached file's blob name claims (its ETag), or None when it is no such link."""
-    if not path.is_symlink():
+    if link_target is None:
         return None
-    try:
-        name = Path(os.readlink(path)).name
-    except OSError:
-        return None
-    if _HEX64.fullmatch(name):
-        return FileHash("lfs", name)
-    if _HEX40.fullmatch(name):
-        return FileHash("git", name)
+    if _HEX64.fullmatch(link_target):
+        return FileHash("lfs", link_target)
+    if _HEX40.fullmatch(link_target):
+        return FileHash("git", link_target)
     return None
 
 
-def disk_file_hashes(
-    variant_dir: Path, expected: Mapping[str, FileHash] | None = None
+def snapshot_file_hashes(
+    snapshot: VariantSnapshot, expected: Mapping[str, FileHash] | None = None
 ) -> dict[str, FileHash]:
-    """Hash every file of a variant folder that counts; relative POSIX path -> hash.
+    """The hash of every file of a snapshot, each taken the way the Hub would list it.
 
+    :param snapshot: read with the ``git`` and ``sha256`` hashes.
     :param expected: the published hashes (e.g. from the commit's file listing); a file
-        listed there is hashed the same way (git blob or LFS). Other files follow their
-        blob name (see the module docs), else are hashed as git blobs.
-    :raises IntegrityError: ``variant_dir`` is not a folder, or a file cannot be read.
+        listed there is taken the same way (git blob or LFS). Other files follow their
+        blob name (see the module docs), else count as git blobs.
     """
-    root = Path(variant_dir)
-    if not root.is_dir():
-        raise IntegrityError(f"{root} is not a folder; it cannot be hashed")
     out: dict[str, FileHash] = {}
-    for rel in _walk_files(root):
-        full = root / rel
+    for rel, f in snapshot.files.items():
         known = expected.get(rel) if expected else None
-        hint = known or _blob_hint(full)
-        try:
-            out[rel] = _hash_file(full, hint.kind if hint else "git")
-        except OSError as exc:
-            raise IntegrityError(f"cannot read {full} to check it: {exc}") from exc
+        hint = known or _blob_hint(f.link_target)
+        kind: HashKind = hint.kind if hint else "git"
+        out[rel] = FileHash(kind, f.hashes["sha256" if kind == "lfs" else "git"], f.size)
     return out
 
 
 def hash_variant_dir(variant_dir: Path, expected: Mapping[str, FileHash] | None = None) -> str:
-    """The ``git_lfs_concat`` hash of the files in a folder (see :func:`disk_file_hashes`)."""
-    return variant_hash(disk_file_hashes(variant_dir, expected))
+    """The ``git_lfs_concat`` hash of the files in a folder (see :func:`snapshot_file_hashes`)."""
+    snap = read_variant(variant_dir, algorithms=("git",))
+    return variant_hash(snapshot_file_hashes(snap, expected))
 
 
-def blob_name_hashes(variant_dir: Path) -> dict[str, FileHash]:
+def blob_name_hashes(snapshot: VariantSnapshot) -> dict[str, FileHash]:
     """What the blob names of a cached variant's linked files claim: path -> hash.
 
     Only files stored as links to a blob named by a 40- or 64-hex ETag are listed. Used to
     name the changed file when no file listing of the commit is at hand.
     """
-    root = Path(variant_dir)
     out: dict[str, FileHash] = {}
-    for rel in _walk_files(root):
-        hint = _blob_hint(root / rel)
+    for rel, f in snapshot.files.items():
+        hint = _blob_hint(f.link_target)
         if hint is not None:
             out[rel] = hint
     return out
@@ -270,8 +216,8 @@ def compare_files(
     return out
 
 
-def _entry_hash(blob_id: object, lfs_sha256: object, size: object) -> FileHash | None:
-    """The FileHash of one listing entry, or None when it carries no usable hash."""
+def listing_entry_hash(blob_id: object, lfs_sha256: object, size: object) -> FileHash | None:
+    """The FileHash of one Hub listing entry, or None when it carries no usable hash."""
     size_val = size if isinstance(size, int) and not isinstance(size, bool) else None
     if isinstance(lfs_sha256, str) and _HEX64.fullmatch(lfs_sha256.lower()):
         return FileHash("lfs", lfs_sha256.lower(), size_val)
@@ -296,65 +242,3 @@ def split_listing(entries: Iterable[tuple[str, FileHash]]) -> dict[str, dict[str
         if is_hashed_path(rel):
             out.setdefault(parts[1], {})[rel] = fh
     return out
-
-
-def cached_listing(ref: Any) -> dict[str, dict[str, FileHash]] | None:
-    """The file listing of ``ref.sha`` that huggingface_hub cached, split by variant; no request.
-
-    :param ref: a :class:`~kernel_plugins.hub.HubRef`.
-    :return: variant -> files, or None when no usable listing is cached.
-    """
-    files = hub.cached_tree_files(ref)
-    if files is None:
-        return None
-    entries: list[tuple[str, FileHash]] = []
-    for repo_path, info in files.items():
-        fh = _entry_hash(info.get("blob_id"), info.get("lfs_sha256"), info.get("size"))
-        if fh is None:
-            return None
-        entries.append((repo_path, fh))
-    return split_listing(entries)
-
-
-def hub_listing(ref: Any) -> dict[str, dict[str, FileHash]]:
-    """The file listing of ``build/`` at ``ref.sha`` from the Hub, split by variant.
-
-    One recursive tree request (paged by huggingface_hub for large repositories).
-
-    :raises SourceError: the commit has no ``build/`` folder.
-    :raises HubError: the Hub could not be reached, or an entry has no usable hash.
-    """
-    from huggingface_hub import HfApi, RepoFile
-
-
-    api = HfApi(endpoint=hub.hub_endpoint(ref.endpoint))
-    try:
-        listing = list(
-            api.list_repo_tree(
-                ref.repo_id,
-                path_in_repo="build",
-                revision=ref.sha,
-                repo_type=ref.repo_type,
-                recursive=True,
-            )
-        )
-    except Exception as exc:
-        if hub.is_not_found(exc):
-            raise SourceError(
-                f"{ref.repo_id} has no build/ folder at commit {ref.sha}; a kernel repository "
-                "keeps one folder per build variant under build/."
-            ) from exc
-        raise hub.map_error(exc, ref.repo_id, ref.sha, ref.endpoint, "listing files") from exc
-    entries: list[tuple[str, FileHash]] = []
-    for item in listing:
-        if not isinstance(item, RepoFile):
-            continue
-        lfs = getattr(item, "lfs", None)
-        fh = _entry_hash(item.blob_id, getattr(lfs, "sha256", None), item.size)
-        if fh is None:
-            raise HubError(
-                f"The Hub listed {item.path} of {ref.repo_id}@{ref.sha} without a git blob id "
-                "or LFS sha256, so it cannot be hashed; is the endpoint a Hugging Face Hub?"
-            )
-        entries.append((item.path, fh))
-    return split_listing(entries)

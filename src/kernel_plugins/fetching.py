@@ -1,0 +1,153 @@
+"""What a source offers, and fetching the one variant that was chosen.
+
+Two steps of loading live here (see ``docs/loading.md``):
+
+- :func:`offer`: the variant names a :class:`~kernel_plugins.sources.KernelSource` offers.
+  For the Hub this checks trust, takes the commit from a lock file or resolves the
+  revision (under ``torch.distributed``, rank 0 resolves and shares it) and lists
+  ``build/`` at that commit; for a folder it lists the variant folders.
+- :func:`fetch`: the local folder of the chosen variant. For the Hub one process per node
+  downloads it into huggingface_hub's cache (see :mod:`kernel_plugins.hub`).
+
+Neither reads the files of a variant: verification does, once (:mod:`.verification`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import LockfileError
+from .sources import KernelSource, local_variants
+from .variants import validate_variant_name
+
+if TYPE_CHECKING:
+    from .hub import HubRef
+    from .lock import KernelLock
+
+__all__ = ["Offer", "Fetched", "offer", "fetch"]
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The variants a source offers, and how they were pinned.
+
+    Attributes:
+        source: where they come from.
+        where: how messages name it (``org/name at <sha12> (v1)``, a folder).
+        variants: the variant names.
+        folders: variant name -> folder, for local sources.
+        ref: the Hub commit, for the Hub.
+        lock, lock_path: the lock entry and file, when a lock file pins the commit.
+    """
+
+    source: KernelSource
+    where: str
+    variants: tuple[str, ...]
+    folders: Mapping[str, Path] = field(default_factory=dict)
+    ref: HubRef | None = None
+    lock: KernelLock | None = None
+    lock_path: Path | None = None
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """The local folder of one chosen variant, not yet read.
+
+    Attributes: offer, variant, path (the variant folder), link_roots (folders besides the
+    variant that its file links may lead into: huggingface_hub's blobs).
+    """
+
+    offer: Offer
+    variant: str
+    path: Path
+    link_roots: tuple[Path, ...] = ()
+
+
+def offer(source: KernelSource, *, trust_remote_code: bool = False) -> Offer:
+    """List the variants ``source`` offers (see the module docs).
+
+    :raises TrustError: a Hub organisation that is not trusted.
+    :raises LockfileError: a lock file that is invalid or does not pin the repository.
+    :raises SourceError / HubError: the folder or repository cannot be listed.
+    """
+    if source.kind != "hub":
+        assert source.path is not None
+        found = local_variants(source.path)
+        where = source.label if source.label == str(source.path) else f"{source.label} ({source.path})"
+        return Offer(source, where, tuple(found.variants), dict(found.variants))
+    return _hub_offer(source, trust_remote_code)
+
+
+def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
+    from . import distributed, hub
+    from .trust import check_trusted
+
+    repo_id = source.repo_id
+    assert repo_id is not None
+    check_trusted(repo_id, trust_remote_code)
+    entry, lock_path = _locked_entry(source)
+    repo_type = source.repo_type
+
+    def pin() -> tuple[HubRef, list[str]]:
+        if entry is not None:
+            ref = hub.resolve(repo_id, revision=entry.sha, repo_type=repo_type)  # type: ignore[arg-type]
+            if ref.sha != entry.sha:
+                raise LockfileError(
+                    f"{lock_path} pins {repo_id} at {entry.sha} but the Hub answered commit "
+                    f"{ref.sha}; re-lock with `kernel-plugins lock PROJECT_DIR`."
+                )
+            return ref, sorted(entry.variants)
+        ref = hub.resolve(
+            repo_id, revision=source.revision, version=source.version, repo_type=repo_type  # type: ignore[arg-type]
+        )
+        return ref, hub.list_variant_names(ref)
+
+    ref, names = distributed.share_from_rank0(pin, what=f"the revision of {repo_id}")
+    where = f"{repo_id} at {ref.sha[:12]}"
+    if entry is not None:
+        where += f" (locked by {lock_path})"
+    elif ref.requested:
+        where += f" ({ref.requested})"
+    return Offer(source, where, tuple(names), ref=ref, lock=entry, lock_path=lock_path)
+
+
+def _locked_entry(source: KernelSource) -> tuple[KernelLock | None, Path | None]:
+    """The lock entry of the source's repository (and the lock file), or (None, None)."""
+    if source.lockfile is None:
+        return None, None
+    from .lock import lock_entry, lockfile_path, read_lockfile
+
+    path = lockfile_path(source.lockfile)
+    if source.revision is not None or source.version is not None:
+        raise LockfileError(
+            f"{source.repo_id}: pass either lockfile= ({path}) or revision=/version=, not both; "
+            "the lock file already pins the commit."
+        )
+    entry = lock_entry(read_lockfile(path), str(source.repo_id), where=path)
+    if not entry.variants:
+        raise LockfileError(
+            f"{path}: the entry of {source.repo_id} pins no variants; re-lock with "
+            "`kernel-plugins lock PROJECT_DIR`."
+        )
+    return entry, path
+
+
+def fetch(off: Offer, variant: str, *, progress: bool = True) -> Fetched:
+    """The local folder of ``variant`` of ``off`` (downloaded first for the Hub).
+
+    :raises SourceError / HubError / LocalDiskError: it cannot be fetched.
+    """
+    validate_variant_name(variant)
+    if off.ref is None:
+        return Fetched(off, variant, off.folders[variant])
+    from . import distributed, hub
+
+    ref = off.ref
+    path = distributed.once_per_node(
+        lambda: hub.fetch_variant(ref, variant, progress=progress),
+        what=f"the download of {ref.repo_id} {variant}",
+    )
+    return Fetched(off, variant, path, (hub.blobs_folder(ref),))

@@ -1,0 +1,247 @@
+"""Read a build variant once, into memory, hashing every byte as it is read.
+
+:func:`read_variant` is the only place that reads a variant's files for loading. Each
+file is opened without following a final link (a link is opened at the target the walker
+approved), checked again through the descriptor where the platform tells which file was
+really opened, read to the end, and hashed in the same pass. What was read is kept:
+
+- Python sources, ``metadata.json`` and other small files stay in memory, so the importer
+  (:mod:`kernel_plugins.importer`) executes exactly the bytes that were hashed; a file
+  swapped on disk after this point is never read again;
+- native extension modules are copied, while they are hashed, into a private sealed
+  in-memory file (Linux ``memfd``) or a private temporary folder elsewhere, and imported
+  from that copy;
+- larger data files are hashed and not kept (kernel code that opens them by path reads
+  them from disk; see ``docs/loading.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.machinery
+import os
+import stat
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import IntegrityError
+from ._hash import Hasher
+from ._walk import inside, walk_variant
+
+__all__ = ["SnapshotFile", "VariantSnapshot", "read_variant", "MAX_KEPT_BYTES", "read_small_file"]
+
+#: Files up to this size (and every Python source) are kept in memory.
+MAX_KEPT_BYTES = 4 << 20
+_CHUNK = 1 << 20
+_NATIVE_SUFFIXES = tuple(sorted(set(importlib.machinery.EXTENSION_SUFFIXES) | {".so", ".pyd"}))
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_private_lock = threading.Lock()
+_private_fds: list[int] = []  # kept open for the life of the process (modules use them)
+
+
+@dataclass(frozen=True)
+class SnapshotFile:
+    """One file of a variant as it was read.
+
+    Attributes:
+        rel: path relative to the variant folder (POSIX).
+        path: where it was read from (the path in the folder).
+        size: bytes read.
+        hashes: hex digests by name (``git``, ``sha256``, ``sha512``; see ``_hash``).
+        data: the content, when kept in memory.
+        private_path: a private copy of the content (native extensions), else None.
+        link_target: for a link, the name of the file it points to.
+    """
+
+    rel: str
+    path: Path
+    size: int
+    hashes: Mapping[str, str]
+    data: bytes | None = field(default=None, repr=False)
+    private_path: str | None = None
+    link_target: str | None = None
+
+
+@dataclass(frozen=True)
+class VariantSnapshot:
+    """A variant folder read once: every file that counts, and the bytecode found beside.
+
+    ``files`` never holds ``*.pyc`` files or ``__pycache__`` folders; those are listed in
+    ``bytecode`` and never read.
+    """
+
+    root: Path
+    files: Mapping[str, SnapshotFile]
+    bytecode: tuple[str, ...] = ()
+
+    def data(self, rel: str) -> bytes | None:
+        """The content of ``rel`` as read, or None (not a file of the variant, or not kept)."""
+        f = self.files.get(rel)
+        return f.data if f is not None else None
+
+    def content_key(self) -> str:
+        """A key that differs whenever any file's path or content differs (sha256 based)."""
+        h = Hasher(0, ("sha256",))
+        for rel in sorted(self.files):
+            h.update(rel.encode("utf-8") + b"\0" + bytes.fromhex(self.files[rel].hashes["sha256"]))
+        return h.hexdigests()["sha256"]
+
+
+def is_native(rel: str) -> bool:
+    """Whether a file is a native extension module, imported from a private copy."""
+    return rel.endswith(_NATIVE_SUFFIXES)
+
+
+def _open_checked(path: Path, roots: Sequence[Path]) -> int:
+    """Open ``path`` for reading, refusing anything that is not a regular file in ``roots``."""
+    real = Path(os.path.realpath(path))
+    fd = os.open(real, _OPEN_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise IntegrityError(f"{path}: not a regular file")
+        proc = f"/proc/self/fd/{fd}"
+        if os.path.exists(proc):  # which file was really opened, whatever changed meanwhile
+            opened = Path(os.readlink(proc))
+            if not inside(opened, roots):
+                raise IntegrityError(
+                    f"{path}: it changed while being opened and now leads outside the variant "
+                    f"folder (to {opened}); refusing to read it"
+                )
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _private_sink(name: str) -> tuple[int, str]:
+    """A private file to copy a native extension into: (descriptor, path to load it from)."""
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is not None and os.path.isdir("/proc/self/fd"):
+        flags = getattr(os, "MFD_CLOEXEC", 0) | getattr(os, "MFD_ALLOW_SEALING", 0)
+        fd = memfd(name, flags)
+        return fd, f"/proc/self/fd/{fd}"
+    folder = tempfile.mkdtemp(prefix="kernel-plugins-verified-")
+    path = os.path.join(folder, os.path.basename(name))
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    return fd, path
+
+
+def _seal(fd: int, path: str) -> None:
+    """Make a private copy read-only: seal a memfd, else take the write bits away."""
+    import fcntl
+
+    seals = sum(
+        getattr(fcntl, n, 0) for n in ("F_SEAL_WRITE", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL")
+    )
+    if path.startswith("/proc/self/fd/") and hasattr(fcntl, "F_ADD_SEALS"):
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    else:
+        os.chmod(path, 0o500)
+
+
+def _read_one(
+    entry_rel: str, path: Path, roots: Sequence[Path], algorithms: Iterable[str],
+    link_target: str | None,
+) -> SnapshotFile:
+    try:
+        fd = _open_checked(path, roots)
+    except OSError as e:
+        raise IntegrityError(f"cannot read {path}: {e}") from None
+    sink: tuple[int, str] | None = None
+    try:
+        size = os.fstat(fd).st_size
+        native = is_native(entry_rel)
+        keep = not native and (size <= MAX_KEPT_BYTES or entry_rel.endswith(".py"))
+        if native:
+            sink = _private_sink(os.path.basename(entry_rel))
+        hasher = Hasher(size, algorithms)
+        chunks: list[bytes] = []
+        read = 0
+        while chunk := os.read(fd, _CHUNK):
+            read += len(chunk)
+            if read > size:
+                break
+            hasher.update(chunk)
+            if keep:
+                chunks.append(chunk)
+            if sink is not None:
+                os.write(sink[0], chunk)
+        if read != size:
+            raise IntegrityError(f"{path} changed while it was being read; try again")
+        private = None
+        if sink is not None:
+            _seal(*sink)
+            with _private_lock:
+                _private_fds.append(sink[0])
+            private, sink = sink[1], None
+        return SnapshotFile(
+            entry_rel, path, size, hasher.hexdigests(),
+            b"".join(chunks) if keep else None, private, link_target,
+        )
+    except OSError as e:
+        raise IntegrityError(f"cannot read {path}: {e}") from None
+    finally:
+        os.close(fd)
+        if sink is not None:
+            os.close(sink[0])
+
+
+def read_small_file(path: Path, *, max_bytes: int, roots: Sequence[Path]) -> bytes:
+    """Read one small file of a variant (``metadata.json``) with the same checks.
+
+    :raises IntegrityError: it cannot be read, is not a regular file inside ``roots``, or is
+        larger than ``max_bytes``.
+    """
+    try:
+        fd = _open_checked(path, [Path(r).resolve() for r in roots])
+    except OSError as e:
+        raise IntegrityError(f"cannot read {path}: {e}") from None
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise IntegrityError(f"{path}: {size} bytes, larger than the {max_bytes} allowed")
+        data = os.read(fd, max_bytes + 1)
+        return data
+    finally:
+        os.close(fd)
+
+
+def read_variant(
+    root: Path,
+    *,
+    link_roots: Sequence[Path] = (),
+    algorithms: Iterable[str] = ("sha256",),
+    preread: Mapping[str, bytes] | None = None,
+) -> VariantSnapshot:
+    """Read every file of a variant folder once, hashing it (see the module docs).
+
+    :param root: the ``build/<variant>`` folder.
+    :param link_roots: folders besides ``root`` that links may lead into.
+    :param algorithms: hashes to compute for every file (``sha256`` is always computed).
+    :param preread: files already read by the caller (``metadata.json``): relative path ->
+        content; they are hashed from those bytes, not read again.
+    :raises IntegrityError: a link or entry is refused (see
+        :func:`~kernel_plugins.integrity._walk.walk_variant`), or a file cannot be read or
+        changed while it was read.
+    """
+    algos = tuple(dict.fromkeys(("sha256", *algorithms)))
+    tree = walk_variant(root, link_roots=link_roots)
+    roots = [Path(root).resolve(), *(Path(r).resolve() for r in link_roots)]
+    files: dict[str, SnapshotFile] = {}
+    for entry in tree.files:
+        given = (preread or {}).get(entry.rel)
+        if given is not None:
+            h = Hasher(len(given), algos)
+            h.update(given)
+            files[entry.rel] = SnapshotFile(
+                entry.rel, entry.path, len(given), h.hexdigests(), given, None, entry.link_target
+            )
+        else:
+            files[entry.rel] = _read_one(entry.rel, entry.path, roots, algos, entry.link_target)
+    return VariantSnapshot(Path(root), files, tree.bytecode)
+

@@ -1,0 +1,229 @@
+"""Read a fetched variant once and verify it: the step between fetching and importing.
+
+:func:`verify` reads ``metadata.json`` first (capped, validated) and refuses a module name
+that would replace or shadow another module before anything else is read. Then every file
+is read once and hashed in the same pass (:func:`kernel_plugins.integrity.read_variant`)
+and checked:
+
+- Hub variants against the commit's file listing (cached by huggingface_hub, else the
+  record of the first verification, else the blob names of the cached files), the lock
+  file's hash when a lock pins the variant, and the metadata ``digest``;
+- local folders, ``LOCAL_KERNELS`` overrides, plugin-shipped and reference kernels against
+  the metadata ``digest`` when it has one; their links must stay inside the variant.
+
+The result, a :class:`VerifiedVariant`, holds the bytes that were checked; the importer
+executes those and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import IntegrityError, MetadataError
+from .fetching import Fetched
+from .integrity import (
+    VariantCheck,
+    VariantSnapshot,
+    read_small_file,
+    read_variant,
+    verify_digest,
+    verify_snapshot,
+)
+from .integrity.digest import digest_algorithm
+from .integrity.varianthash import FileHash
+from .jsonfile import JSONFileError, parse_json
+from .metadata import MAX_METADATA_BYTES, KernelMetadata, parse_metadata
+
+if TYPE_CHECKING:
+    from .hub import HubRef
+    from .lock import KernelLock
+
+__all__ = ["VerifiedVariant", "verify", "read_verified_metadata", "check_cached", "fetch_checked"]
+
+
+@dataclass(frozen=True)
+class VerifiedVariant:
+    """A variant whose files were read once and passed every check that applies.
+
+    Attributes:
+        fetched: where it came from. metadata: its validated ``metadata.json``.
+        snapshot: the bytes that were checked (the importer runs these).
+        check: the Hub check (listing, lock, digest), None for local sources.
+    """
+
+    fetched: Fetched
+    metadata: KernelMetadata
+    snapshot: VariantSnapshot
+    check: VariantCheck | None = None
+
+
+def read_verified_metadata(fetched: Fetched) -> tuple[KernelMetadata, bytes]:
+    """Read and validate ``metadata.json`` of a fetched variant (size capped first).
+
+    :raises MetadataError: missing, too large, not UTF-8, malformed or invalid.
+    :raises IntegrityError: a link leading out of the variant.
+    """
+    path = fetched.path / "metadata.json"
+    if not path.is_file():
+        raise MetadataError(
+            f"{path}: missing; every build variant needs a metadata.json (is this a variant folder?)"
+        )
+    try:
+        raw = read_small_file(
+            path, max_bytes=MAX_METADATA_BYTES, roots=(fetched.path, *fetched.link_roots)
+        )
+        data = parse_json(raw, where=str(path), max_bytes=MAX_METADATA_BYTES)
+    except IntegrityError as e:
+        if "larger than" in str(e):
+            raise MetadataError(str(e)) from None
+        raise
+    except JSONFileError as e:
+        raise MetadataError(str(e)) from None
+    return parse_metadata(data, where=str(path)), raw
+
+
+def verify(fetched: Fetched) -> VerifiedVariant:
+    """Read a fetched variant once and check it (see the module docs).
+
+    :raises MetadataError: ``metadata.json`` is missing or invalid.
+    :raises KernelImportError: its ``id`` would replace or shadow another module.
+    :raises IntegrityError: a file does not match, or a link or entry is refused; nothing
+        from the variant may be imported.
+    """
+    from .importer import check_module_name
+
+    metadata, raw = read_verified_metadata(fetched)
+    check_module_name(metadata.id, where=str(fetched.path))
+    ref = fetched.offer.ref
+    algorithms = ["sha256"]
+    if ref is not None:
+        algorithms.append("git")
+    alg = digest_algorithm(metadata.digest) if metadata.digest is not None else None
+    if alg is not None:
+        algorithms.append(alg)
+    snapshot = read_variant(
+        fetched.path, link_roots=fetched.link_roots, algorithms=algorithms,
+        preread={"metadata.json": raw},
+    )
+    if ref is None:
+        if metadata.digest is not None:
+            verify_digest(snapshot, metadata.digest, where=f"{fetched.offer.where} {fetched.variant}")
+        return VerifiedVariant(fetched, metadata, snapshot)
+    check = check_hub_snapshot(fetched, snapshot, metadata)
+    check.raise_for_problems()
+    _remember(fetched, check)
+    return VerifiedVariant(fetched, metadata, snapshot, check)
+
+
+def _remember(fetched: Fetched, check: VariantCheck) -> None:
+    """Record a Hub variant's files after its first successful check."""
+    from . import hub
+
+    ref = fetched.offer.ref
+    assert ref is not None
+    if not hub.record_path(ref, fetched.variant).is_file():
+        hub.write_record(ref, fetched.variant, check.computed_hash, check.actual)
+
+
+def check_hub_snapshot(
+    fetched: Fetched,
+    snapshot: VariantSnapshot,
+    metadata: KernelMetadata | None,
+    *,
+    listing: Mapping[str, FileHash] | None = None,
+) -> VariantCheck:
+    """Check a snapshot of a cached Hub variant; makes no request.
+
+    The per-file reference is ``listing`` when given, else the commit's listing
+    huggingface_hub cached, else the record of the first verification.
+    """
+    from . import hub
+
+    off = fetched.offer
+    ref = off.ref
+    assert ref is not None
+    variant = fetched.variant
+    expected: Mapping[str, FileHash] | None = listing
+    source = "given listing"
+    if expected is None:
+        cached = hub.cached_listing(ref)
+        if cached is not None:
+            expected, source = cached.get(variant, {}), f"cached file listing of commit {ref.sha}"
+        else:
+            record = hub.read_record(ref, variant)
+            if record is not None:
+                expected, source = record, "record of the first verification"
+    pinned = off.lock.variants.get(variant) if off.lock is not None else None
+    return verify_snapshot(
+        snapshot,
+        label=f"{ref.repo_id}@{ref.sha[:12]}",
+        variant=variant,
+        expected=expected,
+        expected_source=source,
+        pinned_hash=pinned.hash if pinned is not None else None,
+        pinned_by=off.lock_path,
+        digest=metadata.digest if metadata is not None else None,
+        repair=hub.repair_hint(ref, pinned=pinned is not None),
+    )
+
+
+def check_cached(
+    fetched: Fetched, *, listing: Mapping[str, FileHash] | None = None
+) -> VariantCheck:
+    """Check a cached Hub variant without importing it (``kernel-plugins verify``).
+
+    Like :func:`verify`, but an invalid ``metadata.json`` is reported as a problem of the
+    check rather than raised, and the module name is not looked at.
+
+    :raises IntegrityError: a link or entry of the folder is refused.
+    """
+    metadata: KernelMetadata | None = None
+    raw: bytes | None = None
+    problem: str | None = None
+    try:
+        metadata, raw = read_verified_metadata(fetched)
+    except MetadataError as e:
+        problem = str(e)
+    algorithms = ["git", "sha256"]
+    alg = digest_algorithm(metadata.digest) if metadata and metadata.digest is not None else None
+    if alg is not None:
+        algorithms.append(alg)
+    snapshot = read_variant(
+        fetched.path, link_roots=fetched.link_roots, algorithms=algorithms,
+        preread={"metadata.json": raw} if raw is not None else None,
+    )
+    check = check_hub_snapshot(fetched, snapshot, metadata, listing=listing)
+    if problem is not None:
+        check.notes.append(f"metadata.json could not be used, so its digest was not checked: {problem}")
+    return check
+
+
+def fetch_checked(
+    ref: HubRef,
+    variant: str,
+    *,
+    lock: KernelLock | None = None,
+    lock_path: Path | None = None,
+    progress: bool = True,
+) -> Fetched:
+    """Download one variant of a pinned commit and check it, without importing it.
+
+    Used by ``kernel-plugins download``: the same fetch and checks as loading (listing, the
+    lock's hash when ``lock`` pins the variant, the metadata digest), and the record of
+    the first successful check.
+
+    :raises IntegrityError: the files do not match; SourceError / HubError: no download.
+    """
+    from .fetching import Offer, fetch
+    from .sources import KernelSource
+
+    src = KernelSource("hub", ref.repo_id, ref.repo_id, None, ref.repo_id.split("/", 1)[1])
+    off = Offer(src, str(ref), (variant,), ref=ref, lock=lock, lock_path=lock_path)
+    fetched = fetch(off, variant, progress=progress)
+    check = check_cached(fetched)
+    check.raise_for_problems()
+    _remember(fetched, check)
+    return fetched
