@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import _emulation
+from . import emulation_registry
 from ._plugin_records import BackendRecord, DetectOutcome, strict_mode
 from .device import BackendSpec, DeviceInfo
 from .errors import PluginError
@@ -64,7 +64,7 @@ def detect_outcome(rec: BackendRecord, result: object) -> DetectOutcome:
         if strict_mode():
             raise PluginError(f"{rec.origin()}: {msg}")
         return DetectOutcome(rec.name, None, msg)
-    if _emulation.is_emulated(result.device_type) and not result.emulated:
+    if emulation_registry.is_emulated(result.device_type) and not result.emulated:
         result = result.replace(emulated=True)
     if result.count == 0:
         return DetectOutcome(rec.name, None)

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .backends._torch import major_minor
+from .backends.torchinfo import major_minor
 from .errors import KernelImportError, PluginError
 
 if TYPE_CHECKING:

@@ -136,7 +136,7 @@ def test_a_broken_plugin_manager_registers_no_markers_and_crashes_nothing(tmp_pa
 
 EMULATED_TESTS = """
 import torch
-from kernel_plugins import _emulation
+from kernel_plugins import emulation_registry as _emulation
 
 def test_device_is_emulated():
     assert torch.ones(2, device="foo:1").device.type == "foo"

@@ -76,7 +76,7 @@ def test_run_in_fresh_interpreter_passes_env_and_captures_output() -> None:
 
 NO_DEVICE = """
 import torch
-from kernel_plugins import _emulation
+from kernel_plugins import emulation_registry as _emulation
 from kernel_plugins.testing import emulate
 
 dev = emulate("foo", devices=0)

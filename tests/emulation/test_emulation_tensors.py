@@ -14,7 +14,7 @@ from .scenario import error_of, run_scenario
 SCENARIO = """
 import copy, io
 import torch
-from kernel_plugins import _emulation
+from kernel_plugins import emulation_registry as _emulation
 from kernel_plugins.testing import EmulationError, emulate, emulated_devices
 
 dev = emulate("mlu", devices=2, device_name="Test Accel 9000", capability=(5, 0),

@@ -13,9 +13,9 @@ from kernel_plugins.integrity import read_variant
 from kernel_plugins.integrity.varianthash import (
     FileHash,
     compare_files,
-    snapshot_file_hashes,
     git_blob_id,
     hash_variant_dir,
+    snapshot_file_hashes,
     split_listing,
     variant_hash,
 )

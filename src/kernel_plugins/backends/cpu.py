@@ -7,7 +7,7 @@ import platform
 from ..device import BackendSpec, DeviceInfo, SystemInfo
 from ..hookspecs import hookimpl
 from ..variants import arch_variant_names, noarch_variant_names
-from ._torch import torch_version_string
+from .torchinfo import torch_version_string
 
 NAME = "cpu"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..device import BackendSpec, DeviceInfo, SystemInfo
 from ..hookspecs import hookimpl
 from ..variants import Variant, arch_variant_names, noarch_variant_names
-from ._torch import torch_or_none
+from .torchinfo import torch_or_none
 
 NAME = "metal"
 MIN_MACOS = (26, 0)

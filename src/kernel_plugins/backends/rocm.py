@@ -13,7 +13,7 @@ from ..variants import (
     explain_token_version,
     noarch_variant_names,
 )
-from ._torch import major_minor, torch_or_none
+from .torchinfo import major_minor, torch_or_none
 
 NAME = "rocm"
 

@@ -15,7 +15,7 @@ from ..variants import (
     explain_token_version,
     noarch_variant_names,
 )
-from ._torch import torch_or_none
+from .torchinfo import torch_or_none
 
 NAME = "xpu"
 

@@ -139,7 +139,7 @@ def emulate(name: str, devices: int | None = None, **vendor_facts: Any) -> Emula
 
     Renames PyTorch's PrivateUse1 key to ``name``, registers ``torch.<name>`` (see
     :func:`make_device_module`), records the type as emulated
-    (:func:`kernel_plugins._emulation.mark_emulated`) and asks the backend plugin that
+    (:func:`kernel_plugins.emulation_registry.mark_emulated`) and asks the backend plugin that
     owns ``name`` to install its vendor stand-ins through its ``emulate_device`` hook.
 
     The same call again returns the same :class:`EmulatedDevice`, and so does a call that
@@ -193,9 +193,9 @@ def emulate(name: str, devices: int | None = None, **vendor_facts: Any) -> Emula
                 name, devices, properties=_generic_properties(name, vendor_facts)
             )
             install_privateuse1_device(name, devices, module)
-        from .. import _emulation
+        from .. import emulation_registry
 
-        _emulation.mark_emulated(name, devices)
+        emulation_registry.mark_emulated(name, devices)
         handled = _ask_plugin(name, devices, dict(vendor_facts))
         device = EmulatedDevice(
             name, devices, types.MappingProxyType(dict(vendor_facts)), vendor_stand_ins=handled
