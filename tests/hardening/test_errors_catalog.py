@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +30,12 @@ from kernel_plugins.buildconfig import read_build_toml
 from kernel_plugins.detection import get_device
 from kernel_plugins.device import BackendSpec, DeviceInfo, PyDepend, parse_device
 from kernel_plugins.hookspecs import hookimpl
-from kernel_plugins.importer import KernelLoad, check_python_depends, import_snapshot
+from kernel_plugins.importer import (
+    KernelLoad,
+    check_module_name,
+    check_python_depends,
+    import_snapshot,
+)
 from kernel_plugins.integrity import verify_digest
 from kernel_plugins.metadata import KernelMetadata, read_metadata
 from kernel_plugins.sources import local_variants, parse_local_kernels, parse_name
@@ -177,6 +183,59 @@ def _symlinked_variant(env: Env) -> Any:
     (env.tmp / "repo" / "build").mkdir(parents=True)
     os.symlink(outside, env.tmp / "repo" / "build" / "torch-cpu")
     return local_variants(env.tmp / "repo")
+
+
+def _ambiguous(env: Env) -> Any:
+    (env.tmp / "examples" / "relu").mkdir(parents=True)
+    env.monkeypatch.chdir(env.tmp)
+    return parse_name("examples/relu")
+
+
+def _linked_file(to_folder: bool) -> Callable[[Env], Any]:
+    def run(env: Env) -> Any:
+        from kernel_plugins.integrity import read_variant
+
+        folder = make_variant(env.tmp, "torch-cpu", None, {"__init__.py": "", "real/x.py": ""})
+        outside = env.tmp / "evil.py"
+        outside.write_text("")
+        if to_folder:
+            os.symlink(folder / "real", folder / "alias")
+        else:
+            os.symlink(outside, folder / "evil.py")
+        return read_variant(folder)
+
+    return run
+
+
+def _kernel_exits(env: Env) -> Any:
+    from kernel_plugins.integrity import read_variant
+
+    meta = KernelMetadata.model_validate(metadata(id="_exiting_kernel_1c2d"))
+    folder = make_variant(env.tmp, "torch-cpu", None, {"__init__.py": "raise SystemExit(0)"})
+    return import_snapshot(KernelLoad("org/name", "torch-cpu", folder, meta, meta.id),
+                           read_variant(folder))
+
+
+def _shadowing_id(env: Env) -> Any:
+    env.monkeypatch.delitem(sys.modules, "tabnanny", raising=False)
+    return check_module_name("tabnanny", where="build/torch-cpu")
+
+
+def _offline_uncached(env: Env) -> Any:
+    from huggingface_hub import constants
+
+    env.monkeypatch.setattr(constants, "HF_HUB_CACHE", str(env.tmp / "cache"))
+    env.monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    if hasattr(constants, "is_offline_mode"):
+        env.monkeypatch.setattr(constants, "is_offline_mode", lambda: True)
+    return hub.resolve("org/uncached")
+
+
+def _disk_full(env: Env) -> Any:
+    import errno
+
+    exc = OSError(errno.ENOSPC, "No space left on device", "/cache/blobs/x.incomplete")
+    raise hub.map_error(exc, "org/name", None, None, "downloading torch-cpu")
 
 
 def _changed_digest(env: Env) -> Any:
@@ -388,10 +447,19 @@ CASES: list[Case] = [
          E.SourceError, "does not exist", "Check the path."),
     Case("local-no-variants", L, "an empty folder", lambda e: local_variants(e.tmp),
          E.SourceError, "holds no build variants", "Point at a repository with `build/`."),
+    Case("name-ambiguous", L, '`load("examples/relu")` with a folder `examples/relu` here',
+         _ambiguous, E.AmbiguousNameError,
+         "'examples/relu' is ambiguous: it is a Hub repository id",
+         "Write `./examples/relu` for the folder or `hub:examples/relu` for the Hub."),
     # --- path traversal
     Case("variant-symlink-outside", T, "`build/torch-cpu` -> a folder outside the repository",
          _symlinked_variant, E.SourceError, "is a link that points outside",
          "Replace the link with a real folder."),
+    Case("variant-file-link-outside", T, "`build/torch-cpu/evil.py` -> a file outside the variant",
+         _linked_file(False), E.IntegrityError, "a link that points outside the variant folder",
+         "Replace the link with the file itself."),
+    Case("variant-folder-link", T, "`build/torch-cpu/alias` -> a folder", _linked_file(True),
+         E.IntegrityError, "a link to a folder", "Replace the link with the folder itself."),
     Case("hub-variant-traversal", T, 'Hub variant `"../../x"`',
          lambda e: hub.cached_variant_path(REF, "../../x"), E.SourceError,
          "Invalid build variant '../../x'", "A variant is one folder name under `build/`."),
@@ -432,6 +500,20 @@ CASES: list[Case] = [
     # --- import, dependencies, integrity
     Case("kernel-import-error", K, "`__init__.py` raises", _import_error, E.KernelImportError,
          "failed: RuntimeError: x", "Fix the kernel; nothing is left in `sys.modules`."),
+    Case("kernel-sys-exit", K, "`__init__.py` calls `sys.exit(0)`", _kernel_exits,
+         E.KernelImportError, "SystemExit: 0 (the kernel's code called sys.exit)",
+         "Fix the kernel; nothing is left in `sys.modules` and the next load raises again."),
+    Case("kernel-id-shadows-module", K, '`"id": "tabnanny"`',
+         _shadowing_id, E.KernelImportError,
+         "metadata id 'tabnanny' cannot be used as its module name: it is a module of the Python "
+         "standard library",
+         "Rebuild the kernel with a unique id (the kernel builder derives one)."),
+    Case("offline-not-cached", K, "`HF_HUB_OFFLINE=1` and nothing cached", _offline_uncached,
+         E.OfflineError, "HF_HUB_OFFLINE=1 is set and nothing of org/uncached is in the local cache",
+         "Unset HF_HUB_OFFLINE, or download the kernel first."),
+    Case("local-disk-error", K, "disk full while downloading", _disk_full, E.LocalDiskError,
+         "Local disk error while downloading torch-cpu for org/name: No space left on device",
+         "Free disk space (or fix the cache folder's permissions), then try again."),
     Case("python-depends-unknown", K, '`"python-depends": ["leftpad"]`',
          _python_depends(["leftpad"], CUDA_SPEC), E.MetadataError,
          "python-depends names 'leftpad', which is not a known dependency for backend 'cuda'",
