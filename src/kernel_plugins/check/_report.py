@@ -109,13 +109,5 @@ class _Ctx:
         resolved = path.resolve()
         return resolved == self.link_root or self.link_root in resolved.parents
 
-    def link_ok(self, target: Path, variant: Path) -> bool:
-        """Whether loading accepts a link to ``target`` in ``variant``: a file inside the
-        variant, or (in huggingface_hub's cache) inside the repository's ``blobs/``."""
-        allowed = [variant.resolve()]
-        if self.link_root != self.root:
-            allowed.append((self.link_root / "blobs").resolve())
-        return any(target == a or a in target.parents for a in allowed)
-
     def token_owner(self, prefix: str) -> str | None:
         return self.manager.token_owner(prefix) or known_token_owner(prefix)

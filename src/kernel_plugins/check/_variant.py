@@ -10,7 +10,6 @@ build.toml.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -61,37 +60,30 @@ def _check_variant(ctx: _Ctx, name: str, folder: Path) -> None:
 
 
 def _check_links(ctx: _Ctx, folder: Path) -> None:
-    """Report links that loading refuses, and shipped bytecode (never followed, never run).
+    """Report what loading refuses in the folder, and shipped bytecode, with the loader's
+    own walker: links leading out of the variant (in huggingface_hub's cache, links into the
+    repository's ``blobs/`` are how files are stored), links to folders, special files."""
+    from ..errors import IntegrityError
+    from ..integrity import walk_variant
 
-    The loader accepts a link only when it leads to a file inside the variant folder (or,
-    in huggingface_hub's cache, to the repository's blobs); anything else is refused there,
-    so it is a problem here.
-    """
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        for entry in [*dirnames, *filenames]:
-            p = Path(dirpath) / entry
-            if entry == "__pycache__" or entry.endswith(".pyc"):
-                ctx.add(
-                    p, "", "the variant ships Python bytecode; kernel-plugins never runs it, but "
-                    "other loaders may run it instead of the published source",
-                    "remove __pycache__ folders and *.pyc files from the build",
-                )
-                if entry == "__pycache__" and entry in dirnames:
-                    dirnames.remove(entry)
-                continue
-            if not p.is_symlink():
-                continue
-            target = p.resolve()
-            if not ctx.inside(p) or not ctx.link_ok(target, folder):
-                ctx.add(
-                    p, "", f"link points outside the variant folder (to {target}); loading "
-                    "refuses it", "replace the link with the file itself",
-                )
-            elif target.is_dir():
-                ctx.add(
-                    p, "", f"link to a folder ({target}); loading refuses folder links",
-                    "replace the link with the folder itself",
-                )
+    roots = [ctx.link_root / "blobs"] if ctx.link_root != ctx.root else []
+    refused: list[IntegrityError] = []
+    try:
+        tree = walk_variant(folder, link_roots=roots, problems=refused)
+    except IntegrityError as exc:  # the folder itself cannot be walked
+        refused.append(exc)
+        tree = None
+    for problem in refused:
+        where, _, message = str(problem).partition(": ")
+        ctx.add(Path(where), "", message, "replace the link with the file or folder itself")
+    shipped = sorted({b.split("__pycache__")[0] + "__pycache__" if "__pycache__" in b else b
+                      for b in (tree.bytecode if tree is not None else ())})
+    for rel in shipped:
+        ctx.add(
+            folder / rel, "", "the variant ships Python bytecode; kernel-plugins never runs it, "
+            "but other loaders may run it instead of the published source",
+            "remove __pycache__ folders and *.pyc files from the build",
+        )
 
 
 def _read_metadata(ctx: _Ctx, folder: Path) -> KernelMetadata | None:

@@ -91,11 +91,18 @@ def _link(entry: os.DirEntry[str], rel: str, roots: Sequence[Path]) -> str:
     return os.readlink(where).replace("\\", "/").rsplit("/", 1)[-1] or rel
 
 
-def walk_variant(root: Path, *, link_roots: Sequence[Path] = ()) -> VariantTree:
+def walk_variant(
+    root: Path,
+    *,
+    link_roots: Sequence[Path] = (),
+    problems: list[IntegrityError] | None = None,
+) -> VariantTree:
     """List every file of the variant folder ``root``, checking each link.
 
     :param root: the ``build/<variant>`` folder.
     :param link_roots: folders (besides ``root``) that links may lead into.
+    :param problems: when given, a refused link or entry is appended here and skipped
+        instead of raised (``kernel-plugins check`` reports them all).
     :return: the files that count, sorted by path, and the bytecode paths found.
     :raises IntegrityError: ``root`` is not a folder; a link leads outside the allowed
         folders, to a folder, or nowhere; an entry is not a regular file; the folder is
@@ -122,24 +129,29 @@ def walk_variant(root: Path, *, link_roots: Sequence[Path] = ()) -> VariantTree:
             raise IntegrityError(f"cannot list {folder}: {e}") from None
         for entry in entries:
             rel = prefix + entry.name
-            if entry.is_symlink():
-                target = _link(entry, rel, roots)
-                if is_bytecode(rel):
-                    bytecode.append(rel)
+            try:
+                if entry.is_symlink():
+                    target = _link(entry, rel, roots)
+                    if is_bytecode(rel):
+                        bytecode.append(rel)
+                    else:
+                        files.append(WalkEntry(rel, Path(entry.path), target))
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append((Path(entry.path), rel + "/", depth + 1))
+                elif entry.is_file(follow_symlinks=False):
+                    if is_bytecode(rel):
+                        bytecode.append(rel)
+                    else:
+                        files.append(WalkEntry(rel, Path(entry.path)))
                 else:
-                    files.append(WalkEntry(rel, Path(entry.path), target))
-            elif entry.is_dir(follow_symlinks=False):
-                stack.append((Path(entry.path), rel + "/", depth + 1))
-            elif entry.is_file(follow_symlinks=False):
-                if is_bytecode(rel):
-                    bytecode.append(rel)
-                else:
-                    files.append(WalkEntry(rel, Path(entry.path)))
-            else:
-                raise IntegrityError(
-                    f"{entry.path}: not a regular file, folder or link; a variant folder holds "
-                    "only files"
-                )
+                    raise IntegrityError(
+                        f"{entry.path}: not a regular file, folder or link; a variant folder "
+                        "holds only files"
+                    )
+            except IntegrityError as e:
+                if problems is None:
+                    raise
+                problems.append(e)
             if len(files) > MAX_FILES:
                 raise IntegrityError(f"{base}: more than {MAX_FILES} files; not a kernel variant")
     files.sort(key=lambda f: f.rel.encode("utf-8"))

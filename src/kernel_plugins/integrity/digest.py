@@ -21,12 +21,14 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from ..errors import IntegrityError
+from ._hash import Hasher
 from ._walk import is_bytecode
 from .snapshot import VariantSnapshot, read_variant
 
@@ -126,11 +128,12 @@ def hash_file(path: Path, algorithm: str = "sha256") -> str:
 
     :raises IntegrityError: unknown algorithm.
     """
-    h = hashlib.new(_check_algorithm(algorithm))
+    algorithm = _check_algorithm(algorithm)
     with open(path, "rb") as f:
+        h = Hasher(os.fstat(f.fileno()).st_size, (algorithm,))
         while chunk := f.read(1 << 20):
             h.update(chunk)
-    return base64.b64encode(h.digest()).decode("ascii")
+    return _b64(h.hexdigests()[algorithm])
 
 
 def compute_digest(
