@@ -223,9 +223,7 @@ class _SnapshotFinder(importlib.abc.MetaPathFinder):
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         """A spec from the snapshot; ModuleNotFoundError for names the snapshot lacks."""
-        top = fullname.partition(".")[0]
-        with _lock:
-            kernel = _kernels.get(top)
+        kernel = _kernels.get(fullname.partition(".")[0])  # no lock: a kernel may import in threads
         if kernel is None:
             return None
         return _spec(kernel, fullname)

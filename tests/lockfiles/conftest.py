@@ -109,16 +109,15 @@ def forget_kernel_modules() -> Iterator[None]:
     """Drop the kernel modules a test imported, so ids never clash across tests."""
     from kernel_plugins import importer
 
-    before = set(sys.modules)
     with importer._lock:
         kernels = set(importer._kernels)
     yield
-    for name in set(sys.modules) - before:
-        if name.startswith("_lk_"):
-            del sys.modules[name]
     with importer._lock:
-        for key in set(importer._kernels) - kernels:
+        new = set(importer._kernels) - kernels
+        for key in new:
             del importer._kernels[key]
+    for name in [n for n in sys.modules if n.partition(".")[0] in new or n.startswith("_lk_")]:
+        del sys.modules[name]
 
 
 def write_pyproject(folder: Path, deps: dict[str, object] | str) -> Path:
