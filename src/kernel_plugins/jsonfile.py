@@ -31,7 +31,7 @@ def parse_json(data: bytes, *, where: str, max_bytes: int) -> object:
     :raises JSONFileError: too large, not UTF-8, malformed, or nested too deeply.
     """
     if len(data) > max_bytes:
-        raise JSONFileError(f"{where}: {len(data)} bytes, larger than the {max_bytes} allowed")
+        raise JSONFileError(f"{where}: larger than the {max_bytes} allowed")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import IntegrityError, MetadataError
+from .errors import MetadataError
 from .fetching import Fetched
 from .integrity import (
     VariantCheck,
@@ -71,15 +71,9 @@ def read_verified_metadata(fetched: Fetched) -> tuple[KernelMetadata, bytes]:
         raise MetadataError(
             f"{path}: missing; every build variant needs a metadata.json (is this a variant folder?)"
         )
+    raw = read_small_file(path, max_bytes=MAX_METADATA_BYTES, roots=(fetched.path, *fetched.link_roots))
     try:
-        raw = read_small_file(
-            path, max_bytes=MAX_METADATA_BYTES, roots=(fetched.path, *fetched.link_roots)
-        )
         data = parse_json(raw, where=str(path), max_bytes=MAX_METADATA_BYTES)
-    except IntegrityError as e:
-        if "larger than" in str(e):
-            raise MetadataError(str(e)) from None
-        raise
     except JSONFileError as e:
         raise MetadataError(str(e)) from None
     return parse_metadata(data, where=str(path)), raw

@@ -194,19 +194,22 @@ def _read_one(
 def read_small_file(path: Path, *, max_bytes: int, roots: Sequence[Path]) -> bytes:
     """Read one small file of a variant (``metadata.json``) with the same checks.
 
-    :raises IntegrityError: it cannot be read, is not a regular file inside ``roots``, or is
-        larger than ``max_bytes``.
+    At most ``max_bytes + 1`` bytes are read, so a caller can tell an oversized file by the
+    length of what it got, without reading the rest.
+
+    :raises IntegrityError: it cannot be read, or is not a regular file inside ``roots``.
     """
     try:
         fd = _open_checked(path, [Path(r).resolve() for r in roots])
     except OSError as e:
         raise IntegrityError(f"cannot read {path}: {e}") from None
     try:
-        size = os.fstat(fd).st_size
-        if size > max_bytes:
-            raise IntegrityError(f"{path}: {size} bytes, larger than the {max_bytes} allowed")
-        data = os.read(fd, max_bytes + 1)
-        return data
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0 and (chunk := os.read(fd, min(left, _CHUNK))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 
