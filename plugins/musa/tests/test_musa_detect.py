@@ -117,7 +117,7 @@ def test_malformed_runtime_version_is_reported_not_guessed(install: Install) -> 
 def test_hand_made_stack_shaped_like_the_vendor(
     monkeypatch: pytest.MonkeyPatch, no_stack: None
 ) -> None:
-    """A stand-in written from vendors.md alone, independent of the plugin's emulation."""
+    """A stand-in written from docs/vendors.md alone, independent of the plugin's emulation."""
     props = types.SimpleNamespace(name="MTT S3000", major=2, minor=1, total_memory=32 << 30)
     vendor = types.ModuleType("torch_musa")
     vendor.__spec__ = None
