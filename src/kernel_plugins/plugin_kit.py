@@ -343,6 +343,19 @@ class PrivateUse1Backend:
         )
 
     @hookimpl
+    def explain_no_device(self) -> str | None:
+        """The ``explain_no_device`` hook: torch, the vendor package, or the devices."""
+        torch = torch_if_installed()
+        if torch is None:
+            return "torch is not installed"
+        if not module_installed(self.vendor_module):
+            return f"{self.vendor_module} (the {self.display_name} extension) is not installed"
+        module = getattr(torch, self.dtype, None)
+        if module is None:
+            return f"torch.{self.dtype} does not exist (is {self.vendor_module} imported?)"
+        return f"{self.vendor_module} sees 0 {self.dtype} devices (check the driver and that the devices are visible)"
+
+    @hookimpl
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
         """The ``list_variants`` hook: accepted arch tokens, then the noarch names."""
         names: list[str] = []
@@ -409,6 +422,7 @@ class PrivateUse1Backend:
 _HOOKS = (
     "backend_spec",
     "detect_device",
+    "explain_no_device",
     "list_variants",
     "explain_variant",
     "load_kernel",

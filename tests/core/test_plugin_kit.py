@@ -69,8 +69,8 @@ def test_every_hook_reaches_the_plugin_manager() -> None:
                for impl in getattr(pm._pm.hook, hook).get_hookimpls())
     }
     assert registered == set(backend.hookimpls()) == {
-        "backend_spec", "detect_device", "list_variants", "explain_variant", "load_kernel",
-        "synchronize", "emulate_device",
+        "backend_spec", "detect_device", "explain_no_device", "list_variants", "explain_variant",
+        "load_kernel", "synchronize", "emulate_device",
     }
     spec = pm.record("kitdev").spec
     assert (spec.display_name, spec.arch_tokens, spec.priority) == ("Kit Device", ("kit",), 95)
@@ -204,9 +204,15 @@ def test_detect_without_capability_and_with_extra_notes(
     assert any("has no integer major/minor" in n for n in info.notes)
 
 
-def test_detect_none_without_devices(stack: Any) -> None:
+def test_detect_none_without_devices_says_why(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     stack("3.1", count=0)
-    assert _backend().detect_device() is None
+    backend = _backend()
+    assert backend.detect_device() is None
+    assert backend.explain_no_device() == (
+        "torch_kitdev sees 0 kitdev devices (check the driver and that the devices are visible)"
+    )
+    monkeypatch.setitem(sys.modules, "torch_kitdev", None)
+    assert backend.explain_no_device() == "torch_kitdev (the Kit Device extension) is not installed"
 
 
 def test_load_kernel_imports_the_vendor_or_explains(monkeypatch: pytest.MonkeyPatch) -> None:
