@@ -46,8 +46,9 @@ class _Annotation:
 def _plain(annotation: Any) -> Any:
     if annotation is inspect.Parameter.empty:
         return annotation
-    text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
-    return _Annotation(text)
+    if isinstance(annotation, str):  # quoted once more under `from __future__ import annotations`
+        return _Annotation(annotation.strip("'\""))
+    return _Annotation(inspect.formatannotation(annotation))
 
 
 def signature_text(obj: object) -> str:
