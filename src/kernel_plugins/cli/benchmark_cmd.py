@@ -20,7 +20,7 @@ HELP = "time a kernel's functions against the portable reference and check their
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: NAME_OR_PATH, device, selection, shapes, dtype, iterations, output."""
-    from .main import add_device_option, add_revision_options
+    from .main import add_device_option, add_revision_options, add_wide_option
 
     parser.add_argument(
         "target", metavar="NAME_OR_PATH", type=path_text, help="org/name, short name or local path"
@@ -65,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="absolute tolerance, 0 to 1e6 (default: per dtype)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_wide_option(parser)
     parser.add_argument("--plot", metavar="FILE.png", help="write a chart (needs matplotlib)")
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar (it shows on a terminal)"
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_dict())
     else:
-        print(clean(report.format_table()))
+        print(clean(report.format_table(wide=args.wide)))
     if args.plot:
         plot_report(report, args.plot)
         print(f"chart written to {args.plot}", file=sys.stderr)
