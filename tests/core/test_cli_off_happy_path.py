@@ -74,8 +74,8 @@ def test_unusable_paths_are_usage_errors(
         ("--rtol", "nan", "argument --rtol: 'nan' is out of range: give a number from 0 to 1"),
         ("--atol", "-1", "argument --atol: '-1' is out of range"),
         ("--atol", "abc", "'abc' is not a number"),
-        ("--iterations", "0", "0 is out of range: give a whole number from 1 to 1000000"),
-        ("--warmup", "-5", "-5 is out of range"),
+        ("--iterations", "0", "'0' is out of range: give a whole number from 1 to 1000000"),
+        ("--warmup", "-5", "'-5' is out of range"),
     ],
 )
 def test_benchmark_numbers_have_bounds(

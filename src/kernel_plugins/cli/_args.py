@@ -11,47 +11,33 @@ import argparse
 import math
 import os
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["bounded_float", "bounded_int", "path_text"]
+__all__ = ["bounded", "path_text"]
 
 #: Longest path and path component accepted (Linux's PATH_MAX and NAME_MAX).
 MAX_PATH = 4096
 MAX_NAME = 255
 
 
-def bounded_float(low: float, high: float) -> Callable[[str], float]:
-    """A finite number ``low <= x <= high`` (``nan``, ``inf`` and ``1e308`` are refused)."""
+def bounded(low: float, high: float, *, whole: bool = False) -> Callable[[str], Any]:
+    """A finite number ``low <= x <= high`` (``nan``, ``inf`` and ``1e308`` are refused).
 
-    def parse(text: str) -> float:
+    :param whole: accept whole numbers only (returned as ``int``).
+    """
+    kind = "whole number" if whole else "number"
+
+    def parse(text: str) -> float | int:
         try:
-            value = float(text)
+            value: float | int = int(text) if whole else float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind}") from None
         if not math.isfinite(value) or not low <= value <= high:
-            raise argparse.ArgumentTypeError(
-                f"{text!r} is out of range: give a number from {low:g} to {high:g}"
-            )
+            span = f"{int(low)} to {int(high)}" if whole else f"{low:g} to {high:g}"
+            raise argparse.ArgumentTypeError(f"{text!r} is out of range: give a {kind} from {span}")
         return value
 
-    parse.__name__ = "number"  # argparse names the type in its messages
-    return parse
-
-
-def bounded_int(low: int, high: int) -> Callable[[str], int]:
-    """A whole number ``low <= n <= high``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(
-                f"{text} is out of range: give a whole number from {low} to {high}"
-            )
-        return value
-
-    parse.__name__ = "whole number"
+    parse.__name__ = kind  # argparse names the type in its messages
     return parse
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._args import bounded_float, bounded_int, path_text
+from ._args import bounded, path_text
 from ._output import CommandError, clean, print_json
 
 NAME = "benchmark"
@@ -44,24 +44,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated dtypes: float32, float16, bfloat16, float64 (default float32)",
     )
     parser.add_argument(
-        "--warmup", type=bounded_int(0, 100_000), default=10,
+        "--warmup", type=bounded(0, 100_000, whole=True), default=10,
         help="calls before timing, 0 to 100000 (default 10)",
     )
     parser.add_argument(
-        "--iterations", type=bounded_int(1, 1_000_000), default=100,
+        "--iterations", type=bounded(1, 1_000_000, whole=True), default=100,
         help="timed samples per case, 1 to 1000000 (default 100)",
     )
     parser.add_argument(
         "--min-sample-ms",
-        type=bounded_float(0, 60_000),
+        type=bounded(0, 60_000),
         default=0.2,
         help="repeat calls inside a sample until it lasts this long, 0 to 60000 (default 0.2)",
     )
     parser.add_argument(
-        "--rtol", type=bounded_float(0, 1), help="relative tolerance, 0 to 1 (default: per dtype)"
+        "--rtol", type=bounded(0, 1), help="relative tolerance, 0 to 1 (default: per dtype)"
     )
     parser.add_argument(
-        "--atol", type=bounded_float(0, 1e6),
+        "--atol", type=bounded(0, 1e6),
         help="absolute tolerance, 0 to 1e6 (default: per dtype)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
