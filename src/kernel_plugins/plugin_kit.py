@@ -18,7 +18,8 @@ For such a stack a plugin states facts in a :class:`PrivateUse1Backend`:
 * the module holding its test-only emulation (imported lazily, only by the
   ``emulate_device`` hook).
 
-:meth:`PrivateUse1Backend.hookimpls` then builds the hooks from the core's own helpers
+:meth:`PrivateUse1Backend.hookimpls` then builds the hooks (``explain_no_device`` too, so
+that "no device" names its cause) from the core's own helpers
 (:mod:`kernel_plugins.vendor`, :mod:`kernel_plugins.variants`). A plugin's ``hooks.py``
 installs them with ``globals().update(BACKEND.hookimpls())``; a hook the facts cannot
 express is written by hand in the same module after that line (it replaces the
@@ -353,7 +354,10 @@ class PrivateUse1Backend:
         module = getattr(torch, self.dtype, None)
         if module is None:
             return f"torch.{self.dtype} does not exist (is {self.vendor_module} imported?)"
-        return f"{self.vendor_module} sees 0 {self.dtype} devices (check the driver and that the devices are visible)"
+        return (
+            f"{self.vendor_module} sees 0 {self.dtype} devices (check the driver and that the "
+            "devices are visible)"
+        )
 
     @hookimpl
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
