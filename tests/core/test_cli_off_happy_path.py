@@ -248,6 +248,16 @@ def test_plugin_text_is_sanitised_and_fits_100_columns(
     assert "kernel-plugins-evil" + "e" * 60 in wide
 
 
+def test_variant_reasons_wrap_instead_of_being_cut(
+    manager: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "variants", str(EXAMPLE), "--device", "cpu")
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 100
+    joined = " ".join(line.strip() for line in out.splitlines())
+    assert "noarch variant for backend 'cuda'; the device is 'cpu' (backend 'cpu', noarch name torch-cpu)" in joined
+    assert "..." not in out
+
+
 # -- conventions --------------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -109,12 +110,18 @@ def _fit(widths: list[int], limit: int, sep: int) -> list[int]:
 
 
 def print_table(
-    headers: Sequence[str], rows: Sequence[Sequence[Any]], *, width: int | None = DEFAULT_WIDTH
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    width: int | None = DEFAULT_WIDTH,
+    wrap_last: bool = False,
 ) -> None:
     """Print a left-aligned plain-text table of cleaned cells.
 
     :param width: the most columns a line may take; cells of the widest columns are cut
         with ``...`` to fit. None prints every cell whole (``--wide``).
+    :param wrap_last: wrap the last column onto continuation lines instead of cutting it
+        (for reasons, which must be read whole).
     """
     cells = [[clean("" if c is None else c, one_line=True) for c in row] for row in rows]
     natural = [len(h) for h in headers]
@@ -122,17 +129,27 @@ def print_table(
         for i, c in enumerate(row):
             natural[i] = max(natural[i], len(c))
     widths = natural if width is None else _fit(natural, width, 2)
+    if width is not None and wrap_last:
+        widths = _fit(natural[:-1], width - 2 - 30, 2) if len(natural) > 1 else []
+        widths.append(max(min(natural[-1], width - sum(widths) - 2 * len(widths)), 10))
 
     def cut(text: str, w: int) -> str:
         return text if len(text) <= w else text[: max(w - 3, 0)] + "..."
 
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(cut(v, widths[i]).ljust(widths[i]) for i, v in enumerate(values)).rstrip()
+    def lines(values: Sequence[str]) -> list[str]:
+        first = [cut(v, widths[i]) for i, v in enumerate(values)]
+        more: list[str] = []
+        if width is not None and wrap_last and len(values[-1]) > widths[-1]:
+            first[-1], *more = textwrap.wrap(values[-1], widths[-1]) or [""]
+        indent = " " * (sum(widths[:-1]) + 2 * (len(widths) - 1))
+        out = ["  ".join(v.ljust(widths[i]) for i, v in enumerate(first)).rstrip()]
+        return out + [indent + m for m in more]
 
-    print(line(list(headers)))
+    print(lines(list(headers))[0])
     print("  ".join("-" * w for w in widths))
     for row in cells:
-        print(line(row))
+        for line in lines(row):
+            print(line)
 
 
 class VariantRows:

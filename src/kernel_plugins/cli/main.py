@@ -127,8 +127,8 @@ def _emulate_if_asked(args: argparse.Namespace) -> None:
 
         emulate(name)
         print(
-            f"note: device type {name!r} is EMULATED on the CPU for this command; nothing here "
-            "describes real hardware",
+            f"note: {name!r} is EMULATED on the CPU for this command; nothing here describes "
+            "real hardware",
             file=sys.stderr,
         )
 

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         print_table(
             ["variant", "fits", "preference / reason"], rows,
-            width=None if args.wide else DEFAULT_WIDTH,
+            width=None if args.wide else DEFAULT_WIDTH, wrap_last=True,
         )
         print(clean(f"chosen: {res.best or 'none'}"))
     return 0 if res.best else 1
