@@ -183,7 +183,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
-    debug = "--debug" in argv
     parser = build_parser()
     if not argv:
         parser.print_help()
