@@ -1,15 +1,33 @@
 #!/usr/bin/env bash
-# Install everything (scripts/setup.sh), then show the installed backends and load
-# the example kernel shipped in examples/relu for this machine's device.
+# A tour of kernel-plugins: install what it needs to run (scripts/install.sh, nothing
+# test-only), show the installed backends, then resolve, load and benchmark the example
+# kernel in examples/relu for this machine's device. DEMO_SKIP_INSTALL=1 skips the
+# install step when .venv is ready.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+
+step() {
+  printf '\n== %s ==\n' "$*"
+}
+
+if [ "${DEMO_SKIP_INSTALL:-0}" != 1 ]; then
+  step "1. Install kernel-plugins, torch (CPU) and the backend plugins into .venv"
+  bash scripts/install.sh
+fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
+
+step "2. Installed backends, and why each has a device or not"
 kernel-plugins list-backends
+
+step "3. Which build variants of examples/relu fit this device, and why the others do not"
 kernel-plugins variants ./examples/relu
+
+step "4. Load the best variant; where it came from and what it offers"
 kernel-plugins load ./examples/relu
-# Time it against its reference and check every output.
+
+step "5. Time it against its portable reference and check every output"
 kernel-plugins benchmark ./examples/relu --iterations 20 --no-progress
-# The same listing with an MLU device emulated on the CPU (labelled EMULATED: not hardware).
-kernel-plugins list-backends --emulate mlu
+
+step "6. The same listing with an MLU emulated on the CPU (labelled EMULATED: not hardware)"
+kernel-plugins --emulate mlu list-backends

@@ -72,6 +72,8 @@ class DetectOutcome:
     backend: str
     device: DeviceInfo | None
     error: str | None = None
+    #: Why there is no device (the backend's ``explain_no_device``), when it could tell.
+    reason: str | None = None
 
     @property
     def status(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from ._suggest import did_you_mean
 from .device import DeviceInfo, SystemInfo, parse_device
 from .errors import DeviceError, NoDeviceError, UnknownDeviceError
 from .known_plugins import INSTALL_HINTS
@@ -39,7 +40,10 @@ def unknown_device_error(device_type: str) -> UnknownDeviceError:
         f"{r.name} ({r.spec.device_type})" if r.name != r.spec.device_type else r.name
         for r in manager.backends().values()
     )
-    msg = f"unknown device type {device_type!r}: no installed backend provides it. Installed backends: {installed}."
+    known = {r.name for r in manager.backends().values()}
+    known |= {r.spec.device_type for r in manager.backends().values()}
+    msg = f"unknown device type {device_type!r}: no installed backend provides it;"
+    msg += did_you_mean(device_type, known) + f" Installed backends: {installed}."
     hint = INSTALL_HINTS.get(device_type)
     if hint:
         msg += f" To use {device_type!r} devices, install the plugin: pip install {hint}"
@@ -82,7 +86,7 @@ def get_device(device: object = None) -> DeviceInfo:
     if not records:
         raise unknown_device_error(req.device_type)
     manager = get_manager()
-    errors = []
+    errors: list[tuple[BackendRecord, str | None, str | None]] = []
     for rec in records:
         outcome = manager.detect(rec.name)
         if outcome.device is not None:
@@ -95,10 +99,10 @@ def get_device(device: object = None) -> DeviceInfo:
                     )
                 info = info.replace(index=req.index)
             return info
-        errors.append((rec, outcome.error))
+        errors.append((rec, outcome.error, outcome.reason))
     details = "; ".join(
-        f"{rec.origin()}: " + (f"error: {err}" if err else "no device present")
-        for rec, err in errors
+        f"{rec.origin()}: " + (f"error: {err}" if err else (why or "no device present"))
+        for rec, err, why in errors
     )
     raise NoDeviceError(
         f"no {req.device_type!r} device is available: {details}. Check that the vendor driver and "

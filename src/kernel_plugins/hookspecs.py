@@ -197,6 +197,28 @@ def synchronize(device: DeviceInfo) -> bool | None:
 
 
 @hookspec(firstresult=True)
+def explain_no_device() -> str | None:
+    """Say why ``detect_device`` found no device, in one line a user can act on.
+
+    **When:** after this backend's ``detect_device`` returned None; the answer is shown
+    by ``kernel-plugins list-backends`` and in the error for a requested device.
+
+    **Calling convention:** asked only of that backend. Optional: without it the user
+    reads "no device present".
+
+    :return: the specific cause, e.g. ``"torch_mlu is not installed"``, ``"the installed
+        torch 2.13.0+cpu is not a CUDA build (torch.version.cuda is None)"`` or ``"the
+        driver sees 0 devices"``; None when the backend cannot tell.
+
+    Example::
+
+        @hookimpl
+        def explain_no_device():
+            return None if module_installed("torch_mlu") else "torch_mlu is not installed"
+    """
+
+
+@hookspec(firstresult=True)
 def emulate_device(count: int, facts: dict[str, Any]) -> bool | None:
     """Install stand-ins for this backend's vendor stack, for tests without hardware.
 

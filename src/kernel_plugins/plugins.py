@@ -14,6 +14,7 @@ is checked in ``_hook_results`` before the core uses it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
@@ -33,6 +34,7 @@ from ._plugin_records import (
     _describe_exc,
     strict_mode,
 )
+from ._suggest import did_you_mean
 from .device import DeviceInfo, SystemInfo
 from .errors import PluginError
 
@@ -88,6 +90,11 @@ class PluginManager:
         with self._lock:
             if self._loaded:
                 return
+            allow = _allowlist() if self._use_entry_points else None
+            if allow is not None:  # checked on every call until fixed: a typo is an error
+                from importlib.metadata import entry_points
+
+                _check_allowlist(allow, {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
             self._loaded = True
             if self._use_builtins:
                 for name, modname in BUILTIN_BACKENDS.items():
@@ -264,7 +271,20 @@ class PluginManager:
                     f"{rec.origin()} failed in detect_device: {_describe_exc(e)}"
                 ) from e
             return DetectOutcome(rec.name, None, f"detect_device raised {_describe_exc(e)}")
-        return detect_outcome(rec, result)
+        outcome = detect_outcome(rec, result)
+        if outcome.status == "no device" and outcome.error is None:
+            outcome = dataclasses.replace(outcome, reason=self._no_device_reason(rec))
+        return outcome
+
+    def _no_device_reason(self, rec: BackendRecord) -> str | None:
+        """The backend's ``explain_no_device`` answer; None when it has none or fails."""
+        try:
+            reason = self._owner_caller("explain_no_device", rec.name)()
+        except Exception as e:  # noqa: BLE001 - the reason is informational
+            log.debug("%s failed in explain_no_device: %s", rec.origin(), _describe_exc(e))
+            return None
+        reason = reason[0] if isinstance(reason, list) and reason else reason
+        return reason if isinstance(reason, str) and reason.strip() else None
 
     def detect_all(self, *, refresh: bool = False) -> dict[str, DetectOutcome]:
         """Detection outcomes of every installed backend."""
@@ -381,6 +401,19 @@ def _allowlist() -> set[str] | None:
     if raw is None:
         return None
     return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def _check_allowlist(allow: set[str], installed: set[str]) -> None:
+    """Refuse a ``KERNEL_PLUGINS_LOAD`` entry that names no installed backend (a typo)."""
+    known = installed | set(BUILTIN_BACKENDS)
+    unknown = sorted(allow - known)
+    if unknown:
+        hints = "".join(did_you_mean(name, known) for name in unknown)
+        raise PluginError(
+            f"KERNEL_PLUGINS_LOAD names {', '.join(map(repr, unknown))}, which no installed "
+            f"backend provides;{hints} installed plugins: {', '.join(sorted(installed)) or 'none'}. "
+            "Fix the variable (empty: built-in backends only) or install the plugin"
+        )
 
 
 def _core_version() -> str | None:

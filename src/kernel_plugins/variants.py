@@ -152,14 +152,25 @@ def split_token(token: str) -> tuple[str, str]:
     return m.group("prefix"), m.group("digits")
 
 
-def decode_token_version(digits: str, major_width: int = 1) -> tuple[int, int] | None:
+def decode_token_version(
+    digits: str, major_width: int = 1, *, minor_width: int | None = None
+) -> tuple[int, int] | None:
     """Decode the digits of a backend token into ``(major, minor)``.
 
     ``major_width`` says how many leading digits form the major version: CUDA uses 2
-    (``128`` -> 12.8, ``1210`` -> 12.10), Ascend CANN 1 below 10 (``83`` -> 8.3). Returns
-    None when the digits are too short.
+    (``128`` -> 12.8, ``1210`` -> 12.10), MUSA 1 (``43`` -> 4.3). ``minor_width``, when
+    given, counts from the end instead: Ascend CANN's minor is the last digit
+    (``83`` -> 8.3, ``100`` -> 10.0). Returns None when the digits are too short or the
+    major is 0.
+
+    >>> decode_token_version("100", minor_width=1)
+    (10, 0)
     """
-    if len(digits) <= major_width:
+    if minor_width is not None:
+        if len(digits) <= minor_width:
+            return None
+        major_width = len(digits) - minor_width
+    if len(digits) <= major_width or int(digits[:major_width]) == 0:
         return None
     return int(digits[:major_width]), int(digits[major_width:])
 
@@ -212,8 +223,12 @@ def explain_token_version(
     rule: Literal["exact", "same-major"],
     *,
     major_width: int = 1,
+    minor_width: int | None = None,
 ) -> str | None:
     """The ``explain_variant`` answer of a backend whose tokens are ``<prefix><version>``.
+
+    ``major_width`` and ``minor_width`` say how the digits split (see
+    :func:`decode_token_version`).
 
     Returns None for a variant whose token has another prefix (not this backend's).
 
@@ -228,7 +243,7 @@ def explain_token_version(
         return None
     return version_token_reason(
         label,
-        decode_token_version(digits, major_width=major_width),
+        decode_token_version(digits, major_width=major_width, minor_width=minor_width),
         system_version,
         rule,
         token=variant.token,

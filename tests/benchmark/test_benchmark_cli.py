@@ -104,8 +104,9 @@ def test_human_table_has_one_row_per_case_and_states_the_tolerance(manager, caps
     out = capsys.readouterr().out
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("function"))
-    for column in ("median", "mean", "std", "min", "IQR", "ref median", "speed-up", "check"):
+    for column in ("median", "min", "IQR", "ref median", "speed-up", "check"):
         assert column in lines[header]
+    assert "mean" not in lines[header] and max(map(len, lines)) <= 100  # --wide has them
     rows = [line for line in lines[header + 2 :] if line.startswith("silu_and_mul")]
     assert [r.split()[1] for r in rows] == ["4x64", "8x32"]
     assert all("pass" in r for r in rows)

@@ -161,7 +161,7 @@ def test_explicit_toolkit_variable_overrides_the_file(
 def test_hand_made_stack_shaped_like_the_vendor(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_stack: None
 ) -> None:
-    """A stand-in written from vendors.md alone, independent of the plugin's emulation."""
+    """A stand-in written from docs/vendors.md alone, independent of the plugin's emulation."""
     props = types.SimpleNamespace(
         name="MLU370-S4", major=3, minor=0, multi_processor_count=8, total_memory=24 << 30,
         cluster_count=2, core_num_per_cluster=4,

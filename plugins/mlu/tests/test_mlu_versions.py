@@ -8,15 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kernel_plugins_mlu.hooks import MLU
 from kernel_plugins_mlu.versions import (
     DEFAULT_NEUWARE_HOME,
     TOOLKIT_ENV,
-    decode_mlu_token,
     parse_extension_version,
     parse_toolkit_version,
     read_toolkit_version,
-    toolkit_token,
 )
+
+TOKENS = MLU.tokens
+assert TOKENS is not None
 
 
 @pytest.mark.parametrize(
@@ -63,18 +65,18 @@ def test_toolkit_version_malformed(text: object) -> None:
     ("version", "token"), [((3, 13), "mlu313"), ((5, 0), "mlu50"), ((3, 9), "mlu39")]
 )
 def test_toolkit_token(version: tuple[int, int], token: str) -> None:
-    assert toolkit_token(version) == token
-    assert decode_mlu_token(token) == version
+    assert TOKENS.token(version) == token
+    assert TOKENS.decode(token) == version
 
 
 @pytest.mark.parametrize("token", ["mlu3", "mlu", "mlu013", "cann83", "musa43", "xmlu313"])
 def test_decode_rejects_other_tokens(token: str) -> None:
-    assert decode_mlu_token(token) is None
+    assert TOKENS.decode(token) is None
 
 
 @given(st.integers(1, 9), st.integers(0, 99))
 def test_token_round_trip(major: int, minor: int) -> None:
-    assert decode_mlu_token(toolkit_token((major, minor))) == (major, minor)
+    assert TOKENS.decode(TOKENS.token((major, minor))) == (major, minor)
 
 
 def test_toolkit_from_neuware_version_file(tmp_path: Path) -> None:

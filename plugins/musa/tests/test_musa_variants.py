@@ -72,7 +72,8 @@ def test_explain_newer_sdk_is_also_an_exact_mismatch() -> None:
 def test_explain_unknown_system_sdk() -> None:
     v = parse_variant("torch213-cxx11-musa43-x86_64-linux")
     assert hooks.explain_variant(_device(None), SYSTEM, v) == (
-        "MUSA 4.3 cannot be checked: the system's MUSA version is unknown"
+        "MUSA 4.3 cannot be checked: the system's MUSA version is unknown "
+        "(install a torch_musa build that records its MUSA SDK)"
     )
 
 

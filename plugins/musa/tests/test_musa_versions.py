@@ -6,12 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel_plugins_musa.versions import (
-    decode_musa_token,
-    musa_arch,
-    musa_token,
-    parse_musa_version,
-)
+from kernel_plugins_musa.hooks import MUSA
+from kernel_plugins_musa.versions import musa_arch, parse_musa_version
+
+TOKENS = MUSA.tokens
+assert TOKENS is not None
 
 
 @pytest.mark.parametrize(
@@ -48,13 +47,13 @@ def test_encoding_round_trip(major: int, minor: int, patch: int) -> None:
     ("version", "token"), [((4, 3, 0), "musa43"), ((5, 1, 2), "musa51"), ((4, 10, 0), "musa410")]
 )
 def test_token(version: tuple[int, int, int], token: str) -> None:
-    assert musa_token(version) == token
-    assert decode_musa_token(token) == version[:2]
+    assert TOKENS.token(version[:2]) == token
+    assert TOKENS.decode(token) == version[:2]
 
 
 @pytest.mark.parametrize("token", ["musa4", "musa", "musa043", "mlu313", "cann83"])
 def test_decode_rejects_other_tokens(token: str) -> None:
-    assert decode_musa_token(token) is None
+    assert TOKENS.decode(token) is None
 
 
 @pytest.mark.parametrize(("cap", "arch"), [((2, 1), 21), ((2, 2), 22), ((3, 1), 31)])

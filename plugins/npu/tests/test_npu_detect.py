@@ -118,7 +118,7 @@ def test_malformed_cann_is_reported_not_guessed(install: Install) -> None:
 def test_hand_made_stack_shaped_like_the_vendor(
     monkeypatch: pytest.MonkeyPatch, no_stack: None
 ) -> None:
-    """A stand-in written from vendors.md alone, independent of the plugin's emulation."""
+    """A stand-in written from docs/vendors.md alone, independent of the plugin's emulation."""
     props = types.SimpleNamespace(
         name="Ascend910B3", total_memory=64 << 30, cube_core_num=20, vector_core_num=40
     )

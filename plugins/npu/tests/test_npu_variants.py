@@ -77,7 +77,8 @@ def test_unknown_cann_gives_noarch_only(runtime: str | None) -> None:
         (
             "torch213-cxx11-cann83-aarch64-linux",
             "not known",
-            "CANN 8.3 cannot be checked: the system's CANN version is unknown",
+            "CANN 8.3 cannot be checked: the system's CANN version is unknown "
+            "(source the CANN set_env.sh)",
         ),
         (
             "torch213-cxx11-cann8-aarch64-linux",

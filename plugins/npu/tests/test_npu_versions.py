@@ -6,12 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel_plugins_npu.versions import (
-    cann_token,
-    decode_cann_token,
-    parse_cann_version,
-    soc_family,
-)
+from kernel_plugins_npu.hooks import NPU
+from kernel_plugins_npu.versions import parse_cann_version, soc_family
+
+TOKENS = NPU.tokens
+assert TOKENS is not None
 
 
 @pytest.mark.parametrize(
@@ -40,18 +39,18 @@ def test_malformed_cann_version(text: object) -> None:
     [((8, 3), "cann83"), ((8, 0), "cann80"), ((10, 0), "cann100"), ((12, 5), "cann125")],
 )
 def test_token_keeps_a_two_digit_major(version: tuple[int, int], token: str) -> None:
-    assert cann_token(version) == token
-    assert decode_cann_token(token) == version
+    assert TOKENS.token(version) == token
+    assert TOKENS.decode(token) == version
 
 
 @pytest.mark.parametrize("token", ["cann8", "cann", "cann03", "mlu313", "xcann83"])
 def test_decode_rejects_other_tokens(token: str) -> None:
-    assert decode_cann_token(token) is None
+    assert TOKENS.decode(token) is None
 
 
 @given(st.integers(1, 99), st.integers(0, 9))
 def test_token_round_trip(major: int, minor: int) -> None:
-    assert decode_cann_token(cann_token((major, minor))) == (major, minor)
+    assert TOKENS.decode(TOKENS.token((major, minor))) == (major, minor)
 
 
 @pytest.mark.parametrize(

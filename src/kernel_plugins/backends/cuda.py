@@ -14,7 +14,7 @@ from ..variants import (
     explain_token_version,
     noarch_variant_names,
 )
-from .torchinfo import major_minor, torch_or_none
+from .torchinfo import major_minor, no_device_reason, torch_or_none
 
 NAME = "cuda"
 
@@ -59,6 +59,12 @@ def cuda_tokens(version: tuple[int, int]) -> list[str]:
     """Tokens a CUDA ``version`` accepts, newest first: (12, 8) -> cu128 ... cu120."""
     major, minor = version
     return [f"cu{major}{m}" for m in range(minor, -1, -1)]
+
+
+@hookimpl
+def explain_no_device() -> str:
+    """No torch, a torch build without CUDA, or a driver that sees no device."""
+    return no_device_reason("cuda", "CUDA", "check nvidia-smi and CUDA_VISIBLE_DEVICES")
 
 
 @hookimpl

@@ -35,6 +35,17 @@ def detect_device() -> DeviceInfo | None:
 
 
 @hookimpl
+def explain_no_device() -> str:
+    """No torch, a torch without MPS, or MPS built but not available here."""
+    torch = torch_or_none()
+    if torch is None:
+        return "torch is not installed"
+    if not torch.backends.mps.is_built():
+        return f"the installed torch {torch.__version__} is built without MPS (Metal needs macOS)"
+    return "MPS is built but not available (it needs macOS 12.3 or later on a Metal GPU)"
+
+
+@hookimpl
 def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:
     """``metal`` arch variants when macOS >= 26, then ``torch-metal``."""
     arch = []

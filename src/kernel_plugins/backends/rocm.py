@@ -13,7 +13,7 @@ from ..variants import (
     explain_token_version,
     noarch_variant_names,
 )
-from .torchinfo import major_minor, torch_or_none
+from .torchinfo import major_minor, no_device_reason, torch_or_none
 
 NAME = "rocm"
 
@@ -43,6 +43,12 @@ def detect_device() -> DeviceInfo | None:
         capability=tuple(torch.cuda.get_device_capability(0)),
         extension_version=str(torch.__version__),
     )
+
+
+@hookimpl
+def explain_no_device() -> str:
+    """No torch, a torch build without ROCm, or a driver that sees no device."""
+    return no_device_reason("hip", "ROCm", "check rocm-smi and HIP_VISIBLE_DEVICES")
 
 
 @hookimpl

@@ -6,7 +6,7 @@ import importlib.util
 import re
 from types import ModuleType
 
-__all__ = ["torch_or_none", "major_minor", "torch_version_string"]
+__all__ = ["torch_or_none", "major_minor", "torch_version_string", "no_device_reason"]
 
 
 def torch_or_none() -> ModuleType | None:
@@ -30,3 +30,23 @@ def torch_version_string() -> str | None:
     """The installed torch version, or None."""
     torch = torch_or_none()
     return None if torch is None else str(torch.__version__)
+
+
+def no_device_reason(version_attr: str, stack: str, driver_hint: str) -> str:
+    """Why a backend built into torch found no device: no torch, wrong build, or 0 devices.
+
+    :param version_attr: the ``torch.version`` attribute a build for ``stack`` sets
+        (``"cuda"``, ``"hip"``, ``"xpu"``).
+    :param stack: the stack's name in messages, e.g. ``"CUDA"``.
+    :param driver_hint: how to check the driver, e.g. ``"check nvidia-smi"``.
+    """
+    torch = torch_or_none()
+    if torch is None:
+        return "torch is not installed"
+    if getattr(torch.version, version_attr, None) is None:
+        kind = "CPU-only" if "+cpu" in str(torch.__version__) else f"not a {stack}"
+        return (
+            f"the installed torch {torch.__version__} is a {kind} build (torch.version."
+            f"{version_attr} is None); install a torch build for {stack}"
+        )
+    return f"the {stack} driver sees 0 devices ({driver_hint})"

@@ -15,7 +15,7 @@ from ..variants import (
     explain_token_version,
     noarch_variant_names,
 )
-from .torchinfo import torch_or_none
+from .torchinfo import no_device_reason, torch_or_none
 
 NAME = "xpu"
 
@@ -57,6 +57,12 @@ def detect_device() -> DeviceInfo | None:
         extension_version=str(torch.__version__),
         notes=notes,
     )
+
+
+@hookimpl
+def explain_no_device() -> str:
+    """No torch, a torch build without XPU, or a driver that sees no device."""
+    return no_device_reason("xpu", "XPU", "check the Intel GPU driver and ZE_AFFINITY_MASK")
 
 
 @hookimpl

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,8 +157,12 @@ class BenchmarkReport:
             )
         return rows
 
-    def format_table(self) -> str:
-        """The human-readable report."""
+    def format_table(self, *, wide: bool = False) -> str:
+        """The human-readable report.
+
+        :param wide: every column (mean and std too) and long lines unwrapped; by default
+            the report fits 100 columns (see :data:`NARROW_COLUMNS`).
+        """
         out = []
         if self.note():
             out.append(f"NOTE: {self.note()}")
@@ -174,7 +179,12 @@ class BenchmarkReport:
             f"settings   warm-up {st['warmup']}, {st['iterations']} samples per case, "
             f">= {st['min_sample_s'] * 1e3:g} ms per sample; times per call"
         )
-        out.append(_format_table(TABLE_HEADERS, self.table_rows()))
+        rows = self.table_rows()
+        if wide:
+            out.append(_format_table(TABLE_HEADERS, rows))
+        else:
+            keep = [TABLE_HEADERS.index(h) for h in NARROW_COLUMNS]
+            out.append(_format_table(NARROW_COLUMNS, [[r[i] for i in keep] for r in rows]))
         used = {(r.dtype, r.check.rtol, r.check.atol) for r in self.results}
         for dtype in self.settings["dtypes"]:
             pairs = sorted({(rt, at) for d, rt, at in used if d == dtype and rt is not None})
@@ -187,7 +197,13 @@ class BenchmarkReport:
             out.append(f"skipped    {s['function']}: {s['reason']}")
         if self.note():
             out.append(f"NOTE: {self.note()}")
-        return "\n".join(out)
+        if wide:
+            return "\n".join(out)
+        return "\n".join(
+            textwrap.fill(line, 100, subsequent_indent=" " * 11, break_on_hyphens=False)
+            if len(line) > 100 else line
+            for block in out for line in block.splitlines()
+        )
 
 
 #: Column headers of the human-readable table.
@@ -204,6 +220,10 @@ TABLE_HEADERS = [
     "speed-up",
     "check (max abs err)",
 ]
+
+
+#: The columns of the default (100-column) table; ``--wide`` adds mean and std.
+NARROW_COLUMNS = [h for h in TABLE_HEADERS if h not in ("mean", "std")]
 
 
 def _format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

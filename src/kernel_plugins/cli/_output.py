@@ -1,37 +1,155 @@
-"""Output helpers shared by the commands: JSON and plain tables."""
+"""Output helpers shared by the commands: safe text, JSON, tables that fit a terminal."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["print_json", "print_table", "CommandError", "VariantRows"]
+__all__ = [
+    "CommandError",
+    "DEFAULT_WIDTH",
+    "VariantRows",
+    "cli_spelling",
+    "clean",
+    "print_json",
+    "print_table",
+    "shorten",
+]
+
+#: Columns the default (not ``--wide``) output fits in.
+DEFAULT_WIDTH = 100
+
+# ANSI escape sequences (CSI ... final byte, OSC ... BEL/ST, two-byte ESC x), then any
+# other C0/C1 control character.
+_ESCAPE_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LONG_WORD_RE = re.compile(r"\S{201,}")
+
+#: Python spellings in library messages -> the command line's spelling.
+_CLI_SPELLINGS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"""fallback=["']error["']"""), "--no-fallback"),
+    (re.compile(r"\bversion=(\d+)"), r"--version \1"),
+    (re.compile(r"""\brevision=["']?([^\s"',)]+)["']?"""), r"--revision \1"),
+    (re.compile(r"\btrust_remote_code=True\b"), "--trust-remote-code"),
+]
 
 
 class CommandError(Exception):
-    """A command-line usage problem (printed without a traceback, exit status 2)."""
+    """A command-line usage problem (printed without a traceback, exit status 2).
+
+    Attributes:
+        usage: the usage line of the command, printed before the message (or None).
+    """
+
+    def __init__(self, message: str, *, usage: str | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+def clean(text: object, *, one_line: bool = False) -> str:
+    """``text`` safe for a terminal: escape sequences removed, control characters shown.
+
+    Plugins and kernel repositories supply names, versions and notes; none of them may
+    move the cursor, recolour or retitle the terminal. Control characters other than
+    newline and tab become ``\\xNN``; with ``one_line`` newlines and tabs become spaces.
+
+    >>> clean("ok\\x1b[31m red\\x07")
+    'ok red\\\\x07'
+    """
+    s = _ESCAPE_RE.sub("", str(text))
+    if one_line:
+        s = s.replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
+    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group(0)):02x}", s)
+
+
+def shorten(text: str) -> str:
+    """Words longer than 200 characters (a 5,000-character path) cut in the middle."""
+    return _LONG_WORD_RE.sub(
+        lambda m: f"{m.group(0)[:80]}...({len(m.group(0))} characters)...{m.group(0)[-40:]}",
+        text,
+    )
+
+
+def cli_spelling(text: str) -> str:
+    """Advice written for the Python API in command-line spelling.
+
+    >>> cli_spelling("pass fallback='error' or version=1")
+    'pass --no-fallback or --version 1'
+    """
+    for pattern, repl in _CLI_SPELLINGS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+#: JSON documents printed on stdout by this process (``main`` prints an error document
+#: only while none was: stdout holds exactly one JSON document).
+json_documents = 0
 
 
 def print_json(data: Any) -> None:
-    """Print ``data`` as indented JSON on stdout."""
+    """Print ``data`` as indented JSON on stdout (control characters are escaped)."""
+    global json_documents
     json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")
+    json_documents += 1
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Print a left-aligned plain-text table."""
-    cells = [[("" if c is None else str(c)) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
+def _fit(widths: list[int], limit: int, sep: int) -> list[int]:
+    """Column widths that fit ``limit``: the widest columns give way first (min 8)."""
+    widths = list(widths)
+    while sum(widths) + sep * (len(widths) - 1) > limit:
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        if widths[widest] <= 8:
+            break
+        widths[widest] -= 1
+    return widths
+
+
+def print_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    width: int | None = DEFAULT_WIDTH,
+    wrap_last: bool = False,
+) -> None:
+    """Print a left-aligned plain-text table of cleaned cells.
+
+    :param width: the most columns a line may take; cells of the widest columns are cut
+        with ``...`` to fit. None prints every cell whole (``--wide``).
+    :param wrap_last: wrap the last column onto continuation lines instead of cutting it
+        (for reasons, which must be read whole).
+    """
+    cells = [[clean("" if c is None else c, one_line=True) for c in row] for row in rows]
+    natural = [len(h) for h in headers]
     for row in cells:
         for i, c in enumerate(row):
-            widths[i] = max(widths[i], len(c))
-    line = "  ".join(h.ljust(widths[i]) for i, h in enumerate(headers))
-    print(line.rstrip())
+            natural[i] = max(natural[i], len(c))
+    widths = natural if width is None else _fit(natural, width, 2)
+    if width is not None and wrap_last:
+        widths = _fit(natural[:-1], width - 2 - 30, 2) if len(natural) > 1 else []
+        widths.append(max(min(natural[-1], width - sum(widths) - 2 * len(widths)), 10))
+
+    def cut(text: str, w: int) -> str:
+        return text if len(text) <= w else text[: max(w - 3, 0)] + "..."
+
+    def lines(values: Sequence[str]) -> list[str]:
+        first = [cut(v, widths[i]) for i, v in enumerate(values)]
+        more: list[str] = []
+        if width is not None and wrap_last and len(values[-1]) > widths[-1]:
+            first[-1], *more = textwrap.wrap(values[-1], widths[-1]) or [""]
+        indent = " " * (sum(widths[:-1]) + 2 * (len(widths) - 1))
+        out = ["  ".join(v.ljust(widths[i]) for i, v in enumerate(first)).rstrip()]
+        return out + [indent + m for m in more]
+
+    print(lines(list(headers))[0])
     print("  ".join("-" * w for w in widths))
     for row in cells:
-        print("  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip())
+        for line in lines(row):
+            print(line)
 
 
 class VariantRows:
@@ -52,7 +170,7 @@ class VariantRows:
         )
         if not self.as_json:
             shown = {"skipped": f"{detail} (skipped)", "failed": f"FAILED: {detail}"}
-            print(f"{repo_id} {variant}: {shown.get(status, detail)}")
+            print(clean(f"{repo_id} {variant}: {shown.get(status, detail)}"))
 
     def finish(self, where: str) -> int:
         """Print the summary (or the JSON document); exit status 1 when any row failed."""
@@ -61,5 +179,5 @@ class VariantRows:
         if self.as_json:
             print_json({"target": where, "checked": checked, "failed": failed, "variants": self.rows})
         else:
-            print(f"{where}: {checked} checked, {failed} failed")
+            print(clean(f"{where}: {checked} checked, {failed} failed"))
         return 1 if failed else 0

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._output import CommandError, print_json
+from ._args import bounded, path_text
+from ._output import CommandError, clean, print_json
 
 NAME = "benchmark"
 HELP = "time a kernel's functions against the portable reference and check their outputs"
@@ -19,9 +20,11 @@ HELP = "time a kernel's functions against the portable reference and check their
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: NAME_OR_PATH, device, selection, shapes, dtype, iterations, output."""
-    from .main import add_device_option, add_emulate_option, add_revision_options
+    from .main import add_device_option, add_revision_options, add_wide_option
 
-    parser.add_argument("target", metavar="NAME_OR_PATH", help="org/name, short name or local path")
+    parser.add_argument(
+        "target", metavar="NAME_OR_PATH", type=path_text, help="org/name, short name or local path"
+    )
     add_device_option(parser)
     add_revision_options(parser)
     parser.add_argument(
@@ -40,19 +43,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="D[,D]",
         help="comma-separated dtypes: float32, float16, bfloat16, float64 (default float32)",
     )
-    parser.add_argument("--warmup", type=int, default=10, help="calls before timing (default 10)")
     parser.add_argument(
-        "--iterations", type=int, default=100, help="timed samples per case (default 100)"
+        "--warmup", type=bounded(0, 100_000, whole=True), default=10,
+        help="calls before timing, 0 to 100000 (default 10)",
+    )
+    parser.add_argument(
+        "--iterations", type=bounded(1, 1_000_000, whole=True), default=100,
+        help="timed samples per case, 1 to 1000000 (default 100)",
     )
     parser.add_argument(
         "--min-sample-ms",
-        type=float,
+        type=bounded(0, 60_000),
         default=0.2,
-        help="repeat calls inside a sample until it lasts this long (default 0.2)",
+        help="repeat calls inside a sample until it lasts this long, 0 to 60000 (default 0.2)",
     )
-    parser.add_argument("--rtol", type=float, help="relative tolerance (default: per dtype)")
-    parser.add_argument("--atol", type=float, help="absolute tolerance (default: per dtype)")
+    parser.add_argument(
+        "--rtol", type=bounded(0, 1), help="relative tolerance, 0 to 1 (default: per dtype)"
+    )
+    parser.add_argument(
+        "--atol", type=bounded(0, 1e6),
+        help="absolute tolerance, 0 to 1e6 (default: per dtype)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_wide_option(parser)
     parser.add_argument("--plot", metavar="FILE.png", help="write a chart (needs matplotlib)")
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar (it shows on a terminal)"
@@ -67,7 +80,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="allow loading from a Hub organisation outside the trusted list",
     )
-    add_emulate_option(parser)
 
 
 def parse_shapes(values: list[str] | None) -> list[tuple[int, ...]] | None:
@@ -116,8 +128,6 @@ def run(args: argparse.Namespace) -> int:
     """Load, benchmark, print; exit 1 when a check failed."""
     from ..benchmark import benchmark, plot_report
 
-    if args.warmup < 0 or args.iterations < 1 or args.min_sample_ms < 0:
-        raise CommandError("--warmup must be >= 0, --iterations >= 1 and --min-sample-ms >= 0")
     _check_plot(args.plot)
     device = args.device or getattr(args, "emulate", None)
     load_options = {
@@ -143,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_dict())
     else:
-        print(report.format_table())
+        print(clean(report.format_table(wide=args.wide)))
     if args.plot:
         plot_report(report, args.plot)
         print(f"chart written to {args.plot}", file=sys.stderr)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ._output import print_json
+from ._args import path_text
+from ._output import clean, print_json
 
 NAME = "check"
 HELP = (
@@ -18,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .main import add_revision_options
 
     parser.add_argument(
-        "target", metavar="PATH_OR_REPO", help="a local repository folder, or org/name on the Hub"
+        "target", metavar="PATH_OR_REPO", type=path_text,
+        help="a local repository folder, or org/name on the Hub",
     )
     add_revision_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -33,9 +35,9 @@ def run(args: argparse.Namespace) -> int:
         print_json(report.to_dict())
         return 0 if report.ok else 1
     for problem in report.problems:
-        print(problem.describe())
+        print(clean(problem.describe()))
     for note in report.notes:
-        print(f"note: {note}")
+        print(clean(f"note: {note}"))
     count = len(report.problems)
     variants = f"{len(report.variants)} variant(s)"
     if count:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from ._args import path_text
 from ._output import VariantRows
 
 if TYPE_CHECKING:
@@ -19,10 +20,10 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: PROJECT_DIR, ``--all-variants``, ``--device``, ``--trust-remote-code``."""
-    from .main import add_device_option, add_emulate_option
+    from .main import add_device_option
 
     parser.add_argument(
-        "project_dir", metavar="PROJECT_DIR", nargs="?", default=".",
+        "project_dir", metavar="PROJECT_DIR", nargs="?", default=".", type=path_text,
         help="folder holding kernels.lock, or the lock file itself (default: .)",
     )
     parser.add_argument(
@@ -35,7 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="allow Hub organisations outside the trusted list",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    add_emulate_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import Any
 
-from ._output import print_json, print_table
+from ._output import DEFAULT_WIDTH, clean, print_json, print_table
 
 NAME = "list-backends"
 HELP = "list installed backends (built-in and plugins), their devices and accepted variants"
@@ -13,11 +14,11 @@ SHOWN_VARIANTS = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options: ``--json``, ``--emulate``, ``--refresh``."""
-    from .main import add_emulate_option
+    """Options: ``--json``, ``--wide`` (``--emulate`` is global)."""
+    from .main import add_wide_option
 
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    add_emulate_option(parser)
+    add_wide_option(parser)
 
 
 def backend_rows() -> list[dict[str, Any]]:
@@ -49,6 +50,7 @@ def backend_rows() -> list[dict[str, Any]]:
                 "builtin": rec.builtin,
                 "status": "error" if error else outcome.status,
                 "error": error,
+                "reason": outcome.reason,
                 "count": dev.count if dev else 0,
                 "device_name": dev.name if dev else None,
                 "runtime_version": dev.runtime_version if dev else None,
@@ -63,7 +65,7 @@ def backend_rows() -> list[dict[str, Any]]:
             {
                 "name": f.name, "device_type": None, "display_name": None,
                 "distribution": f.distribution, "version": f.version, "builtin": False,
-                "status": "error", "error": f"{f.stage}: {f.message}", "count": 0,
+                "status": "error", "error": f"{f.stage}: {f.message}", "reason": None, "count": 0,
                 "device_name": None, "runtime_version": None, "capability": None,
                 "emulated": False, "notes": [], "variants": [],
             }
@@ -79,12 +81,11 @@ def run(args: argparse.Namespace) -> int:
 
         print_json({"system": system_info().to_dict(), "backends": rows})
         return 0
-    table = []
+    shown_variants = SHOWN_VARIANTS if args.wide else 1
+    table, details = [], []
     for r in rows:
         status = r["status"] + (" (EMULATED)" if r["emulated"] else "")
-        if r["error"]:
-            status += f": {r['error']}"
-        shown = r["variants"][:SHOWN_VARIANTS]
+        shown = r["variants"][:shown_variants]
         more = len(r["variants"]) - len(shown)
         table.append(
             [
@@ -96,5 +97,16 @@ def run(args: argparse.Namespace) -> int:
                 (", ".join(shown) + (f" (+{more})" if more > 0 else "")) or "-",
             ]
         )
-    print_table(["backend", "distribution", "status", "devices", "runtime", "accepts"], table)
+        why = r["error"] or r["reason"]
+        if why:
+            details.append(f"{r['name']}: {r['status']}: {why}")
+        details += [f"{r['name']}: note: {note}" for note in r["notes"]]
+    width = None if args.wide else DEFAULT_WIDTH
+    print_table(["backend", "distribution", "status", "devices", "runtime", "accepts"], table,
+                width=width)
+    if details:
+        print()
+    for line in details:
+        text = clean(line, one_line=True)
+        print(text if width is None else textwrap.fill(text, width, subsequent_indent="    "))
     return 0

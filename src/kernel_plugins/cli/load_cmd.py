@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import inspect
+from typing import Any
 
-from ._output import print_json
+from ._args import path_text
+from ._output import clean, print_json
 
 NAME = "load"
 HELP = "load a kernel for the device and show where it came from and what it offers"
@@ -13,9 +15,11 @@ HELP = "load a kernel for the device and show where it came from and what it off
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: NAME_OR_PATH, ``--device``, revision, ``--json``, trust, fallback."""
-    from .main import add_device_option, add_emulate_option, add_revision_options
+    from .main import add_device_option, add_revision_options
 
-    parser.add_argument("target", metavar="NAME_OR_PATH", help="org/name, short name or local path")
+    parser.add_argument(
+        "target", metavar="NAME_OR_PATH", type=path_text, help="org/name, short name or local path"
+    )
     add_device_option(parser)
     add_revision_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -27,22 +31,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-fallback", action="store_true",
         help="fail instead of using a portable reference kernel when no variant fits",
     )
-    add_emulate_option(parser)
+
+
+class _Annotation:
+    """An annotation shown as plain text, whether it was written as a string or a type."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _plain(annotation: Any) -> Any:
+    if annotation is inspect.Parameter.empty:
+        return annotation
+    if isinstance(annotation, str):  # quoted once more under `from __future__ import annotations`
+        return _Annotation(annotation.strip("'\""))
+    return _Annotation(inspect.formatannotation(annotation))
+
+
+def signature_text(obj: object) -> str:
+    """``(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor``, the same for every kernel.
+
+    Annotations read the same whether the kernel wrote them as types or as strings
+    (``from __future__ import annotations``); ``(...)`` when Python cannot tell.
+    """
+    try:
+        sig = inspect.signature(obj)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "(...)"
+    params = [p.replace(annotation=_plain(p.annotation)) for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params, return_annotation=_plain(sig.return_annotation)))
 
 
 def public_functions(module: object) -> list[dict[str, str]]:
-    """Public callables of a kernel module with their signatures."""
+    """Public functions of a kernel module with their signatures (see :func:`signature_text`)."""
     out = []
     for name in sorted(dir(module)):
         if name.startswith("_"):
             continue
         obj = getattr(module, name)
         if inspect.isfunction(obj) or inspect.isbuiltin(obj):
-            try:
-                sig = str(inspect.signature(obj))
-            except (TypeError, ValueError):
-                sig = "(...)"
-            out.append({"name": name, "signature": sig})
+            out.append({"name": name, "signature": signature_text(obj)})
     return out
 
 
@@ -64,11 +95,13 @@ def run(args: argparse.Namespace) -> int:
         print_json({"provenance": prov.to_dict(), "functions": funcs})
         return 0
     for key, value in prov.to_dict().items():
-        if value not in (None, [], ()):
-            print(f"{key:12} {value}")
+        if key != "notes" and value not in (None, [], ()):
+            print(clean(f"{key:12} {value}", one_line=True))
+    for note in prov.notes:
+        print(clean(f"note: {note}", one_line=True))
     if prov.emulated:
-        print("NOTE: the device is EMULATED on the CPU; this says nothing about real hardware")
+        print("note: the device is EMULATED on the CPU; this says nothing about real hardware")
     print("functions:")
     for f in funcs:
-        print(f"  {f['name']}{f['signature']}")
+        print(clean(f"  {f['name']}{f['signature']}", one_line=True))
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._args import path_text
+
 NAME = "lock"
 HELP = (
     "pin the kernels listed in [tool.kernels.dependencies] of PROJECT_DIR/pyproject.toml to "
@@ -14,7 +16,7 @@ HELP = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: PROJECT_DIR (default: the working directory)."""
     parser.add_argument(
-        "project_dir", metavar="PROJECT_DIR", nargs="?", default=".",
+        "project_dir", metavar="PROJECT_DIR", nargs="?", default=".", type=path_text,
         help="folder holding pyproject.toml (default: .)",
     )
 

@@ -1,4 +1,10 @@
-"""Argument parsing, command dispatch and error reporting for ``kernel-plugins``."""
+"""Argument parsing, command dispatch and error reporting for ``kernel-plugins``.
+
+Exit status (see :data:`EXIT_STATUS`, documented in ``docs/errors.md``): 0 success, 1 the
+command ran and failed, 2 the command line is wrong, 130 interrupted. Without ``--debug``
+nothing prints a traceback: every failure is one ``error: ...`` line on stderr, or, with
+``--json``, a JSON document ``{"error": {...}}`` on stdout.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +15,13 @@ import sys
 import traceback
 import warnings
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from ..errors import KernelPluginsError
-from ._output import CommandError
+from . import _output
+from ._output import CommandError, clean, cli_spelling, print_json, shorten
 
-__all__ = ["main", "build_parser", "COMMANDS"]
+__all__ = ["main", "build_parser", "COMMANDS", "EXIT_STATUS"]
 
 #: Command modules under ``kernel_plugins.cli``; each has NAME, HELP, add_arguments, run.
 COMMANDS = [
@@ -21,15 +29,22 @@ COMMANDS = [
     "lock_cmd", "download_cmd", "verify_cmd", "benchmark_cmd",
 ]
 
+#: Every exit status the command line uses, and what it means.
+EXIT_STATUS: dict[int, str] = {
+    0: "success",
+    1: "the command ran and failed: an error of kernel-plugins (bad repository, no device, "
+    "integrity failure, a failed check), an operating-system error, or a failed benchmark check",
+    2: "the command line is wrong: unknown command or option, a missing argument, a value out "
+    "of range or misspelt (`--emulate mlux`), a path that cannot be used",
+    130: "interrupted (Ctrl-C)",
+}
 
-def add_emulate_option(parser: argparse.ArgumentParser) -> None:
-    """``--emulate NAME``: run the command against an emulated device of that name."""
-    parser.add_argument(
-        "--emulate",
-        metavar="NAME",
-        help="emulate a device of this type on the CPU first (for trying plugins without "
-        "hardware; results say nothing about real hardware)",
-    )
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors raise :class:`CommandError` (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CommandError(message, usage=self.format_usage())
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:
@@ -44,63 +59,169 @@ def add_revision_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--version", type=int, help="kernel version N: the tip of branch vN")
 
 
+def add_wide_option(parser: argparse.ArgumentParser) -> None:
+    """``--wide``: tables show every cell whole instead of fitting 100 columns."""
+    parser.add_argument(
+        "--wide", action="store_true", help="do not cut table cells to fit 100 columns"
+    )
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """``--debug`` and ``--emulate``, accepted before and after the command."""
+    default: Any = None if top else argparse.SUPPRESS
+    parser.add_argument(
+        "--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+        help="show tracebacks and debug logs",
+    )
+    parser.add_argument(
+        "--emulate", metavar="NAME", default=default,
+        help="emulate a device of this installed backend on the CPU first (for trying plugins "
+        "without hardware; results say nothing about real hardware)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser."""
-    parser = argparse.ArgumentParser(
+    from .. import __version__
+
+    parser = _Parser(
         prog="kernel-plugins",
         description="Load compute kernels for any accelerator; every backend is a plugin.",
+        epilog="Exit status: 0 ok, 1 error, 2 usage error, 130 interrupted (docs/errors.md). "
+        "With --json, errors are JSON on stdout too.",
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
+    parser.add_argument(
+        "--version", action="version", version=f"kernel-plugins {__version__}",
+        help="print the version of kernel-plugins and exit",
+    )
+    _add_global_options(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for modname in COMMANDS:
         mod = importlib.import_module(f"{__package__}.{modname}")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
-        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        _add_global_options(p, top=False)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
 
 
+def _check_emulate(name: str) -> None:
+    """``--emulate`` must name an installed backend (a typo is a usage error)."""
+    from .._suggest import did_you_mean
+    from ..plugins import get_manager
+
+    backends = get_manager().backends()
+    names = {r.spec.device_type for r in backends.values()} | set(backends)
+    if name not in names:
+        raise CommandError(
+            f"--emulate {clean(name)!r}: no installed backend has that name;"
+            f"{did_you_mean(name, names)} installed: {', '.join(sorted(backends))}"
+        )
+
+
 def _emulate_if_asked(args: argparse.Namespace) -> None:
     name = getattr(args, "emulate", None)
     if name:
+        _check_emulate(name)
         from ..testing import emulate
 
         emulate(name)
         print(
-            f"note: device type {name!r} is EMULATED on the CPU for this command; nothing here "
-            "describes real hardware",
+            f"note: {name!r} is EMULATED on the CPU for this command; nothing here describes "
+            "real hardware",
             file=sys.stderr,
         )
 
 
+def _message(text: object) -> str:
+    """Library text as the command line shows it: safe, short words, CLI spelling."""
+    return cli_spelling(shorten(clean(text)))
+
+
+def _show_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int,
+    file: Any = None, line: str | None = None,
+) -> None:
+    print(f"warning: {_message(message)}", file=sys.stderr)
+
+
+class _Formatter(logging.Formatter):
+    """``warning: ...``: log records in the command line's own style."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.levelname.lower()}: {_message(record.getMessage())}"
+
+
+def _describe(e: BaseException) -> str:
+    """One line for an exception the commands did not turn into a message."""
+    if isinstance(e, OSError) and e.strerror:
+        where = f"{e.filename}: " if e.filename else ""
+        return f"{where}{e.strerror}"
+    return f"{type(e).__name__}: {e} (unexpected; run with --debug for the traceback)"
+
+
+def _fail(
+    e: BaseException, status: int, *, as_json: bool, debug: bool, usage: str | None = None,
+    printed_before: int | None = None,
+) -> int:
+    """Report ``e``; with ``--json`` as the JSON document unless the command printed one."""
+    known = isinstance(e, KernelPluginsError | CommandError)
+    message = _message(str(e) if known else _describe(e))
+    if debug:
+        traceback.print_exc()
+    if as_json and printed_before in (None, _output.json_documents):
+        print_json({"error": {"type": type(e).__name__, "message": message, "exit_status": status}})
+    else:
+        if usage:
+            sys.stderr.write(usage)
+        print(f"error: {message}", file=sys.stderr)
+    return status
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status (see :data:`EXIT_STATUS`)."""
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if not argv:
+        parser.print_help()
+        return 0
+    try:
+        args = parser.parse_args(argv)
+    except CommandError as e:
+        return _fail(e, 2, as_json=as_json, debug=False, usage=e.usage)
+    if args.command is None:
+        return _fail(CommandError("no command given"), 2, as_json=as_json, debug=False,
+                     usage=parser.format_usage())
     debug = bool(getattr(args, "debug", False))
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.INFO,
-        format="%(levelname)s: %(message)s" if not debug else "%(levelname)s %(name)s: %(message)s",
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug else _Formatter()
     )
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler])
     if not debug:  # one INFO line per HTTP request is noise for users
         for name in ("httpx", "httpcore", "filelock"):
             logging.getLogger(name).setLevel(logging.WARNING)
+    previous_showwarning = warnings.showwarning
+    warnings.showwarning = _show_warning
+    before = _output.json_documents
     try:
         _emulate_if_asked(args)
         return int(args._run(args) or 0)
-    except (KernelPluginsError, CommandError) as e:
-        if debug:
-            traceback.print_exc()
-        print(f"error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, CommandError) else 1
+    except CommandError as e:
+        return _fail(e, 2, as_json=as_json, debug=debug, usage=e.usage, printed_before=before)
+    except KernelPluginsError as e:
+        return _fail(e, 1, as_json=as_json, debug=debug, printed_before=before)
     except BrokenPipeError:  # output piped into head & co.
         return 0
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 - no traceback without --debug, whatever failed
+        return _fail(e, 1, as_json=as_json, debug=debug, printed_before=before)
+    finally:
+        warnings.showwarning = previous_showwarning
 
 
 if __name__ == "__main__":  # pragma: no cover

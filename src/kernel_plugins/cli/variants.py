@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ._output import print_json, print_table
+from ._args import path_text
+from ._output import DEFAULT_WIDTH, clean, print_json, print_table
 
 NAME = "variants"
 HELP = "show which build variants of a kernel fit the device, and why the others do not"
@@ -12,13 +13,16 @@ HELP = "show which build variants of a kernel fit the device, and why the others
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: REPO_OR_PATH, ``--device``, ``--revision``/``--version``, ``--json``."""
-    from .main import add_device_option, add_emulate_option, add_revision_options
+    from .main import add_device_option, add_revision_options, add_wide_option
 
-    parser.add_argument("target", metavar="REPO_OR_PATH", help="org/name, short name or local path")
+    parser.add_argument(
+        "target", metavar="REPO_OR_PATH", type=path_text,
+        help="org/name, short name or local path",
+    )
     add_device_option(parser)
     add_revision_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    add_emulate_option(parser)
+    add_wide_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,15 +40,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"source": where, "source_kind": source.kind, **res.to_dict()})
     else:
-        print(f"source: {where}")
+        print(clean(f"source: {where}"))
         for note in source.notes:
-            print(f"note: {note}")
-        print(f"device: {device.summary()}")
+            print(clean(f"note: {note}"))
+        print(clean(f"device: {device.summary()}"))
         rows = [
             [d.variant, "yes" if d.accepted else "no",
              f"#{(d.rank or 0) + 1}" if d.accepted else (d.reason or "")]
             for d in res.decisions
         ]
-        print_table(["variant", "fits", "preference / reason"], rows)
-        print(f"chosen: {res.best or 'none'}")
+        print_table(
+            ["variant", "fits", "preference / reason"], rows,
+            width=None if args.wide else DEFAULT_WIDTH, wrap_last=True,
+        )
+        print(clean(f"chosen: {res.best or 'none'}"))
     return 0 if res.best else 1

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._args import path_text
 from ._output import VariantRows
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ HELP = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: PROJECT_DIR or REPO, ``--revision``."""
     parser.add_argument(
-        "target", metavar="PROJECT_DIR|REPO", nargs="?", default=".",
+        "target", metavar="PROJECT_DIR|REPO", nargs="?", default=".", type=path_text,
         help="folder holding kernels.lock (or the lock file), or a Hub repository org/name "
         "(hub:org/name when a folder of that name exists here; default: .)",
     )

@@ -7,21 +7,13 @@ Importing this package imports neither torch nor ``torch_mlu``.
 
 from __future__ import annotations
 
-from .versions import (
-    decode_mlu_token,
-    parse_extension_version,
-    parse_toolkit_version,
-    read_toolkit_version,
-    toolkit_token,
-)
+from .versions import parse_extension_version, parse_toolkit_version, read_toolkit_version
 
 __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
-    "decode_mlu_token",
     "parse_extension_version",
     "parse_toolkit_version",
     "read_toolkit_version",
-    "toolkit_token",
 ]

@@ -32,13 +32,10 @@ __all__ = [
     "NEUWARE_ENV",
     "DEFAULT_NEUWARE_HOME",
     "VERSION_FILE",
-    "TOKEN_PREFIX",
     "ExtensionVersion",
     "ToolkitVersion",
     "parse_extension_version",
     "parse_toolkit_version",
-    "toolkit_token",
-    "decode_mlu_token",
     "read_toolkit_version",
 ]
 
@@ -50,13 +47,10 @@ NEUWARE_ENV = "NEUWARE_HOME"
 DEFAULT_NEUWARE_HOME = "/usr/local/neuware"
 #: File under the Neuware folder that records the installed version.
 VERSION_FILE = "version.txt"
-#: Letters of the backend token in arch variant names.
-TOKEN_PREFIX = "mlu"
 
 _EXT_RE = re.compile(r"^(?P<ext>\d+\.\d+\.\d+[0-9A-Za-z.]*)[+-]torch(?P<torch>\d+\.\d+(?:\.\d+)?)$")
 _TOOLKIT_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 _IN_FILE_RE = re.compile(r"\d+\.\d+\.\d+")
-_TOKEN_RE = re.compile(r"^mlu([1-9])(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -109,21 +103,6 @@ def parse_toolkit_version(text: object) -> tuple[int, int] | None:
     if not isinstance(text, str):
         return None
     m = _TOOLKIT_RE.match(text.strip())
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def toolkit_token(version: tuple[int, int]) -> str:
-    """The backend token of a CNToolkit version: ``(3, 13)`` -> ``"mlu313"``."""
-    major, minor = version
-    return f"{TOKEN_PREFIX}{major}{minor}"
-
-
-def decode_mlu_token(token: str) -> tuple[int, int] | None:
-    """``"mlu313"`` -> ``(3, 13)``, ``"mlu50"`` -> ``(5, 0)``; None when not an mlu token.
-
-    The first digit is the major version, the rest the minor (see the module docs).
-    """
-    m = _TOKEN_RE.match(token)
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 

@@ -7,8 +7,8 @@ Importing this package imports neither torch nor ``torch_musa``.
 
 from __future__ import annotations
 
-from .versions import decode_musa_token, musa_arch, musa_token, parse_musa_version
+from .versions import musa_arch, parse_musa_version
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "decode_musa_token", "musa_arch", "musa_token", "parse_musa_version"]
+__all__ = ["__version__", "musa_arch", "parse_musa_version"]

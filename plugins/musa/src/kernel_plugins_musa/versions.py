@@ -15,19 +15,12 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "TOKEN_PREFIX",
     "parse_musa_version",
-    "musa_token",
-    "decode_musa_token",
     "musa_arch",
 ]
 
-#: Letters of the backend token in arch variant names.
-TOKEN_PREFIX = "musa"
-
 _INT_RE = re.compile(r"^\d{4,6}$")
 _DOTTED_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
-_TOKEN_RE = re.compile(r"^musa([1-9])(\d+)$")
 
 
 def parse_musa_version(text: object) -> tuple[int, int, int] | None:
@@ -50,17 +43,6 @@ def parse_musa_version(text: object) -> tuple[int, int, int] | None:
     if m and int(m.group(1)) > 0:
         return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
     return None
-
-
-def musa_token(version: tuple[int, ...]) -> str:
-    """The backend token of a MUSA SDK version: ``(4, 3, 0)`` -> ``"musa43"``."""
-    return f"{TOKEN_PREFIX}{version[0]}{version[1]}"
-
-
-def decode_musa_token(token: str) -> tuple[int, int] | None:
-    """``"musa43"`` -> ``(4, 3)``; None when ``token`` is not a musa token with a version."""
-    m = _TOKEN_RE.match(token)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def musa_arch(capability: tuple[int, int]) -> int:

@@ -7,8 +7,8 @@ Importing this package imports neither torch nor ``torch_npu``.
 
 from __future__ import annotations
 
-from .versions import cann_token, decode_cann_token, parse_cann_version, soc_family
+from .versions import parse_cann_version, soc_family
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "cann_token", "decode_cann_token", "parse_cann_version", "soc_family"]
+__all__ = ["__version__", "parse_cann_version", "soc_family"]

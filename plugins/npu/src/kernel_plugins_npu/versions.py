@@ -15,18 +15,12 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "TOKEN_PREFIX",
     "parse_cann_version",
-    "cann_token",
-    "decode_cann_token",
     "soc_family",
 ]
 
-#: Letters of the backend token in arch variant names.
-TOKEN_PREFIX = "cann"
 
 _CANN_RE = re.compile(r"^(\d+)\.(\d+)(?:\.[0-9A-Za-z]+)*$")
-_TOKEN_RE = re.compile(r"^cann([1-9]\d*)(\d)$")
 
 
 def parse_cann_version(text: object) -> tuple[int, int] | None:
@@ -41,18 +35,6 @@ def parse_cann_version(text: object) -> tuple[int, int] | None:
     if not m or int(m.group(1)) == 0:
         return None
     return int(m.group(1)), int(m.group(2))
-
-
-def cann_token(version: tuple[int, int]) -> str:
-    """The token of a CANN version: ``(8, 3)`` -> ``"cann83"``, ``(10, 0)`` -> ``"cann100"``."""
-    major, minor = version
-    return f"{TOKEN_PREFIX}{major}{minor}"
-
-
-def decode_cann_token(token: str) -> tuple[int, int] | None:
-    """``"cann83"`` -> ``(8, 3)``, ``"cann100"`` -> ``(10, 0)``; None when not a cann token."""
-    m = _TOKEN_RE.match(token)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def soc_family(soc_version: object) -> str | None:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install what kernel-plugins needs to run, into .venv: torch (CPU wheel, pinned), the
+# core, and every backend plugin under plugins/. Nothing test-only (scripts/setup.sh adds
+# the test tools and the loopback Hub server on top of this).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+# shellcheck disable=SC1091
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+# torch first, pinned: an unpinned torch requirement would pull a multi-GB CUDA build.
+python -m pip install -q torch==2.13.0
+python -m pip install -q -e .
+for plugin in plugins/*/; do
+  if [ -f "$plugin/pyproject.toml" ]; then
+    python -m pip install -q -e "$plugin"
+  fi
+done

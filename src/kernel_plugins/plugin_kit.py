@@ -1,0 +1,436 @@
+"""Everything a backend plugin needs, in one module, and a declarative PrivateUse1 backend.
+
+Plugin authors import from here only::
+
+    from kernel_plugins.plugin_kit import PrivateUse1Backend, RuntimeVersion, VariantTokens
+
+Most accelerators reach PyTorch through a vendor extension (``torch_<name>``) that
+registers the device type ``<name>`` in PyTorch's one out-of-tree slot, PrivateUse1.
+For such a stack a plugin states facts in a :class:`PrivateUse1Backend`:
+
+* the device type, display name and priority;
+* the vendor module and the hint shown when importing it fails;
+* where the runtime version comes from (:class:`RuntimeVersion`: a ``torch.version``
+  attribute, or a reader function);
+* the variant token form and the compatibility rule (:class:`VariantTokens`);
+* how to synchronise (``torch.<type>.synchronize``, optionally falling back to
+  ``torch.accelerator``);
+* the module holding its test-only emulation (imported lazily, only by the
+  ``emulate_device`` hook).
+
+:meth:`PrivateUse1Backend.hookimpls` then builds the hooks (``explain_no_device`` too, so
+that "no device" names its cause) from the core's own helpers
+(:mod:`kernel_plugins.vendor`, :mod:`kernel_plugins.variants`). A plugin's ``hooks.py``
+installs them with ``globals().update(BACKEND.hookimpls())``; a hook the facts cannot
+express is written by hand in the same module after that line (it replaces the
+generated one).
+
+The rest of this module re-exports the names plugins used to import from six core
+modules (``device``, ``hookspecs``, ``variants``, ``vendor``, ``importer``, ``errors``).
+Importing it imports neither torch nor any vendor package.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from .device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
+from .errors import DeviceError, KernelImportError, PluginError
+from .hookspecs import hookimpl
+from .variants import (
+    Variant,
+    arch_variant_names,
+    decode_token_version,
+    explain_token_version,
+    noarch_variant_names,
+    parse_variant,
+    version_token_reason,
+)
+from .vendor import (
+    VendorDevices,
+    capability_of,
+    device_name_of,
+    find_vendor_devices,
+    import_vendor,
+    import_vendor_for_kernel,
+    missing_capability_note,
+    module_installed,
+    noarch_only_note,
+    privateuse1_conflict,
+    privateuse1_name,
+    synchronize_device,
+    torch_if_installed,
+    torch_major_minor,
+    unparsable_note,
+    version_note,
+)
+
+if TYPE_CHECKING:
+    from .importer import KernelLoad
+
+__all__ = [
+    "BackendSpec",
+    "DeviceError",
+    "DeviceInfo",
+    "KernelImportError",
+    "KernelLoad",
+    "PluginError",
+    "PrivateUse1Backend",
+    "PyDepend",
+    "Reading",
+    "RuntimeReading",
+    "RuntimeVersion",
+    "SystemInfo",
+    "Variant",
+    "VariantTokens",
+    "VendorDevices",
+    "arch_variant_names",
+    "capability_of",
+    "decode_token_version",
+    "device_name_of",
+    "explain_token_version",
+    "find_vendor_devices",
+    "hookimpl",
+    "import_vendor",
+    "import_vendor_for_kernel",
+    "missing_capability_note",
+    "module_installed",
+    "noarch_only_note",
+    "noarch_variant_names",
+    "parse_variant",
+    "privateuse1_conflict",
+    "privateuse1_name",
+    "synchronize_device",
+    "torch_if_installed",
+    "torch_major_minor",
+    "unparsable_note",
+    "version_note",
+    "version_token_reason",
+]
+
+#: What a version parser returns: ``(major, minor, ...)`` or None for unreadable text.
+VersionParser = Callable[[object], "tuple[int, ...] | None"]
+
+
+def __getattr__(name: str) -> Any:
+    """``KernelLoad`` on first use (only needed for annotations; keeps imports light)."""
+    if name == "KernelLoad":
+        from .importer import KernelLoad
+
+        return KernelLoad
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class Reading(Protocol):
+    """What a runtime-version reader returns: the text and a note (both may be None)."""
+
+    @property
+    def text(self) -> str | None:
+        """The version exactly as found, or None when unknown."""
+
+    @property
+    def note(self) -> str | None:
+        """Why the version is unknown or unusable, else None."""
+
+
+@dataclass(frozen=True)
+class RuntimeReading:
+    """A runtime version as read: the text (None when unknown) and a note, if any."""
+
+    text: str | None
+    note: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeVersion:
+    """Where a backend's runtime version comes from and how to read it.
+
+    Attributes:
+        label: what the vendor calls it in messages, e.g. ``"CANN"``.
+        parse: text -> ``(major, minor, ...)``, or None when the text is unreadable.
+        torch_attr: the ``torch.version`` attribute holding it (``"cann"``), or None
+            when :attr:`read` is given instead.
+        read: a function reading it elsewhere (a file, the environment); returns an
+            object with ``text`` and ``note`` (a :class:`RuntimeReading`, say). Used when :attr:`torch_attr` is None.
+        expected: what a good value looks like, for the "unparsable" note.
+        unknown_texts: values the vendor writes for "unknown", e.g. ``("not known",)``.
+        advice: how a user makes the version known; appended to the notes and to the
+            ``explain_variant`` reason when the version is unknown.
+    """
+
+    label: str
+    parse: VersionParser
+    torch_attr: str | None = None
+    read: Callable[[], Reading] | None = None
+    expected: str = ""
+    unknown_texts: tuple[str, ...] = ()
+    advice: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.torch_attr is None) == (self.read is None):
+            raise ValueError("RuntimeVersion needs exactly one of torch_attr= or read=")
+
+    def reading(self, torch: ModuleType, backend: str) -> Reading:
+        """Read the version on this system (``torch`` is the imported torch module)."""
+        if self.read is not None:
+            return self.read()
+        attr = str(self.torch_attr)
+        raw = getattr(torch.version, attr, None)
+        unknown = f"{self.label} version unknown (torch.version.{attr} is {raw!r}): "
+        unknown += noarch_only_note(backend)
+        note = version_note(
+            raw,
+            self.parse,
+            what=f"torch.version.{attr}",
+            expected=self.expected,
+            backend=backend,
+            unknown=unknown + (f"; {self.advice}" if self.advice else ""),
+            unknown_texts=self.unknown_texts,
+        )
+        return RuntimeReading(None if raw is None else str(raw), note)
+
+    def major_minor(self, text: str | None) -> tuple[int, int] | None:
+        """``(major, minor)`` of ``text``, or None when it is unknown or unreadable."""
+        version = self.parse(text)
+        return None if version is None else (version[0], version[1])
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantTokens:
+    """The form of a backend's arch-variant token and its compatibility rule.
+
+    The token is ``<prefix><major><minor>`` of the runtime version (CANN 8.3 ->
+    ``cann83``).
+
+    Attributes:
+        prefix: the letters, e.g. ``"cann"``.
+        major_width: how many leading digits are the major (see
+            :func:`~kernel_plugins.variants.decode_token_version`).
+        minor_width: how many trailing digits are the minor, when that is the fixed
+            part instead (CANN: 1, so CANN 10.0 is ``cann100``).
+        rule: ``"exact"`` (same major.minor) or ``"same-major"`` (same major, minor up
+            to the system's; every such minor is listed, newest first).
+    """
+
+    prefix: str
+    major_width: int = 1
+    minor_width: int | None = None
+    rule: Literal["exact", "same-major"] = "exact"
+
+    def token(self, version: tuple[int, int]) -> str:
+        """The token of ``(major, minor)``: ``(8, 3)`` -> ``"cann83"``."""
+        return f"{self.prefix}{version[0]}{version[1]}"
+
+    def accepted(self, version: tuple[int, int] | None) -> list[str]:
+        """The tokens accepted on a system whose runtime is ``version``, best first."""
+        if version is None:
+            return []
+        if self.rule == "exact":
+            return [self.token(version)]
+        return [self.token((version[0], minor)) for minor in range(version[1], -1, -1)]
+
+    def decode(self, token: str) -> tuple[int, int] | None:
+        """``"cann83"`` -> ``(8, 3)``; None when ``token`` is not this form."""
+        if not token.startswith(self.prefix) or not token[len(self.prefix) :].isdigit():
+            return None
+        digits = token[len(self.prefix) :]
+        return decode_token_version(
+            digits, major_width=self.major_width, minor_width=self.minor_width
+        )
+
+
+#: Extra notes about a found stack: ``VendorDevices -> notes``.
+NoteSource = Callable[[VendorDevices], Iterable[str]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivateUse1Backend:
+    """A backend for a vendor extension on PyTorch's PrivateUse1 slot, stated as facts.
+
+    Attributes:
+        name: the backend name (also the device type unless :attr:`device_type` is set).
+        display_name: e.g. ``"Cambricon MLU"``.
+        vendor_module: the vendor package, e.g. ``"torch_mlu"``.
+        import_hint: how to fix a vendor package that is installed but fails to import.
+        runtime: where the runtime version comes from; None when the backend has none
+            (then only noarch variants are listed).
+        tokens: the arch-variant token form; None for a noarch-only backend (every
+            arch variant is refused with a reason).
+        priority: preference when no device is requested.
+        capability_label: what the vendor calls the device capability.
+        reports_capability: False when the devices report no (major, minor).
+        extra_notes: more notes about a found stack (an extension version check, a SoC).
+        python_depends: ``python-depends`` names known for this backend.
+        accelerator_sync: fall back to ``torch.accelerator.synchronize`` when
+            ``torch.<type>`` has no ``synchronize``.
+        emulation: the module with ``install(count, facts) -> bool`` for
+            :func:`kernel_plugins.testing.emulate`; imported only by ``emulate_device``.
+        noarch_reason: why arch variants are refused when :attr:`tokens` is None.
+        vendor_optional: the device can exist without the vendor package (then
+            ``load_kernel`` imports it only when it is installed).
+    """
+
+    name: str
+    display_name: str
+    vendor_module: str
+    import_hint: str
+    runtime: RuntimeVersion | None = None
+    tokens: VariantTokens | None = None
+    device_type: str | None = None
+    priority: int = 95
+    capability_label: str = "capability"
+    reports_capability: bool = True
+    extra_notes: NoteSource | None = None
+    python_depends: Mapping[str, PyDepend] = field(default_factory=dict)
+    accelerator_sync: bool = False
+    emulation: str | None = None
+    noarch_reason: str = "this backend's kernels ship only as noarch variants"
+    vendor_optional: bool = False
+
+    @property
+    def dtype(self) -> str:
+        """The torch device type."""
+        return self.device_type or self.name
+
+    # ------------------------------------------------------------------ the hooks
+    @hookimpl
+    def backend_spec(self) -> BackendSpec:
+        """The ``backend_spec`` hook."""
+        return BackendSpec(
+            name=self.name,
+            device_type=self.dtype,
+            display_name=self.display_name,
+            priority=self.priority,
+            arch_tokens=() if self.tokens is None else (self.tokens.prefix,),
+            python_depends=dict(self.python_depends),
+            capability_label=self.capability_label,
+        )
+
+    @hookimpl
+    def detect_device(self) -> DeviceInfo | None:
+        """The ``detect_device`` hook: the vendor installed, importable, with devices."""
+        found = find_vendor_devices(
+            self.name, self.vendor_module, self.dtype, import_hint=self.import_hint
+        )
+        if found is None:
+            return None
+        return self.describe(found)
+
+    def describe(self, found: VendorDevices) -> DeviceInfo:
+        """The :class:`DeviceInfo` of a found stack (capability, runtime, notes)."""
+        notes: list[str] = []
+        props = found.properties(0)
+        capability = None
+        if self.reports_capability:
+            capability = capability_of(props)
+            if capability is None:
+                notes.append(missing_capability_note(self.dtype, props))
+        reading: Reading = RuntimeReading(None)
+        if self.runtime is not None:
+            reading = self.runtime.reading(found.torch, self.name)
+        if reading.note:
+            notes.append(reading.note)
+        if self.extra_notes is not None:
+            notes.extend(self.extra_notes(found))
+        return found.info(
+            runtime_version=reading.text,
+            name=device_name_of(props),
+            capability=capability,
+            notes=notes,
+        )
+
+    @hookimpl
+    def explain_no_device(self) -> str | None:
+        """The ``explain_no_device`` hook: torch, the vendor package, or the devices."""
+        torch = torch_if_installed()
+        if torch is None:
+            return "torch is not installed"
+        if not module_installed(self.vendor_module):
+            return f"{self.vendor_module} (the {self.display_name} extension) is not installed"
+        module = getattr(torch, self.dtype, None)
+        if module is None:
+            return f"torch.{self.dtype} does not exist (is {self.vendor_module} imported?)"
+        return (
+            f"{self.vendor_module} sees 0 {self.dtype} devices (check the driver and that the "
+            "devices are visible)"
+        )
+
+    @hookimpl
+    def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
+        """The ``list_variants`` hook: accepted arch tokens, then the noarch names."""
+        names: list[str] = []
+        if self.tokens is not None and self.runtime is not None:
+            version = self.runtime.major_minor(device.runtime_version)
+            names = arch_variant_names(system, self.tokens.accepted(version))
+        return names + noarch_variant_names(self.name)
+
+    @hookimpl
+    def explain_variant(
+        self, device: DeviceInfo, system: SystemInfo, variant: Variant
+    ) -> str | None:
+        """The ``explain_variant`` hook: why an arch variant of this backend is refused."""
+        if variant.token is None:
+            return None
+        if self.tokens is None or self.runtime is None:
+            return (
+                f"the {self.name} backend loads no arch variants (token {variant.token}): "
+                f"{self.noarch_reason}"
+            )
+        system_version = self.runtime.major_minor(device.runtime_version)
+        reason = explain_token_version(
+            variant,
+            self.tokens.prefix,
+            self.runtime.label,
+            system_version,
+            self.tokens.rule,
+            major_width=self.tokens.major_width,
+            minor_width=self.tokens.minor_width,
+        )
+        if reason is not None and system_version is None and self.runtime.advice:
+            reason += f" ({self.runtime.advice})"
+        return reason
+
+    @hookimpl
+    def load_kernel(self, device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
+        """The ``load_kernel`` hook: import the vendor first, then let the core import."""
+        if not (self.vendor_optional and not module_installed(self.vendor_module)):
+            import_vendor_for_kernel(self.vendor_module, device, load, hint=self.import_hint)
+        return None
+
+    @hookimpl
+    def synchronize(self, device: DeviceInfo) -> bool:
+        """The ``synchronize`` hook."""
+        return synchronize_device(device, accelerator_fallback=self.accelerator_sync)
+
+    @hookimpl
+    def emulate_device(self, count: int, facts: dict[str, Any]) -> bool | None:
+        """The ``emulate_device`` hook: the test-only stand-ins, imported only now."""
+        if self.emulation is None:
+            return None
+        return bool(importlib.import_module(self.emulation).install(count, facts))
+
+    def hookimpls(self) -> dict[str, Callable[..., Any]]:
+        """The hooks, by hook name, to put in the plugin's hooks module.
+
+        Each is a bound method marked with :data:`hookimpl`, so the plugin manager finds
+        it on the module like a hand-written hook function.
+        """
+        return {name: getattr(self, name) for name in _HOOKS}
+
+
+#: The hooks a :class:`PrivateUse1Backend` implements.
+_HOOKS = (
+    "backend_spec",
+    "detect_device",
+    "explain_no_device",
+    "list_variants",
+    "explain_variant",
+    "load_kernel",
+    "synchronize",
+    "emulate_device",
+)
+
