@@ -66,7 +66,14 @@ from .validation import (
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["kernelize", "KernelChoice", "kernel_choice", "mapping_disabled", "DISABLE_ENV"]
+__all__ = [
+    "kernelize",
+    "KernelChoice",
+    "kernel_choice",
+    "mapping_disabled",
+    "load_member",
+    "DISABLE_ENV",
+]
 
 log = logging.getLogger("kernel_plugins.layers")
 
@@ -132,11 +139,33 @@ def _resolve_device(device: object) -> Any:
 
 
 def _load_kernel(repo: KernelRepository, device: Any, *, trust: bool = False) -> types.ModuleType:
-    """Load a candidate's kernel module through :func:`kernel_plugins.load`."""
+    """Load a candidate's kernel module through :func:`kernel_plugins.load`.
+
+    A repository may carry its own trust (``load_options()["trust_remote_code"]``, as the
+    ``kernels`` compatibility repositories do); either grant is enough.
+    """
     import kernel_plugins
 
     options = {k: v for k, v in repo.load_options().items() if v is not None}
+    trust = bool(options.pop("trust_remote_code", False)) or trust
     return kernel_plugins.load(repo.target(), device=device, trust_remote_code=trust, **options)
+
+
+def load_member(repo: KernelRepository, device: object = None) -> Any:
+    """Load ``repo`` for ``device`` (default: the preferred device) and return the layer
+    class or function it names, without validating it against a model layer."""
+    kmod = _load_kernel(repo, _resolve_device(device))
+    where = repo.describe()
+    if repo.kind == "layer":
+        return _layer_class(kmod, repo.member, where)
+    return _function(kmod, repo.member, where)
+
+
+def _function(kmod: types.ModuleType, member: str, where: str) -> Any:
+    impl = getattr(kmod, member, None)
+    if impl is None:
+        raise LayerError(f"{where}: kernel module {kmod.__name__} has no such function")
+    return impl
 
 
 def _restore(module: Any) -> None:
@@ -205,9 +234,7 @@ class _Session:
             else:  # a marked function served by a layer class: forward(self, *function args)
                 traits = validate_layer(impl, cls, where=where, original_forward=func)
         else:
-            impl = getattr(kmod, cand.repo.member, None)
-            if impl is None:
-                raise LayerError(f"{where}: kernel module {kmod.__name__} has no such function")
+            impl = _function(kmod, cand.repo.member, where)
             # a function replaces the whole forward: compare with it, without ``self``
             original = func if func is not None else functools.partial(cls.forward, None)
             traits = validate_function(
@@ -243,7 +270,7 @@ def _layer_class(kmod: types.ModuleType, member: str, where: str) -> Any:
 
 def _install(module: Any, impl: Any) -> None:
     if inspect.isclass(impl):
-        module.forward = types.MethodType(impl.forward, module)
+        module.forward = types.MethodType(getattr(impl, "forward"), module)  # noqa: B009
     else:
         module.forward = impl
 
