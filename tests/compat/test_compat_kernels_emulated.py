@@ -1,0 +1,83 @@
+"""Code written for HF ``kernels`` runs unchanged on EMULATED mlu, musa, npu and neuron
+devices (CPU-backed, not real hardware), one fresh interpreter per device."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from kernel_plugins.testing import run_in_fresh_interpreter
+
+DEVICES = ("mlu", "musa", "npu", "neuron")
+
+# Written as for `kernels`; only the import line differs.
+KERNELS_CODE = """
+import json, warnings
+import torch
+from torch import nn
+import kernel_plugins.compat.kernels as kernels
+
+@kernels.use_kernel_forward_from_hub("SiluAndMul")
+class SiluAndMul(nn.Module):
+    def forward(self, x):
+        d = x.shape[-1] // 2
+        return nn.functional.silu(x[..., :d]) * x[..., d:]
+
+repo = kernels.LayerRepository("kernels-community/activation", layer_name="SiluAndMul", version=1)
+kernels.register_kernel_mapping({"SiluAndMul": {kernels.Device(type=NAME): repo}})
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 32), SiluAndMul()).to(NAME + ":1")
+x = torch.randn(4, 16, device=NAME + ":1")
+expected = model(x)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    kernels.kernelize(model, mode=kernels.Mode.TRAINING)
+y = model(x)
+y.sum().backward()
+act = kernels.get_kernel("kernels-community/activation", version=1, backend=NAME)
+prov = act.__kernel_provenance__
+print("RESULT" + json.dumps({
+    "equal": bool(torch.equal(y, expected)), "out_device": str(y.device),
+    "grad_device": str(model[0].weight.grad.device),
+    "forward_module": type(model[1]).forward is not model[1].forward.__func__,
+    "source": prov.source, "backend": prov.backend, "emulated": prov.emulated,
+    "warned": any("reference kernel" in str(w.message) for w in caught),
+}))
+"""
+
+
+def _run(name: str) -> object:
+    code = f"from kernel_plugins.testing import emulate\nemulate({name!r}, devices=2)\nNAME = {name!r}\n"
+    return run_in_fresh_interpreter(
+        code + KERNELS_CODE,
+        env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def results():
+    names = [n for n in DEVICES if importlib.util.find_spec(f"kernel_plugins_{n}")]
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        return dict(zip(names, pool.map(_run, names), strict=True))
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_kernels_code_runs_unchanged(name, results):
+    if name not in results:
+        if os.environ.get("CI"):
+            pytest.fail(f"kernel-plugins-{name} must be installed in CI")
+        pytest.skip(f"kernel-plugins-{name} is not installed (pip install ./plugins/{name})")
+    proc = results[name]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(li for li in proc.stdout.splitlines() if li.startswith("RESULT"))
+    r = json.loads(line[len("RESULT") :])
+    assert r == {
+        "equal": True, "out_device": f"{name}:1", "grad_device": f"{name}:1",
+        "forward_module": True, "source": "reference", "backend": name, "emulated": True,
+        "warned": True,
+    }  # fmt: skip
