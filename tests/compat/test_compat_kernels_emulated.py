@@ -3,14 +3,12 @@ devices (CPU-backed, not real hardware), one fresh interpreter per device."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-from concurrent.futures import ThreadPoolExecutor
+import subprocess
 
 import pytest
 
 from kernel_plugins.testing import run_in_fresh_interpreter
+from tests.support.side_by_side import result_for, run_side_by_side
 
 DEVICES = ("mlu", "musa", "npu", "neuron")
 
@@ -50,7 +48,7 @@ print("RESULT" + json.dumps({
 """
 
 
-def _run(name: str) -> object:
+def _run(name: str) -> subprocess.CompletedProcess[str]:
     code = f"from kernel_plugins.testing import emulate\nemulate({name!r}, devices=2)\nNAME = {name!r}\n"
     return run_in_fresh_interpreter(
         code + KERNELS_CODE,
@@ -61,21 +59,13 @@ def _run(name: str) -> object:
 
 @pytest.fixture(scope="module")
 def results():
-    names = [n for n in DEVICES if importlib.util.find_spec(f"kernel_plugins_{n}")]
-    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
-        return dict(zip(names, pool.map(_run, names), strict=True))
+    """Every device's run, the interpreters side by side."""
+    return run_side_by_side(_run, DEVICES)
 
 
 @pytest.mark.parametrize("name", DEVICES)
 def test_kernels_code_runs_unchanged(name, results):
-    if name not in results:
-        if os.environ.get("CI"):
-            pytest.fail(f"kernel-plugins-{name} must be installed in CI")
-        pytest.skip(f"kernel-plugins-{name} is not installed (pip install ./plugins/{name})")
-    proc = results[name]
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(li for li in proc.stdout.splitlines() if li.startswith("RESULT"))
-    r = json.loads(line[len("RESULT") :])
+    r = result_for(results, name)
     assert r == {
         "equal": True, "out_device": f"{name}:1", "grad_device": f"{name}:1",
         "forward_module": True, "source": "reference", "backend": name, "emulated": True,

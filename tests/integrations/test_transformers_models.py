@@ -8,22 +8,20 @@ gradients are bitwise equal to the untouched model's."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-from concurrent.futures import ThreadPoolExecutor
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from kernel_plugins.testing import run_in_fresh_interpreter
+from tests.support.side_by_side import result_for, run_side_by_side
 
 SCENARIO = Path(__file__).with_name("transformers_scenario.py")
 MODELS = ("llama", "qwen2", "mistral")
 DEVICES = ("cpu", "mlu", "musa", "npu", "neuron")
 
 
-def _run(name: str) -> object:
+def _run(name: str) -> subprocess.CompletedProcess[str]:
     code = f"import sys, runpy\nsys.argv = ['scenario', {name!r}]\nrunpy.run_path({str(SCENARIO)!r})"
     return run_in_fresh_interpreter(
         code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "HF_HUB_OFFLINE": "1"}, timeout=300
@@ -32,25 +30,14 @@ def _run(name: str) -> object:
 
 @pytest.fixture(scope="module")
 def results():
-    """Every device's scenario, the interpreters running side by side."""
+    """Every device's run, the interpreters side by side."""
     pytest.importorskip("transformers")
-    names = [
-        n for n in DEVICES if n == "cpu" or importlib.util.find_spec(f"kernel_plugins_{n}")
-    ]
-    with ThreadPoolExecutor(max_workers=len(names)) as pool:
-        return dict(zip(names, pool.map(_run, names), strict=True))
+    return run_side_by_side(_run, DEVICES)
 
 
 @pytest.mark.parametrize("name", DEVICES)
 def test_transformers_models_are_served_by_kernels(name, results):
-    if name not in results:
-        if os.environ.get("CI"):
-            pytest.fail(f"kernel-plugins-{name} must be installed in CI")
-        pytest.skip(f"kernel-plugins-{name} is not installed (pip install ./plugins/{name})")
-    proc = results[name]
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(li for li in proc.stdout.splitlines() if li.startswith("RESULT"))
-    r = json.loads(line[len("RESULT") :])
+    r = result_for(results, name)
     assert r["device"] == ("cpu" if name == "cpu" else f"{name}:1")
     for model in MODELS:
         m = r[model]

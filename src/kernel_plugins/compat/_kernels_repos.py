@@ -88,6 +88,8 @@ class _Trusting:
 
 
 def _need_revision_or_version(repo: Any) -> None:
+    if repo.revision is not None and repo.version is not None:
+        raise ValueError("Either a revision or a version must be specified, not both.")
     if repo.revision is None and repo.version is None:
         raise ValueError("Either a revision or a version must be specified.")
 
@@ -101,8 +103,6 @@ class LayerRepository(_Trusting, core.LayerRepository):
     user_agent: Any = field(default=None, compare=False, repr=False, kw_only=True)
 
     def __post_init__(self) -> None:
-        if self.revision is not None and self.version is not None:
-            raise ValueError("Either a revision or a version must be specified, not both.")
         _need_revision_or_version(self)
         super().__post_init__()
         self._normalise_trust()
@@ -151,8 +151,6 @@ class FuncRepository(_Trusting, core.FuncRepository):
 
     def __post_init__(self) -> None:
         _deprecated("FuncRepository", "LayerRepository")
-        if self.revision is not None and self.version is not None:
-            raise ValueError("Either a revision or a version must be specified, not both.")
         _need_revision_or_version(self)
         super().__post_init__()
         self._normalise_trust()
