@@ -94,3 +94,21 @@ def test_layer_repository_load_and_kernelize_with_trust(manager, hub_env, repos)
     assert kernels.get_kernel(
         "someone/compat-untrusted", version=1, trust_remote_code=["someone/compat-untrusted"]
     ).VALUE == 7
+
+
+def test_locked_kernels(manager, hub_env, repos, tmp_path, monkeypatch):
+    from kernel_plugins.cli.main import main
+    from tests.lockfiles.conftest import write_pyproject
+
+    project = write_pyproject(tmp_path / "proj", {"kernels-community/compat-k": 1})
+    assert main(["lock", str(project)]) == 0
+    lockfile = project / "kernels.lock"
+    locked = kernels.get_locked_kernel("kernels-community/compat-k", lockfile=lockfile)
+    assert locked.VALUE == 7 and locked.__kernel_provenance__.sha
+    monkeypatch.chdir(project)  # lockfile=None: the nearest kernels.lock (here: the cwd's)
+    assert kernels.load_kernel("kernels-community/compat-k", lockfile=None).VALUE == 7
+    repo = kernels.LockedLayerRepository("kernels-community/compat-k", layer_name="Double")
+    assert repo.load().__name__ == "Double"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="no kernels.lock found"):
+        kernels.load_kernel("kernels-community/compat-k", lockfile=None)

@@ -171,19 +171,17 @@ def has_kernel(
 
 
 def _caller_lockfile(repo_id: str) -> Path:
-    from ..layers.repositories import LOCKFILE_NAME, _find_lockfile
+    """The nearest ``kernels.lock`` above the calling code's file, else above the cwd."""
+    from ..errors import LockfileError
+    from ..layers.repositories import LOCKFILE_NAME, _caller_file, _find_lockfile
 
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename in (__file__,):
-        frame = frame.f_back  # type: ignore[assignment]
-    starts = [Path(frame.f_code.co_filename).resolve().parent] if frame is not None else []
+    origin = _caller_file()
+    starts = [Path(origin).resolve().parent] if origin else []
     starts.append(Path.cwd())
     for start in starts:
         found = _find_lockfile(start)
         if found is not None:
             return found
-    from ..errors import LockfileError
-
     raise LockfileError(
         f"{repo_id}: no {LOCKFILE_NAME} found above {' or '.join(map(str, starts))}; pass "
         f"lockfile=Path('.../{LOCKFILE_NAME}')"

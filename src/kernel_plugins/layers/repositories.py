@@ -20,6 +20,7 @@ hashable, so they can be compared and cached.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
@@ -63,12 +64,17 @@ def _check_revision_version(revision: object, version: object, cls: str) -> None
         )
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _caller_file() -> str | None:
-    """The file of the first frame outside this module and generated code."""
+    """The file of the first frame outside kernel-plugins and generated code (the user's
+    code, also when a wrapper such as :mod:`kernel_plugins.compat.kernels` is between)."""
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if name != __file__ and not name.startswith("<"):
+        inside = os.path.abspath(name).startswith(_PACKAGE_DIR + os.sep)
+        if not inside and not name.startswith("<"):
             return name
         frame = frame.f_back  # type: ignore[assignment]
     return None
@@ -106,7 +112,11 @@ class KernelRepository:
 
     def describe(self) -> str:
         """``layer `SiluAndMul` of `org/activation` (version 1)``, for messages."""
-        opts = ", ".join(f"{k} {v}" for k, v in self.load_options().items() if v is not None)
+        opts = ", ".join(
+            f"{k} {v}"
+            for k, v in self.load_options().items()
+            if v is not None and k != "trust_remote_code"
+        )
         where = f"`{self.target()}`" + (f" ({opts})" if opts else "")
         return f"{self.kind} `{self.member}` of {where}"
 
