@@ -190,7 +190,7 @@ def test_use_kernelized_func_and_func_repository():
         kernels.kernelize(block, mode=kernels.Mode.INFERENCE)
     assert kernel_choice(silu_and_mul).uses_kernel
     assert torch.equal(block(x), expected)
-    with pytest.raises(ValueError, match="not marked"):
+    with pytest.raises(ValueError, match="Function `<lambda>` is not decorated"):
         kernels.use_kernelized_func(lambda x: x)
 
 
@@ -209,3 +209,20 @@ def test_get_kernel_dep_outside_loading_and_user_agent_type():
         kernels.get_kernel_dep("kernels-community/activation")
     with pytest.raises(TypeError, match="user_agent"):
         kernels.get_kernel("kernels-community/activation", version=1, user_agent=3)
+
+
+def test_errors_have_the_types_and_phrases_of_kernels(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="A kernel version or revision must be specified"):
+        kernels.get_kernel("kernels-community/activation")
+    with pytest.raises(ValueError, match="A kernel version or revision must be specified"):
+        kernels.has_kernel("kernels-community/activation")
+    with pytest.raises(ValueError, match="someone/act is not from a trusted publisher") as info:
+        kernels.get_kernel("someone/act", version=1)
+    assert isinstance(info.value, TrustError)  # still kernel-plugins' error too
+    repo = kernels.LayerRepository("someone/act", layer_name="SiluAndMul", version=1)
+    with pytest.raises(ValueError, match="not from a trusted publisher"):
+        repo.load()
+    with kernels.use_kernel_mapping({"SiluAndMul": {"cpu": repo}}):
+        with pytest.raises(ValueError, match="not from a trusted publisher"):
+            kernels.kernelize(SiluAndMul(), mode=kernels.Mode.INFERENCE, device="cpu")

@@ -112,3 +112,10 @@ def test_locked_kernels(manager, hub_env, repos, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="no kernels.lock found"):
         kernels.load_kernel("kernels-community/compat-k", lockfile=None)
+
+
+def test_missing_version_and_variant_errors_as_in_kernels(manager, hub_env, repos):
+    with pytest.raises(ValueError, match="Version 3 not found.*available versions: 1"):
+        kernels.get_kernel("kernels-community/compat-k", version=3)
+    with pytest.raises(FileNotFoundError, match="Cannot find a build variant"):
+        kernels.get_kernel("kernels-community/compat-cuda-only", version=1)

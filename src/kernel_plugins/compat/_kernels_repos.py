@@ -64,8 +64,10 @@ def func_layer(func: Any) -> type:
 
 def _load_member(repo: Any) -> Any:
     from ..layers.kernelizing import load_member
+    from ._kernels_errors import as_kernels_errors
 
-    return load_member(repo)
+    with as_kernels_errors(repo.target(), getattr(repo, "version", None)):
+        return load_member(repo)
 
 
 class _Trusting:

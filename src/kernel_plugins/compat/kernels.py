@@ -40,6 +40,7 @@ from ..layers import (
     use_kernel_forward_from_hub,
 )
 from ..layers.repositories import KernelRepository
+from ._kernels_errors import as_kernels_errors, need_version_or_revision, translated
 from ._kernels_repos import (
     FuncRepository,
     LayerRepository,
@@ -115,6 +116,7 @@ def _load(target: str | Path, *, backend: str | None, trust: bool = False, **opt
     return kernel_plugins.load(target, device=backend, trust_remote_code=trust, **options)
 
 
+@translated
 def get_kernel(
     repo_id: str,
     *,
@@ -131,10 +133,12 @@ def get_kernel(
     plugins always check the variant against the device).
     """
     _check_user_agent(user_agent)
+    need_version_or_revision(revision, version)
     trust = resolve_trust(repo_id, trust_remote_code)
     return _load(repo_id, backend=backend, trust=trust, revision=revision, version=version)
 
 
+@translated
 def get_local_kernel(
     repo_path: Path,
     *,
@@ -147,6 +151,7 @@ def get_local_kernel(
     return _load(Path(repo_path), backend=backend)
 
 
+@translated
 def has_kernel(
     repo_id: str,
     *,
@@ -163,6 +168,7 @@ def has_kernel(
     """
     from ..errors import NoCompatibleVariantError
 
+    need_version_or_revision(revision, version)
     try:
         resolution = _resolution(repo_id, revision, version, backend, trust_remote_code)
     except NoCompatibleVariantError:
@@ -188,12 +194,14 @@ def _caller_lockfile(repo_id: str) -> Path:
     )
 
 
+@translated
 def load_kernel(repo_id: str, *, lockfile: Path | None, backend: str | None = None) -> ModuleType:
     """Load a locked kernel (``kernels.lock``; None: the nearest one above the caller)."""
     lock = Path(lockfile) if lockfile is not None else _caller_lockfile(repo_id)
     return _load(repo_id, backend=backend, lockfile=lock)
 
 
+@translated
 def get_locked_kernel(
     repo_id: str,
     *,
@@ -209,6 +217,7 @@ def get_locked_kernel(
     return _load(repo_id, backend=backend, trust=trust, lockfile=lock)
 
 
+@translated
 def install_kernel(
     repo_id: str,
     *,
@@ -263,6 +272,7 @@ def _resolution(
     return resolve_variants(hub.list_variant_names(ref), backend)
 
 
+@translated
 def get_kernel_variants(
     repo_id: str,
     *,
@@ -272,6 +282,7 @@ def get_kernel_variants(
 ) -> list[VariantAccepted | VariantRejected]:
     """Every build variant of a Hub kernel, accepted ones first (best first), each
     :class:`VariantAccepted` or :class:`VariantRejected` with the reason."""
+    need_version_or_revision(revision, version)
     resolution = _resolution(repo_id, revision, version, backend, True)
     out: list[VariantAccepted | VariantRejected] = []
     for d in resolution.decisions:
@@ -434,7 +445,8 @@ def kernelize(
         fallback = use_fallback
     else:
         raise TypeError(f"use_fallback must be a bool or KernelizeFallback, got {use_fallback!r}")
-    return _layers.kernelize(model, mode=mode, device=device, use_fallback=fallback)
+    with as_kernels_errors("a mapped kernel repository"):
+        return _layers.kernelize(model, mode=mode, device=device, use_fallback=fallback)
 
 
 # ------------------------------------------------------------------------ benchmark

@@ -207,8 +207,9 @@ def use_kernelized_func(*funcs: Any) -> Callable[[type[T]], type[T]]:
     for f in flat:
         if marked_name(f) is None:
             raise LayerError(
-                f"use_kernelized_func: {getattr(f, '__name__', f)!r} is not marked; decorate "
-                f"it with @use_kernel_forward_from_hub(name) first"
+                f"Function `{getattr(f, '__name__', f)}` is not decorated with "
+                f"@use_kernel_forward_from_hub and cannot be used with @use_kernelized_func; "
+                f"decorate it with @use_kernel_forward_from_hub(name) first"
             )
     named = {getattr(f, "__name__", None) or marked_name(f): f for f in flat}
 
