@@ -26,7 +26,7 @@ class SiluAndMul(nn.Module):
         return nn.functional.silu(x[..., :d]) * x[..., d:]
 
 repo = kernels.LayerRepository("kernels-community/activation", layer_name="SiluAndMul", version=1)
-kernels.register_kernel_mapping({"SiluAndMul": {kernels.Device(type=NAME): repo}})
+kernels.register_kernel_mapping({"SiluAndMul": {kernels.Device(type=NAME): repo, "cpu": repo}})
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(16, 32), SiluAndMul()).to(NAME + ":1")
 x = torch.randn(4, 16, device=NAME + ":1")
@@ -38,12 +38,20 @@ y = model(x)
 y.sum().backward()
 act = kernels.get_kernel("kernels-community/activation", version=1, backend=NAME)
 prov = act.__kernel_provenance__
+# a CPU model on this (emulated) machine gets CPU kernels: the device is the model's
+import kernel_plugins
+from kernel_plugins.layers import kernel_choice
+cpu_model = nn.Sequential(nn.Linear(16, 32), SiluAndMul())
+kernels.kernelize(cpu_model, mode=kernels.Mode.INFERENCE)
+cpu_choice = kernel_choice(cpu_model[1])
 print("RESULT" + json.dumps({
     "equal": bool(torch.equal(y, expected)), "out_device": str(y.device),
     "grad_device": str(model[0].weight.grad.device),
     "forward_module": type(model[1]).forward is not model[1].forward.__func__,
     "source": prov.source, "backend": prov.backend, "emulated": prov.emulated,
     "warned": any("reference kernel" in str(w.message) for w in caught),
+    "preferred": kernel_plugins.get_device().backend,
+    "cpu_model": [cpu_choice.device.split()[0], cpu_choice.provenance.backend],
 }))
 """
 
@@ -69,5 +77,5 @@ def test_kernels_code_runs_unchanged(name, results):
     assert r == {
         "equal": True, "out_device": f"{name}:1", "grad_device": f"{name}:1",
         "forward_module": True, "source": "reference", "backend": name, "emulated": True,
-        "warned": True,
+        "warned": True, "preferred": name, "cpu_model": ["cpu", "cpu"],
     }  # fmt: skip
