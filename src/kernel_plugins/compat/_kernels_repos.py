@@ -15,17 +15,6 @@ from typing import Any
 
 from .. import layers as core
 
-__all__ = [
-    "LayerRepository",
-    "LocalLayerRepository",
-    "LockedLayerRepository",
-    "FuncRepository",
-    "LocalFuncRepository",
-    "LockedFuncRepository",
-    "resolve_trust",
-    "func_layer",
-]
-
 log = logging.getLogger("kernel_plugins.compat.kernels")
 
 
