@@ -56,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     "use_kernel_mapping": "layers",
     "use_kernel_forward_from_hub": "layers",
     "use_kernel_func_from_hub": "layers",
+    "use_kernelized_func": "layers",
     "FuncRepository": "layers",
     "LocalFuncRepository": "layers",
     "LockedFuncRepository": "layers",

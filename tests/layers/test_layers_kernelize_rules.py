@@ -346,13 +346,40 @@ def test_marked_function_gets_the_kernel_function_as_forward(fake_loader):
     assert torch.equal(model(X), X + 1)
 
 
-def test_function_and_layer_repositories_cannot_be_swapped(fake_loader):
-    fake_loader.add("org/f", fast=lambda x, bias=1.0: x)
-    with use_kernel_mapping({"add_bias": {"cuda": repo("f", layer="fast")}}):
-        with pytest.raises(LayerError, match="marks a function, so map it to a FuncRepository"):
+def test_a_marked_function_may_be_served_by_a_layer_class(fake_loader):
+    class FastAddBias(nn.Module):
+        def forward(self, x, bias=1.0):
+            return x + bias + 20
+
+    fake_loader.add("org/f", layers={"FastAddBias": FastAddBias})
+    model = WithFunction()
+    with use_kernel_mapping({"add_bias": {"cuda": repo("f", layer="FastAddBias")}}):
+        kernelize(model, mode=INF)
+    assert torch.equal(model(X), X + 21)
+    kernelize(model, mode=INF)
+    assert torch.equal(model(X), X + 1)
+
+
+def test_a_layer_class_for_a_function_must_match_its_signature_without_self(fake_loader):
+    class TooFew(nn.Module):
+        def forward(self, x):
+            return x
+
+    fake_loader.add("org/f", layers={"TooFew": TooFew})
+    with use_kernel_mapping({"add_bias": {"cuda": repo("f", layer="TooFew")}}):
+        with pytest.raises(LayerError, match=r"does not match `add_bias` \(x, bias=1.0\): 1 parameters instead of 2"):
             kernelize(WithFunction(), mode=INF)
-    with use_kernel_mapping({"Scale": {"cuda": FuncRepository("org/f", func_name="fast")}}):
-        with pytest.raises(LayerError, match="marks a layer class, so map it to a LayerRepository"):
+
+
+def test_a_function_may_serve_a_layer_class_with_the_same_arguments(fake_loader):
+    fake_loader.add("org/f", double=lambda x: x * 2)
+    model = Model()
+    with use_kernel_mapping({"Scale": {"cuda": FuncRepository("org/f", func_name="double")}}):
+        kernelize(model, mode=INF)
+    assert torch.equal(model.a(X), X * 2) and model.a.forward is model.inner[1].forward
+    fake_loader.add("org/g", two=lambda x, y: x)
+    with use_kernel_mapping({"Scale": {"cuda": FuncRepository("org/g", func_name="two")}}):
+        with pytest.raises(LayerError, match="2 parameters instead of 1"):
             kernelize(Model(), mode=INF)
 
 

@@ -32,6 +32,17 @@ def main() -> pc.Recorder:
         }
 
     rec.check("vendor", vendor)
+
+    def vendor_ops() -> dict[str, Any]:
+        from torch_npu import npu_fusion_attention  # what transformers imports
+
+        try:
+            npu_fusion_attention(torch.ones(1, device="npu:1"))
+        except Exception as e:  # noqa: BLE001 - recorded for the test
+            return {"raised": type(e).__name__, "text": str(e)}
+        return {"raised": None}
+
+    rec.check("vendor_ops", vendor_ops)
     pc.check_model_forward(rec, "npu")
     tmp = Path(tempfile.mkdtemp(prefix="kp-npu-scenario-"))
     pc.check_variant_selection(rec, "npu", arch_token="cann83", other_token="cann82", workdir=tmp)

@@ -25,6 +25,11 @@ class TestNpuEmulated(EmulatedBackendConformance):
         no_variant_reason="CANN 8.2 does not match the system's CANN 8.3",
     )
 
+    def test_vendor_operators_import_and_refuse_to_run(self) -> None:
+        ops = self.recorded("vendor_ops")
+        assert ops["raised"] == "EmulationError"
+        assert "torch_npu.npu_fusion_attention is a vendor kernel" in ops["text"]
+
     def test_vendor_facts(self) -> None:
         vendor = self.recorded("vendor")
         assert vendor["cann"] == "8.3.RC1"

@@ -32,6 +32,7 @@ from .decorators import (
     replace_kernel_forward_from_hub,
     use_kernel_forward_from_hub,
     use_kernel_func_from_hub,
+    use_kernelized_func,
 )
 from .kernelizing import KernelChoice, kernel_choice, kernelize
 from .mapping import (
@@ -65,6 +66,7 @@ __all__ = [
     "use_kernel_forward_from_hub",
     "use_kernel_func_from_hub",
     "replace_kernel_forward_from_hub",
+    "use_kernelized_func",
     "register_kernel_mapping",
     "use_kernel_mapping",
     "current_mapping",

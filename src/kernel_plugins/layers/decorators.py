@@ -11,10 +11,18 @@
   ``__wrapped__``, so ``inspect.signature`` shows the original signature. There is one
   instance per decorated function: kernelizing any model that holds it changes it for
   every caller (as for any module shared between models).
+* :func:`use_kernelized_func` attaches marked functions to every instance of a module
+  class (in the instance's ``_kernel_funcs`` dict, not as submodules), so kernelizing a
+  model that holds the class also serves the functions its ``forward`` calls.
+
+The marks are the ones the Hub ``kernels`` package places (``kernel_layer_name`` and an
+optional ``kernel_condition`` on the class, ``_kernel_funcs`` on instances), so
+:func:`~kernel_plugins.layers.kernelize` serves layers marked by either package.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -25,6 +33,9 @@ __all__ = [
     "use_kernel_forward_from_hub",
     "use_kernel_func_from_hub",
     "replace_kernel_forward_from_hub",
+    "use_kernelized_func",
+    "kernel_funcs",
+    "applies_to",
     "is_marked",
     "marked_name",
     "original_function",
@@ -41,19 +52,40 @@ def _check_name(name: object) -> str:
     return name
 
 
-def replace_kernel_forward_from_hub(cls: type, layer_name: str) -> None:
+Condition = Callable[[Any], bool]
+
+
+def _check_condition(condition: object) -> None:
+    if condition is not None and not callable(condition):
+        raise LayerError(
+            f"condition must be a callable taking the module instance and returning a bool, "
+            f"got {condition!r}"
+        )
+
+
+def replace_kernel_forward_from_hub(
+    cls: type, layer_name: str, condition: Condition | None = None
+) -> None:
     """Mark an existing layer class (e.g. a third-party one) as kernelizable in place.
 
     Prefer :func:`use_kernel_forward_from_hub` on your own classes: marking a class you do
     not own depends on its attributes and forward signature staying the same.
+
+    :param condition: called with each module instance at kernelize time; an instance
+        for which it returns False keeps its original forward.
     """
     _check_name(layer_name)
+    _check_condition(condition)
     if not inspect.isclass(cls) or not callable(getattr(cls, "forward", None)):
         raise LayerError(
             f"{cls!r} cannot be marked as kernel layer `{layer_name}`: it is not a class "
             f"with a forward method"
         )
     cls.kernel_layer_name = layer_name  # type: ignore[attr-defined]
+    if condition is not None:
+        cls.kernel_condition = staticmethod(condition)  # type: ignore[attr-defined]
+    elif "kernel_condition" in cls.__dict__:
+        del cls.kernel_condition  # type: ignore[attr-defined]
 
 
 def _base() -> type:
@@ -74,17 +106,16 @@ def _base() -> type:
     return _function_base
 
 
-def _wrap_function(func: Callable[..., Any], name: str) -> Any:
-    cls = type(
-        f"KernelFunction_{getattr(func, '__name__', 'function')}",
-        (_base(),),
-        {
-            "kernel_layer_name": name,
-            "kernel_function": staticmethod(func),
-            "forward": staticmethod(func),
-            "__module__": getattr(func, "__module__", __name__),
-        },
-    )
+def _wrap_function(func: Callable[..., Any], name: str, condition: Condition | None = None) -> Any:
+    members: dict[str, Any] = {
+        "kernel_layer_name": name,
+        "kernel_function": staticmethod(func),
+        "forward": staticmethod(func),
+        "__module__": getattr(func, "__module__", __name__),
+    }
+    if condition is not None:
+        members["kernel_condition"] = staticmethod(condition)
+    cls = type(f"KernelFunction_{getattr(func, '__name__', 'function')}", (_base(),), members)
     inst = cls()
     for attr in ("__name__", "__qualname__", "__doc__"):
         if hasattr(func, attr):
@@ -93,10 +124,14 @@ def _wrap_function(func: Callable[..., Any], name: str) -> Any:
     return inst
 
 
-def use_kernel_forward_from_hub(layer_name: str) -> Callable[[T], T]:
+def use_kernel_forward_from_hub(
+    layer_name: str, condition: Condition | None = None
+) -> Callable[[T], T]:
     """Mark a layer class or a function as replaceable by the kernel mapped to ``layer_name``.
 
     :param layer_name: the name mappings use (e.g. ``"SiluAndMul"``).
+    :param condition: optional; called with each module instance at kernelize time, and
+        an instance for which it returns False keeps its original forward.
     :return: a decorator; for a class it returns the class, for a function a module
         instance calling the function (see the module doc).
 
@@ -113,13 +148,14 @@ def use_kernel_forward_from_hub(layer_name: str) -> Callable[[T], T]:
             ...
     """
     _check_name(layer_name)
+    _check_condition(condition)
 
     def decorator(obj: T) -> T:
         if inspect.isclass(obj):
-            replace_kernel_forward_from_hub(obj, layer_name)
+            replace_kernel_forward_from_hub(obj, layer_name, condition)
             return obj
         if callable(obj):
-            return _wrap_function(obj, layer_name)  # type: ignore[no-any-return]
+            return _wrap_function(obj, layer_name, condition)  # type: ignore[no-any-return]
         raise LayerError(
             f"use_kernel_forward_from_hub({layer_name!r}) decorates an nn.Module class or a "
             f"function, got {obj!r}"
@@ -141,6 +177,68 @@ def use_kernel_func_from_hub(func_name: str) -> Callable[[Callable[..., Any]], A
         return _wrap_function(func, func_name)
 
     return decorator
+
+
+def use_kernelized_func(*funcs: Any) -> Callable[[type[T]], type[T]]:
+    """Attach marked functions to every instance of a module class, for kernelize.
+
+    Decorate the class whose ``forward`` calls the functions: each instance gets an
+    ``_kernel_funcs`` dict (name -> marked-function module) in its ``__dict__``, not as
+    submodules (state dicts and ``named_modules`` are unchanged). kernelize visits these
+    functions for every module that holds them. A list of functions is accepted too
+    (transformers passes one).
+
+    :param funcs: functions marked with :func:`use_kernel_forward_from_hub`.
+    :return: a class decorator returning the class (its ``__init__`` is wrapped).
+
+    Example::
+
+        @use_kernel_forward_from_hub("rotary_pos_emb")
+        def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1): ...
+
+        @use_kernelized_func(apply_rotary_pos_emb)
+        class Attention(nn.Module):
+            def forward(self, q, k, cos, sin):
+                return apply_rotary_pos_emb(q, k, cos, sin)
+    """
+    flat: list[Any] = []
+    for f in funcs:
+        flat.extend(f if isinstance(f, (list, tuple)) else [f])
+    for f in flat:
+        if marked_name(f) is None:
+            raise LayerError(
+                f"Function `{getattr(f, '__name__', f)}` is not decorated with "
+                f"@use_kernel_forward_from_hub and cannot be used with @use_kernelized_func; "
+                f"decorate it with @use_kernel_forward_from_hub(name) first"
+            )
+    named = {getattr(f, "__name__", None) or marked_name(f): f for f in flat}
+
+    def decorator(cls: type[T]) -> type[T]:
+        if not inspect.isclass(cls):
+            raise LayerError(f"use_kernelized_func decorates a module class, got {cls!r}")
+        original_init = cls.__init__
+
+        @functools.wraps(original_init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            original_init(self, *args, **kwargs)
+            self.__dict__.setdefault("_kernel_funcs", {}).update(named)
+
+        cls.__init__ = __init__  # type: ignore[misc,method-assign]
+        return cls
+
+    return decorator
+
+
+def kernel_funcs(module: object) -> list[Any]:
+    """The marked functions attached to a module instance by :func:`use_kernelized_func`."""
+    funcs = getattr(module, "__dict__", {}).get("_kernel_funcs")
+    return list(funcs.values()) if isinstance(funcs, dict) else []
+
+
+def applies_to(module: object) -> bool:
+    """Whether the class's ``kernel_condition`` (if any) accepts this instance."""
+    condition = getattr(type(module), "kernel_condition", None)
+    return condition is None or bool(condition(module))
 
 
 def is_marked(obj: object) -> bool:

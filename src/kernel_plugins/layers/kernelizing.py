@@ -5,9 +5,13 @@ candidates of the active mapping (:mod:`~kernel_plugins.layers.mapping`) are tri
 order. A candidate is loaded with :func:`kernel_plugins.load` (once per kernelize call),
 its layer class or function validated (:mod:`~kernel_plugins.layers.validation`), and it
 is used when it fits the mode and declares every required property. The module
-instance then gets ``forward = MethodType(kernel_cls.forward, module)`` (for a marked
-function: the kernel function itself), so a call goes straight to the kernel's code,
-with no wrapper in between.
+instance then gets ``forward = MethodType(kernel_cls.forward, module)`` (for a
+:class:`~kernel_plugins.layers.FuncRepository` entry: the kernel function itself), so a
+call goes straight to the kernel's code, with no wrapper in between. A marked function
+(a module, see :mod:`~kernel_plugins.layers.decorators`) may be served by either: a layer
+class's ``forward`` without ``self`` must match the function's signature. Marked functions
+attached with :func:`~kernel_plugins.layers.use_kernelized_func` are found through the
+modules that hold them, as the Hub ``kernels`` package does.
 
 When no candidate fits:
 
@@ -28,7 +32,9 @@ forward of every marked module instead.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import itertools
 import logging
 import os
 import types
@@ -45,7 +51,7 @@ from ..errors import (
     MissingDependencyError,
     NoCompatibleVariantError,
 )
-from .decorators import marked_name, original_function
+from .decorators import applies_to, kernel_funcs, marked_name, original_function
 from .mapping import Candidate, KernelMapping, current_mapping, describe_device
 from .mode import Mode, check_kernelize_mode, describe_mode
 from .repositories import KernelRepository
@@ -60,7 +66,14 @@ from .validation import (
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["kernelize", "KernelChoice", "kernel_choice", "mapping_disabled", "DISABLE_ENV"]
+__all__ = [
+    "kernelize",
+    "KernelChoice",
+    "kernel_choice",
+    "mapping_disabled",
+    "load_member",
+    "DISABLE_ENV",
+]
 
 log = logging.getLogger("kernel_plugins.layers")
 
@@ -126,11 +139,33 @@ def _resolve_device(device: object) -> Any:
 
 
 def _load_kernel(repo: KernelRepository, device: Any, *, trust: bool = False) -> types.ModuleType:
-    """Load a candidate's kernel module through :func:`kernel_plugins.load`."""
+    """Load a candidate's kernel module through :func:`kernel_plugins.load`.
+
+    A repository may carry its own trust (``load_options()["trust_remote_code"]``, as the
+    ``kernels`` compatibility repositories do); either grant is enough.
+    """
     import kernel_plugins
 
     options = {k: v for k, v in repo.load_options().items() if v is not None}
+    trust = bool(options.pop("trust_remote_code", False)) or trust
     return kernel_plugins.load(repo.target(), device=device, trust_remote_code=trust, **options)
+
+
+def load_member(repo: KernelRepository, device: object = None) -> Any:
+    """Load ``repo`` for ``device`` (default: the preferred device) and return the layer
+    class or function it names, without validating it against a model layer."""
+    kmod = _load_kernel(repo, _resolve_device(device))
+    where = repo.describe()
+    if repo.kind == "layer":
+        return _layer_class(kmod, repo.member, where)
+    return _function(kmod, repo.member, where)
+
+
+def _function(kmod: types.ModuleType, member: str, where: str) -> Any:
+    impl = getattr(kmod, member, None)
+    if impl is None:
+        raise LayerError(f"{where}: kernel module {kmod.__name__} has no such function")
+    return impl
 
 
 def _restore(module: Any) -> None:
@@ -186,53 +221,58 @@ class _Session:
         return impl, traits
 
     def _validated(self, cand: Candidate, module: Any) -> tuple[Any, KernelTraits] | str:
-        cls = type(module)
+        cls: Any = type(module)
         func = original_function(module)
-        if (func is None) != (cand.repo.kind == "layer"):
-            want = "a LayerRepository" if func is None else "a FuncRepository"
-            raise LayerError(
-                f"{cand.describe()} cannot serve `{cand.layer_name}`: it marks a "
-                f"{'layer class' if func is None else 'function'}, so map it to {want}"
-            )
         kmod = self.load(cand.repo)
         if isinstance(kmod, Exception):
             return f"could not be loaded: {kmod}"
         where = cand.repo.describe()
-        if func is None:
-            layers = getattr(kmod, "layers", None)
-            impl = getattr(layers, cand.repo.member, None) if layers is not None else None
-            if impl is None:
-                names = (
-                    sorted(
-                        n
-                        for n, v in getattr(layers, "__dict__", {}).items()
-                        if inspect.isclass(v) and not n.startswith("_")
-                    )
-                    if layers is not None
-                    else []
-                )
-                raise LayerError(
-                    f"{where}: the kernel module {kmod.__name__} has "
-                    + (
-                        f"no layer `{cand.repo.member}` (layers: {', '.join(names) or 'none'})"
-                        if layers is not None
-                        else "no `layers` attribute"
-                    )
-                )
-            traits = validate_layer(impl, cls, where=where)
+        if cand.repo.kind == "layer":
+            impl = _layer_class(kmod, cand.repo.member, where)
+            if func is None:
+                traits = validate_layer(impl, cls, where=where)
+            else:  # a marked function served by a layer class: forward(self, *function args)
+                traits = validate_layer(impl, cls, where=where, original_forward=func)
         else:
-            impl = getattr(kmod, cand.repo.member, None)
-            if impl is None:
-                raise LayerError(f"{where}: kernel module {kmod.__name__} has no such function")
-            traits = validate_function(impl, func, where=where, module=kmod, name=cand.repo.member)
+            impl = _function(kmod, cand.repo.member, where)
+            # a function replaces the whole forward: compare with it, without ``self``
+            original = func if func is not None else functools.partial(cls.forward, None)
+            traits = validate_function(
+                impl, original, where=where, module=kmod, name=cand.repo.member
+            )
         return impl, traits
 
 
+def _layer_class(kmod: types.ModuleType, member: str, where: str) -> Any:
+    """``kmod.layers.<member>``, or a LayerError listing the layers that exist."""
+    layers = getattr(kmod, "layers", None)
+    impl = getattr(layers, member, None) if layers is not None else None
+    if impl is not None:
+        return impl
+    names = (
+        sorted(
+            n
+            for n, v in getattr(layers, "__dict__", {}).items()
+            if inspect.isclass(v) and not n.startswith("_")
+        )
+        if layers is not None
+        else []
+    )
+    raise LayerError(
+        f"{where}: the kernel module {kmod.__name__} has "
+        + (
+            f"no layer `{member}` (layers: {', '.join(names) or 'none'})"
+            if layers is not None
+            else "no `layers` attribute"
+        )
+    )
+
+
 def _install(module: Any, impl: Any) -> None:
-    if original_function(module) is not None:
-        module.forward = impl
+    if inspect.isclass(impl):
+        module.forward = types.MethodType(getattr(impl, "forward"), module)  # noqa: B009
     else:
-        module.forward = types.MethodType(impl.forward, module)
+        module.forward = impl
 
 
 def _nothing_mapped(session: _Session, name: str) -> str:
@@ -328,7 +368,7 @@ def _apply(decision: _Decision) -> None:
 def kernelize(
     model: nn.Module,
     *,
-    mode: Mode,
+    mode: Mode | None = None,
     device: object = None,
     use_fallback: bool = True,
     require: set[str] | frozenset[str] | str | None = None,
@@ -337,8 +377,14 @@ def kernelize(
     """Replace the forward of every marked layer of ``model`` by the best mapped kernel's.
 
     :param model: the model (any ``nn.Module``; the model itself may be a marked layer).
-    :param mode: ``Mode.INFERENCE`` or ``Mode.TRAINING``, optionally ``| Mode.TORCH_COMPILE``.
-    :param device: ``"cuda"``, ``"mlu:1"``, a ``torch.device`` or a DeviceInfo; default
+        Marked functions that its modules hold through
+        :func:`~kernel_plugins.layers.use_kernelized_func` (``_kernel_funcs``) are
+        served too; a marked class's ``kernel_condition`` can exclude instances.
+    :param mode: ``Mode.INFERENCE`` or ``Mode.TRAINING``, optionally ``| Mode.TORCH_COMPILE``;
+        default: ``Mode.TRAINING`` when ``model.training`` is set, else ``Mode.INFERENCE``.
+    :param device: ``"cuda"``, ``"mlu:1"``, a ``torch.device`` or a DeviceInfo; default:
+        the device of the model's first parameter (or buffer), so a CPU model gets CPU
+        kernels on any machine; a model without tensors gets
         :func:`kernel_plugins.get_device` (the preferred available device).
     :param use_fallback: keep the original forward when no kernel fits (else raise
         :class:`~kernel_plugins.errors.LayerError`).
@@ -355,18 +401,22 @@ def kernelize(
     """
     import torch.nn as nn
 
-    mode = check_kernelize_mode(mode)
-    required = normalize_require(require)
     if not isinstance(model, nn.Module):
         raise LayerError(f"kernelize expects a torch.nn.Module, got {type(model).__name__}")
-    session = _Session(mode, device, required, use_fallback, trust_remote_code)
+    if mode is None:
+        mode = Mode.TRAINING if model.training else Mode.INFERENCE
+    mode = check_kernelize_mode(mode)
+    required = normalize_require(require)
+    session = _Session(
+        mode, _model_device(model) if device is None else device, required, use_fallback,
+        trust_remote_code,
+    )
     # Modules of one class marked with one name get the same decision: decide once each.
     decided: dict[tuple[Any, ...], _Decision] = {}
     decisions = []
-    for _, module in model.named_modules():
+    for module in _marked_modules(model):
         name = marked_name(module)
-        if name is None:
-            continue
+        assert name is not None
         key = (type(module), name, original_function(module))
         first = decided.get(key)
         if first is None:
@@ -375,3 +425,31 @@ def kernelize(
     for decision in decisions:  # only after every module was decided: all or nothing
         _apply(decision)
     return model
+
+
+def _marked_modules(model: nn.Module) -> list[Any]:
+    """Marked modules of ``model`` and the marked functions its modules hold
+    (``_kernel_funcs``), each once, skipping instances their ``kernel_condition`` refuses."""
+    seen: set[int] = set()
+    out = []
+    for _, module in model.named_modules():
+        for candidate in (*kernel_funcs(module), module):
+            if id(candidate) in seen or marked_name(candidate) is None:
+                continue
+            seen.add(id(candidate))
+            if not applies_to(candidate):
+                log.info(
+                    "kernelize: `%s` keeps its forward: its kernel_condition refused it",
+                    type(candidate).__name__,
+                )
+                continue
+            out.append(candidate)
+    return out
+
+
+def _model_device(model: nn.Module) -> Any:
+    """The device of the model's first parameter (else buffer); None when it has neither,
+    which means the preferred device of the machine."""
+    for tensor in itertools.chain(model.parameters(), model.buffers()):
+        return tensor.device
+    return None

@@ -20,6 +20,7 @@ hashable, so they can be compared and cached.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
@@ -63,23 +64,40 @@ def _check_revision_version(revision: object, version: object, cls: str) -> None
         )
 
 
-def _caller_file() -> str | None:
-    """The file of the first frame outside this module and generated code."""
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def caller_file() -> str | None:
+    """The file of the first frame outside kernel-plugins and generated code (the user's
+    code, also when a wrapper such as :mod:`kernel_plugins.compat.kernels` is between)."""
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if name != __file__ and not name.startswith("<"):
+        inside = os.path.abspath(name).startswith(_PACKAGE_DIR + os.sep)
+        if not inside and not name.startswith("<"):
             return name
         frame = frame.f_back  # type: ignore[assignment]
     return None
 
 
-def _find_lockfile(start: Path) -> Path | None:
-    for folder in (start, *start.parents):
-        candidate = folder / LOCKFILE_NAME
-        if candidate.is_file():
-            return candidate
-    return None
+def nearest_lockfile(origin: str | None, *, what: str) -> Path:
+    """The nearest ``kernels.lock`` above the file ``origin``, else above the working directory.
+
+    :param what: how to name the requester in the error.
+    :raises LockfileError: none found; names where it looked.
+    """
+    starts = [Path(origin).resolve().parent] if origin else []
+    starts.append(Path.cwd())
+    for start in starts:
+        for folder in (start, *start.parents):
+            candidate = folder / LOCKFILE_NAME
+            if candidate.is_file():
+                return candidate
+    looked = " and ".join(str(s) for s in starts)
+    raise LockfileError(
+        f"{what}: no {LOCKFILE_NAME} found in {looked} or their parents; pass "
+        f"lockfile=Path('.../{LOCKFILE_NAME}') or lock the project"
+    )
 
 
 class KernelRepository:
@@ -107,7 +125,11 @@ class KernelRepository:
 
     def describe(self) -> str:
         """``layer `SiluAndMul` of `org/activation` (version 1)``, for messages."""
-        opts = ", ".join(f"{k} {v}" for k, v in self.load_options().items() if v is not None)
+        opts = ", ".join(
+            f"{k} {v}"
+            for k, v in self.load_options().items()
+            if v is not None and k != "trust_remote_code"
+        )
         where = f"`{self.target()}`" + (f" ({opts})" if opts else "")
         return f"{self.kind} `{self.member}` of {where}"
 
@@ -168,7 +190,7 @@ class _LockedRepo(KernelRepository):
                 raise MappingError(f"{cls}: lockfile must be a str or Path, got {self.lockfile!r}")
             object.__setattr__(self, "lockfile", Path(self.lockfile).expanduser())
         elif self.origin is None:
-            object.__setattr__(self, "origin", _caller_file())
+            object.__setattr__(self, "origin", caller_file())
 
     def target(self) -> str:
         """The Hub repository id."""
@@ -182,17 +204,7 @@ class _LockedRepo(KernelRepository):
         """
         if self.lockfile is not None:
             return self.lockfile
-        starts = [Path(self.origin).resolve().parent] if self.origin else []
-        starts.append(Path.cwd())
-        for start in starts:
-            found = _find_lockfile(start)
-            if found is not None:
-                return found
-        looked = " and ".join(str(s) for s in starts)
-        raise LockfileError(
-            f"{type(self).__name__}({self.repo_id!r}): no {LOCKFILE_NAME} found in {looked} "
-            f"or their parents; pass lockfile=Path('.../{LOCKFILE_NAME}') or lock the project"
-        )
+        return nearest_lockfile(self.origin, what=f"{type(self).__name__}({self.repo_id!r})")
 
     def load_options(self) -> dict[str, Any]:
         """``lockfile``: the resolved lock file."""

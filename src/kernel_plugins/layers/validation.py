@@ -20,6 +20,7 @@ as function attributes (same defaults) and its properties through the kernel mod
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,13 +112,19 @@ def check_signature(
 
 
 def validate_layer(
-    kernel_cls: object, original_cls: type[nn.Module], *, where: str
+    kernel_cls: object,
+    original_cls: type[nn.Module],
+    *,
+    where: str,
+    original_forward: Callable[..., object] | None = None,
 ) -> KernelTraits:
     """Check a kernel layer class against the class whose forward it replaces.
 
     :param kernel_cls: the class found in the kernel's ``layers`` module.
     :param original_cls: the marked model class.
     :param where: how messages name the kernel layer.
+    :param original_forward: for a marked function, the function: the kernel's
+        ``forward`` without ``self`` must match its signature.
     :return: its :class:`KernelTraits`.
     Raises :class:`~kernel_plugins.errors.LayerError` naming the rule that is broken.
     """
@@ -140,12 +147,20 @@ def validate_layer(
             f"{where} adds members {', '.join(extra)}; a kernel layer may only define "
             f"forward and the class attributes {', '.join(sorted(ALLOWED_MEMBERS))}"
         )
-    check_signature(
-        kernel_cls.forward,
-        original_cls.forward,
-        where=where,
-        original=f"`{original_cls.__name__}.forward`",
-    )
+    if original_forward is None:
+        check_signature(
+            kernel_cls.forward,
+            original_cls.forward,
+            where=where,
+            original=f"`{original_cls.__name__}.forward`",
+        )
+    else:
+        check_signature(
+            functools.partial(kernel_cls.forward, None),
+            original_forward,
+            where=where,
+            original=f"`{_name_of(original_forward)}`",
+        )
     return KernelTraits(
         has_backward=_flag(kernel_cls, "has_backward", True, where),
         can_torch_compile=_flag(kernel_cls, "can_torch_compile", False, where),
@@ -170,14 +185,18 @@ def validate_function(
     """
     if not callable(func) or inspect.isclass(func):
         raise LayerError(f"{where} is not a function (got {func!r})")
-    check_signature(
-        func, original, where=where, original=f"`{getattr(original, '__name__', original)}`"
-    )
+    check_signature(func, original, where=where, original=f"`{_name_of(original)}`")
     return KernelTraits(
         has_backward=_flag(func, "has_backward", True, where),
         can_torch_compile=_flag(func, "can_torch_compile", False, where),
         properties=declared_properties(func, module=module, name=name),
     )
+
+
+def _name_of(fn: object) -> str:
+    """A function's name for messages (a ``partial`` names the function it wraps)."""
+    inner = getattr(fn, "func", fn)
+    return str(getattr(inner, "__qualname__", None) or getattr(inner, "__name__", None) or fn)
 
 
 def missing_for(traits: KernelTraits, mode: Mode, require: frozenset[str]) -> list[str]:

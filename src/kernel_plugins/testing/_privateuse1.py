@@ -21,6 +21,7 @@ This module imports torch; import it lazily.
 
 from __future__ import annotations
 
+import functools
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -395,8 +396,38 @@ def _autocast_kernel(op: Any) -> Callable[..., Any]:
     return kernel
 
 
+def _cpu_kernel_ops() -> Iterator[tuple[str, Any]]:
+    """aten ops with both a CPU kernel and a CompositeImplicitAutograd decomposition.
+
+    A backend without its own kernel for them gets the decomposition (e.g. silu_backward
+    as sigmoid arithmetic), whose last bits differ from the CPU kernel; the emulated
+    device registers the CPU kernel for them so results match the CPU bit for bit.
+    """
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    for qualified in torch._C._dispatch_get_all_op_names():
+        if not qualified.startswith("aten::"):
+            continue
+        if not (has(qualified, "CompositeImplicitAutograd") and has(qualified, "CPU")):
+            continue
+        name = qualified[len("aten::") :]
+        base, _, overload = name.partition(".")
+        packet = getattr(aten, base, None)
+        op = getattr(packet, overload or "default", None) if packet is not None else None
+        if op is not None:
+            yield name, op
+
+
+def _cpu_kernel(op: Any) -> Callable[..., Any]:
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        return _dispatch(op, args, kwargs)
+
+    return kernel
+
+
 def _register_kernels() -> None:
     impl = torch.library.Library("aten", "IMPL")
+    for name, op in _cpu_kernel_ops():
+        impl.impl(name, _cpu_kernel(op), "PrivateUse1")
     impl.impl("empty.memory_format", _k_empty, "PrivateUse1")
     impl.impl("empty_strided", _k_empty_strided, "PrivateUse1")
     impl.impl("_copy_from", _k_copy_from, "PrivateUse1")
@@ -434,6 +465,30 @@ class _Guard(torch._C._acc.DeviceGuard):  # type: ignore[misc]
 
     def type_(self) -> Any:
         return torch._C._autograd.DeviceType.PrivateUse1
+
+
+def _single_threaded_backward() -> None:
+    """Run every backward pass in the calling thread (not on per-device autograd threads).
+
+    PyTorch's Python-registered PrivateUse1 device guard always reports one device, so
+    the autograd engine creates one device queue and asserts for a graph on ``<name>:1``
+    and above. Without multithreading the engine uses the caller's CPU queue for every
+    device, which is also what happens for CPU tensors.
+    """
+    import torch.autograd.graph as graph
+
+    original = graph._engine_run_backward
+    if getattr(original, "__kernel_plugins_emulated__", False):
+        return
+
+    @functools.wraps(original)
+    def run_backward(*args: Any, **kwargs: Any) -> Any:
+        with torch.autograd.set_multithreading_enabled(False):
+            return original(*args, **kwargs)
+
+    run_backward.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
+    graph._engine_run_backward = run_backward
+    torch.autograd._engine_run_backward = run_backward  # type: ignore[attr-defined]
 
 
 def installed_privateuse1_device() -> tuple[str, int] | None:
@@ -490,5 +545,6 @@ def install_privateuse1_device(name: str, count: int, module: types.ModuleType) 
         torch._C._acc.register_python_privateuseone_hook(_Hooks())
         torch._C._acc.register_python_privateuseone_device_guard(_Guard())
         _register_kernels()
+        _single_threaded_backward()
         # Saved device tensors reload with torch.load's default weights_only=True.
         torch.serialization.add_safe_globals([EmulatedTensor])

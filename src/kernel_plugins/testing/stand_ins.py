@@ -52,6 +52,7 @@ __all__ = [
     "StandIns",
     "install_stand_ins",
     "merge_facts",
+    "not_emulated",
     "stand_in_package",
     "torch_release",
     "vendor_device_module",
@@ -160,11 +161,34 @@ def vendor_device_module(
     return device_module
 
 
-def stand_in_package(vendor_module: str, version: str) -> types.ModuleType:
+def not_emulated(vendor_module: str, name: str) -> Callable[..., Any]:
+    """A stand-in for the vendor operator ``vendor_module.name``: importing it works (as
+    libraries do at import time), calling it raises
+    :class:`~kernel_plugins.testing.EmulationError` (emulation runs no vendor kernels)."""
+
+    def operator(*args: Any, **kwargs: Any) -> Any:
+        raise EmulationError(
+            f"{vendor_module}.{name} is a vendor kernel, and the emulated {vendor_module} does "
+            f"not run vendor kernels; use a code path without it under emulation (e.g. "
+            f"attn_implementation='sdpa' or 'eager' in transformers)"
+        )
+
+    operator.__name__ = operator.__qualname__ = name
+    operator.__module__ = vendor_module
+    operator.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
+    return operator
+
+
+def stand_in_package(
+    vendor_module: str, version: str, *, vendor_ops: Iterable[str] = ()
+) -> types.ModuleType:
     """A module named ``vendor_module`` with ``__version__``, marked as emulated.
 
     It has a ``__spec__`` (so ``importlib.util.find_spec`` finds it once it is in
     ``sys.modules``) and ``__kernel_plugins_emulated__ = True``.
+
+    :param vendor_ops: names of the vendor package's operators that other libraries
+        import (e.g. ``npu_fusion_attention``); each becomes a :func:`not_emulated` stub.
     """
     package = types.ModuleType(
         vendor_module, f"Stand-in for {vendor_module} (EMULATED on CPU, not hardware)."
@@ -172,6 +196,8 @@ def stand_in_package(vendor_module: str, version: str) -> types.ModuleType:
     package.__spec__ = importlib.machinery.ModuleSpec(vendor_module, None)
     package.__version__ = version  # type: ignore[attr-defined]
     package.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
+    for name in vendor_ops:
+        setattr(package, name, not_emulated(vendor_module, name))
     return package
 
 

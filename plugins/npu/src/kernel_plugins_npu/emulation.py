@@ -51,6 +51,11 @@ DEFAULT_FACTS: dict[str, Any] = {
 }
 
 
+#: torch_npu operators other libraries import at import time (transformers imports
+#: ``npu_fusion_attention``); the stand-ins raise EmulationError when called.
+VENDOR_OPS = ("npu_fusion_attention", "npu_rms_norm", "npu_rotary_mul", "npu_swiglu")
+
+
 def build_stand_ins(
     count: int,
     facts: Mapping[str, Any] | None = None,
@@ -91,7 +96,9 @@ def build_stand_ins(
     device_module = vendor_device_module(
         NAME, count, props, extra=extra, device_module=device_module
     )
-    package = stand_in_package(VENDOR, merged["version"] or torch_release())
+    package = stand_in_package(
+        VENDOR, merged["version"] or torch_release(), vendor_ops=VENDOR_OPS
+    )
     return StandIns(package, device_module, {"cann": merged["cann"]})
 
 

@@ -1,0 +1,84 @@
+"""kernel-plugins errors raised through the ``kernels`` API also have the built-in type
+``kernels`` raises in the same case, so ``except ValueError`` in code written for
+``kernels`` keeps working, and the message keeps the phrase ``kernels`` uses.
+
+=================================  ===================  ===========================================
+kernel-plugins error               also                 message starts with
+=================================  ===================  ===========================================
+TrustError                         ValueError           ``<repo> is not from a trusted publisher``
+VersionNotFoundError               ValueError           ``Version <n> not found``
+NoCompatibleVariantError           FileNotFoundError    ``Cannot find a build variant``
+(no version nor revision given)    ValueError           ``A kernel version or revision must be
+                                                        specified``
+=================================  ===================  ===========================================
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from ..errors import NoCompatibleVariantError, TrustError, VersionNotFoundError
+
+__all__ = ["as_kernels_errors", "need_version_or_revision", "translated"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+_CLASSES: dict[tuple[type[BaseException], type[BaseException]], type[BaseException]] = {}
+
+
+def _with_builtin(cls: type[BaseException], builtin: type[BaseException]) -> type[BaseException]:
+    """``cls`` that is also a ``builtin`` (one class per pair)."""
+    key = (cls, builtin)
+    if key not in _CLASSES:
+        _CLASSES[key] = type(cls.__name__, (cls, builtin), {"__module__": cls.__module__})
+    return _CLASSES[key]
+
+
+def _translate(e: BaseException, repo_id: str, version: object) -> BaseException | None:
+    if isinstance(e, TrustError) and not isinstance(e, ValueError):
+        prefix = f"{repo_id} is not from a trusted publisher"
+        return _with_builtin(type(e), ValueError)(f"{prefix}. {e}")
+    if isinstance(e, VersionNotFoundError) and not isinstance(e, ValueError):
+        return _with_builtin(type(e), ValueError)(f"Version {version} not found. {e}")
+    if isinstance(e, NoCompatibleVariantError) and not isinstance(e, FileNotFoundError):
+        return _with_builtin(type(e), FileNotFoundError)(
+            f"Cannot find a build variant for this system in {repo_id}. {e}"
+        )
+    return None
+
+
+@contextmanager
+def as_kernels_errors(repo_id: str, version: object = None) -> Iterator[None]:
+    """Re-raise the errors of the table above with their ``kernels`` type and phrase."""
+    try:
+        yield
+    except (TrustError, VersionNotFoundError, NoCompatibleVariantError) as e:
+        new = _translate(e, repo_id, version)
+        if new is None:
+            raise
+        raise new from e
+
+
+def translated(func: F) -> F:
+    """Decorate a loader taking ``repo_id`` first (and ``version=``) with
+    :func:`as_kernels_errors`."""
+
+    @functools.wraps(func)
+    def wrapper(repo_id: Any, *args: Any, **kwargs: Any) -> Any:
+        with as_kernels_errors(str(repo_id), kwargs.get("version")):
+            return func(repo_id, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def need_version_or_revision(revision: object, version: object) -> None:
+    """``kernels`` 0.17 needs one of them for Hub loads (no implicit newest version)."""
+    if revision is None and version is None:
+        raise ValueError(
+            "A kernel version or revision must be specified (version=N for the v<N> branch, "
+            "or revision='main' / a tag / a commit sha)"
+        )

@@ -1,0 +1,227 @@
+"""Value types of the ``kernels`` API: devices with properties, variants, metadata."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from enum import Flag, auto
+from pathlib import Path
+from typing import Any
+
+from ..layers import CapabilityRange
+
+__all__ = [
+    "CUDAProperties",
+    "ROCMProperties",
+    "Device",
+    "KernelizeFallback",
+    "RepoInfo",
+    "Metadata",
+    "VariantName",
+    "VariantAccepted",
+    "VariantRejected",
+]
+
+
+def _check_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int such as 75 (capability 7.5), got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class _CapabilityProperties:
+    min_capability: int
+    max_capability: int
+
+    def __post_init__(self) -> None:
+        _check_int(self.min_capability, "min_capability")
+        _check_int(self.max_capability, "max_capability")
+        self.validate_capability_range()
+
+    def validate_capability_range(self) -> None:
+        """Raise ValueError when ``min_capability > max_capability``."""
+        if self.min_capability > self.max_capability:
+            raise ValueError(
+                f"min_capability ({self.min_capability}) must be <= max_capability "
+                f"({self.max_capability})"
+            )
+
+    def capability_range(self) -> CapabilityRange:
+        """The same range as a :class:`~kernel_plugins.layers.CapabilityRange` (75 -> 7.5)."""
+        return CapabilityRange(
+            min=divmod(self.min_capability, 10), max=divmod(self.max_capability, 10)
+        )
+
+
+@dataclass(frozen=True)
+class CUDAProperties(_CapabilityProperties):
+    """CUDA compute capabilities a mapping entry serves, as ints (75 = 7.5), inclusive.
+
+    Example::
+
+        Device(type="cuda", properties=CUDAProperties(min_capability=75, max_capability=90))
+    """
+
+
+@dataclass(frozen=True)
+class ROCMProperties(_CapabilityProperties):
+    """ROCm capabilities a mapping entry serves, as ints (115 = 11.5), inclusive."""
+
+
+@dataclass(frozen=True)
+class Device:
+    """A mapping key: a device type with optional capability properties.
+
+    Args:
+        type: ``"cuda"``, ``"rocm"``, ``"mps"``, ``"xpu"``, ``"npu"``, ``"cpu"``, or any
+            backend kernel-plugins has (``"mlu"``, ``"musa"``, ``"neuron"`` ...).
+        properties: :class:`CUDAProperties` (only with ``"cuda"``) or
+            :class:`ROCMProperties` (only with ``"rocm"``).
+    """
+
+    type: str
+    properties: CUDAProperties | ROCMProperties | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.type, str) or not self.type:
+            raise TypeError(f"Device type must be a non-empty string, got {self.type!r}")
+        if isinstance(self.properties, CUDAProperties) and self.type != "cuda":
+            raise ValueError("CUDAProperties is only supported for 'cuda' devices.")
+        if isinstance(self.properties, ROCMProperties) and self.type != "rocm":
+            raise ValueError("ROCMProperties is only supported for 'rocm' devices.")
+        if self.properties is not None and not isinstance(
+            self.properties, (CUDAProperties, ROCMProperties)
+        ):
+            raise TypeError(
+                f"Device properties must be CUDAProperties or ROCMProperties, got "
+                f"{type(self.properties).__name__}"
+            )
+
+
+class KernelizeFallback(Flag):
+    """When ``kernelize`` may keep a layer's original forward (as in ``kernels``).
+
+    kernel-plugins decides per candidate: ``NONE`` raises when no kernel fits; every
+    other value keeps the original forward when nothing fits, and a kernel that cannot
+    be loaded on the device is skipped with a warning in every case.
+    """
+
+    NONE = 0
+    NO_LAYER = auto()
+    NO_DEVICE = auto()
+    NO_COMPATIBLE_PROPERTIES = auto()
+    NO_COMPATIBLE_MODE = auto()
+    CANNOT_LOAD = auto()
+
+    DEFAULT = NO_LAYER | NO_DEVICE | NO_COMPATIBLE_PROPERTIES | NO_COMPATIBLE_MODE
+    ALL = DEFAULT | CANNOT_LOAD
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    """Where a Hub kernel came from: ``repo_id`` and the ``revision`` (commit sha)."""
+
+    repo_id: str
+    revision: str
+
+
+class Metadata:
+    """A variant's parsed ``metadata.json`` (read with kernel-plugins' validation)."""
+
+    def __init__(self, data: Any) -> None:
+        self._data = data
+
+    @staticmethod
+    def read_from_file(metadata_path: os.PathLike[str] | str) -> Metadata:
+        """Parse ``metadata.json`` at ``metadata_path``; ValueError on any I/O or parse error."""
+        try:
+            raw = Path(metadata_path).read_bytes()
+        except OSError as e:
+            raise ValueError(f"cannot read {metadata_path}: {e}") from e
+        return Metadata.from_bytes(raw, where=str(metadata_path))
+
+    @staticmethod
+    def from_bytes(bytes: bytes, where: str = "metadata.json") -> Metadata:  # noqa: A002
+        """Parse ``metadata.json`` content; ValueError on any parse error."""
+        from ..metadata import parse_metadata
+
+        try:
+            data = json.loads(bytes)
+        except ValueError as e:
+            raise ValueError(f"{where} is not valid JSON: {e}") from e
+        return Metadata(parse_metadata(data, where=where))
+
+    @property
+    def id(self) -> str:
+        """Identifier unique to the kernel version and backend (the import name)."""
+        return str(self._data.id)
+
+    @property
+    def name(self) -> str:
+        """The kernel name."""
+        return str(self._data.name)
+
+    @property
+    def version(self) -> int | None:
+        """The kernel's major version."""
+        return int(self._data.version)
+
+    @property
+    def kernels_minver(self) -> None:
+        """Always None: kernel-plugins does not read a minimum ``kernels`` version."""
+        return None
+
+    @property
+    def license(self) -> str:
+        """The license."""
+        return str(self._data.license)
+
+    @property
+    def upstream(self) -> str | None:
+        """The upstream repository, if declared."""
+        return self._data.upstream  # type: ignore[no-any-return]
+
+    @property
+    def source(self) -> str | None:
+        """The source repository, if declared."""
+        return self._data.source  # type: ignore[no-any-return]
+
+    @property
+    def python_depends(self) -> list[str]:
+        """Required Python dependencies."""
+        return list(self._data.python_depends)
+
+    @property
+    def backend(self) -> Any:
+        """The backend field."""
+        return self._data.backend
+
+    def __repr__(self) -> str:
+        return f"Metadata(name={self.name!r}, id={self.id!r}, version={self.version})"
+
+
+@dataclass(frozen=True)
+class VariantName:
+    """A build variant, named as in ``build/`` (``variant_str``)."""
+
+    variant_str: str
+
+    def __str__(self) -> str:
+        return self.variant_str
+
+
+@dataclass(frozen=True)
+class VariantAccepted:
+    """A variant compatible with this system."""
+
+    variant: VariantName
+
+
+@dataclass(frozen=True)
+class VariantRejected:
+    """A variant incompatible with this system, with the reason."""
+
+    variant: VariantName
+    reason: str

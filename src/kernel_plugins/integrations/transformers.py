@@ -1,0 +1,160 @@
+"""Serve Hugging Face transformers models with kernel-plugins, on every backend.
+
+transformers decorates its layers (``LlamaRMSNorm``, the activation classes, ...) with
+``use_kernel_forward_from_hub(name)`` and its attention classes with
+``use_kernelized_func(apply_rotary_pos_emb)``. It places those marks only when a
+compatible release of the Hub ``kernels`` package is importable; otherwise its decorators
+do nothing. :func:`enable` makes them place our marks instead (the same marks:
+``kernel_layer_name`` on classes, marked-function modules in ``_kernel_funcs``) and
+registers :func:`default_mapping`, so that::
+
+    from kernel_plugins.integrations import transformers as kp_transformers
+    kp_transformers.enable()            # before model classes are imported
+
+    from transformers import AutoModelForCausalLM
+    import kernel_plugins
+    model = AutoModelForCausalLM.from_config(config)
+    kernel_plugins.kernelize(model)     # RMSNorm, activations, rotary: kernels
+
+When transformers already uses ``kernels`` (a compatible release is installed and
+``USE_HUB_KERNELS`` is not off), its marks are left as they are: kernelize reads them too.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .._warn import warn_user
+
+__all__ = ["enable", "is_enabled", "default_mapping", "KERNEL_REPOS", "DECORATORS"]
+
+#: Marked name -> (Hub repository, API version, member, kind): the community kernels
+#: that serve transformers' marks, at the API version whose signatures match.
+KERNEL_REPOS: dict[str, tuple[str, int, str, str]] = {
+    "RMSNorm": ("kernels-community/rmsnorm", 1, "RMSNorm", "layer"),
+    "SiLU": ("kernels-community/activation", 1, "Silu", "layer"),
+    "GeLU": ("kernels-community/activation", 1, "Gelu", "layer"),
+    "GeluTanh": ("kernels-community/activation", 1, "GeluTanh", "layer"),
+    "NewGELU": ("kernels-community/activation", 1, "NewGELU", "layer"),
+    "FastGELU": ("kernels-community/activation", 1, "FastGELU", "layer"),
+    "QuickGELU": ("kernels-community/activation", 1, "QuickGELU", "layer"),
+    "rotary_pos_emb": ("kernels-community/rotary", 2, "apply_rotary_transformers", "function"),
+}
+
+#: Marked names served for inference only on some device keys, as transformers' own
+#: mapping does (the Hub rotary kernel's backward differs there).
+INFERENCE_ONLY: dict[str, frozenset[str]] = {
+    "rotary_pos_emb": frozenset({"cuda", "rocm", "xpu"}),
+}
+
+#: The decorators of ``transformers.integrations.hub_kernels`` that :func:`enable` sets.
+DECORATORS = ("use_kernel_forward_from_hub", "use_kernel_func_from_hub", "use_kernelized_func")
+
+_ENABLED = False
+
+
+def _repository(name: str) -> Any:
+    from ..layers import FuncRepository, LayerRepository
+
+    repo_id, version, member, kind = KERNEL_REPOS[name]
+    if kind == "function":
+        return FuncRepository(repo_id, func_name=member, version=version)
+    return LayerRepository(repo_id, layer_name=member, version=version)
+
+
+def default_mapping() -> dict[str, dict[str, Any]]:
+    """The mapping :func:`enable` registers: every name of :data:`KERNEL_REPOS` on every
+    installed backend (by backend name), for every mode (inference only where
+    :data:`INFERENCE_ONLY` says so).
+
+    Loading goes through :func:`kernel_plugins.load`, so a backend without a build of
+    the Hub kernel, or no Hub at all, gets the bundled reference kernel with a warning.
+    """
+    from ..layers import Mode
+    from ..plugins import get_manager
+
+    backends = sorted(get_manager().backends())
+    mapping: dict[str, dict[str, Any]] = {}
+    for name in KERNEL_REPOS:
+        repo = _repository(name)
+        only = INFERENCE_ONLY.get(name, frozenset())
+        mapping[name] = {
+            backend: ({Mode.INFERENCE: repo} if backend in only else repo) for backend in backends
+        }
+    return mapping
+
+
+def _marking_decorators() -> dict[str, Any]:
+    from .. import layers
+
+    def use_kernel_forward_from_hub(layer_name: str, *args: Any, **kwargs: Any) -> Any:
+        return layers.use_kernel_forward_from_hub(layer_name, *args, **kwargs)
+
+    def use_kernelized_func(*funcs: Any) -> Any:
+        return layers.use_kernelized_func(*funcs)
+
+    return {
+        "use_kernel_forward_from_hub": use_kernel_forward_from_hub,
+        # transformers' deprecated alias marks classes and functions alike
+        "use_kernel_func_from_hub": use_kernel_forward_from_hub,
+        "use_kernelized_func": use_kernelized_func,
+    }
+
+
+def _transformers_uses_kernels(hub_kernels: Any) -> bool:
+    return bool(hub_kernels.is_kernels_available() and getattr(hub_kernels, "_kernels_enabled", False))
+
+
+def _unmarked_modules() -> list[str]:
+    """transformers modules imported before :func:`enable` whose classes carry no marks."""
+    return sorted(
+        m
+        for m in sys.modules
+        if m == "transformers.activations"
+        or (m.startswith("transformers.models.") and ".modeling_" in m)
+    )
+
+
+def enable(*, register_mapping: bool = True) -> None:
+    """Make transformers models built from now on carry kernel marks; register the mapping.
+
+    Call it before importing model classes (``transformers.LlamaForCausalLM``,
+    ``AutoModel...`` resolve them lazily, so before building the first model is enough).
+    Safe to call more than once.
+
+    :param register_mapping: also merge :func:`default_mapping` into the process-wide
+        kernel mapping (``register_kernel_mapping``); mappings registered later win.
+    :raises ImportError: transformers is not installed (``pip install transformers``).
+    """
+    global _ENABLED
+    try:
+        import transformers.integrations as integrations
+        import transformers.integrations.hub_kernels as hub_kernels
+    except ImportError as e:
+        raise ImportError(
+            f"kernel_plugins.integrations.transformers.enable() needs transformers: "
+            f"pip install transformers ({e})"
+        ) from e
+    if not _ENABLED:
+        late = _unmarked_modules()
+        if late:
+            warn_user(
+                "kernel_plugins.integrations.transformers.enable() was called after "
+                f"{', '.join(late)} were imported: their layers carry no kernel marks. Call "
+                "enable() before importing or building transformers models."
+            )
+        if not _transformers_uses_kernels(hub_kernels):
+            for attr, fn in _marking_decorators().items():
+                setattr(hub_kernels, attr, fn)
+                setattr(integrations, attr, fn)
+    if register_mapping:
+        from ..layers import register_kernel_mapping
+
+        register_kernel_mapping(default_mapping())
+    _ENABLED = True
+
+
+def is_enabled() -> bool:
+    """Whether :func:`enable` was called in this process."""
+    return _ENABLED

@@ -1,0 +1,228 @@
+"""kernel_plugins.compat.kernels: the HF ``kernels`` 0.17 API on kernel-plugins."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import kernel_plugins.compat.kernels as kernels
+from kernel_plugins.device import DeviceInfo
+from kernel_plugins.errors import TrustError
+from kernel_plugins.layers import kernel_choice, mapping
+from kernel_plugins.reference import reference_repo
+
+# The public names of kernels 0.17 (its ``__all__``).
+KERNELS_017 = {
+    "__version__", "Benchmark", "CUDAProperties", "Device", "KernelizeFallback",
+    "ROCMProperties", "FuncRepository", "LayerRepository", "LoadedKernel",
+    "LocalFuncRepository", "LocalLayerRepository", "LockedFuncRepository",
+    "LockedLayerRepository", "Metadata", "Mode", "RepoInfo", "VariantAccepted",
+    "VariantRejected", "get_kernel", "get_kernel_dep", "get_kernel_variants",
+    "get_loaded_kernels", "get_local_kernel", "get_locked_kernel", "has_kernel",
+    "install_kernel", "kernelize", "load_kernel", "register_kernel_mapping",
+    "replace_kernel_forward_from_hub", "use_kernel_forward_from_hub",
+    "use_kernel_func_from_hub", "use_kernel_mapping", "use_kernelized_func",
+}  # fmt: skip
+
+ACTIVATION = reference_repo("activation")
+
+
+@pytest.fixture(autouse=True)
+def clean_mapping(manager, monkeypatch):
+    monkeypatch.delenv("DISABLE_KERNEL_MAPPING", raising=False)
+    monkeypatch.delenv("KERNEL_PLUGINS_TRUSTED_ORGS", raising=False)
+    mapping._reset_for_tests()
+    yield
+    mapping._reset_for_tests()
+
+
+@kernels.use_kernel_forward_from_hub("SiluAndMul")
+class SiluAndMul(nn.Module):
+    def forward(self, x):
+        d = x.shape[-1] // 2
+        return nn.functional.silu(x[..., :d]) * x[..., d:]
+
+
+def test_every_public_name_of_kernels_017_exists():
+    assert set(kernels.__all__) == KERNELS_017
+    for name in KERNELS_017:
+        assert getattr(kernels, name) is not None, name
+
+
+@pytest.mark.parametrize(
+    ("func", "params"),
+    [
+        ("get_kernel", ["repo_id", "revision", "version", "backend", "user_agent",
+                        "trust_remote_code", "check_arch"]),
+        ("get_local_kernel", ["repo_path", "backend", "trust_remote_code", "user_agent"]),
+        ("has_kernel", ["repo_id", "revision", "version", "backend", "trust_remote_code",
+                        "check_arch"]),
+        ("load_kernel", ["repo_id", "lockfile", "backend"]),
+        ("install_kernel", ["repo_id", "revision", "version", "backend", "local_files_only",
+                            "user_agent", "trust_remote_code"]),
+        ("get_kernel_variants", ["repo_id", "revision", "version", "backend"]),
+        ("kernelize", ["model", "mode", "device", "use_fallback"]),
+        ("register_kernel_mapping", ["mapping", "inherit_mapping"]),
+        ("use_kernel_mapping", ["mapping", "inherit_mapping"]),
+    ],
+)  # fmt: skip
+def test_signatures_match_kernels(func, params):
+    assert list(inspect.signature(getattr(kernels, func)).parameters) == params
+
+
+def test_layer_repository_needs_exactly_one_of_revision_and_version():
+    with pytest.raises(ValueError, match="must be specified"):
+        kernels.LayerRepository("kernels-community/activation", layer_name="SiluAndMul")
+    with pytest.raises(ValueError, match="not both"):
+        kernels.LayerRepository("a/b", layer_name="X", revision="main", version=1)
+    repo = kernels.LayerRepository(
+        "org/act", layer_name="X", version=1, trust_remote_code=["org/act"], user_agent={"a": 1}
+    )
+    assert repo.trust_remote_code == ("org/act",) and hash(repo) == hash(
+        kernels.LayerRepository("org/act", layer_name="X", version=1, trust_remote_code=["org/act"])
+    )
+
+
+def test_layer_repository_load_returns_the_layer_class_with_the_fallback_warning():
+    repo = kernels.LayerRepository("kernels-community/activation", layer_name="SiluAndMul", version=1)
+    with pytest.warns(UserWarning, match="portable reference kernel for 'activation'"):
+        cls = repo.load()
+    assert cls.__name__ == "SiluAndMul" and issubclass(cls, nn.Module)
+    local = kernels.LocalLayerRepository(ACTIVATION, layer_name="GeluAndMul").load()
+    assert local.__name__ == "GeluAndMul"
+
+
+def test_trust_is_enforced_on_every_path(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    untrusted = kernels.LayerRepository("someone/act", layer_name="SiluAndMul", version=1)
+    with pytest.raises(TrustError, match="someone/act"):
+        untrusted.load()
+    with pytest.raises(TrustError):
+        kernels.get_kernel("someone/act", version=1)
+    with pytest.raises(TrustError):
+        kernels.get_kernel("someone/act", version=1, trust_remote_code=["other/repo"])
+    with pytest.raises(TrustError):
+        kernels.has_kernel("someone/act", version=1)
+    with pytest.raises(TrustError):
+        kernels.install_kernel("someone/act", version=1)
+    with kernels.use_kernel_mapping({"SiluAndMul": {"cpu": untrusted}}):
+        with pytest.raises(TrustError):
+            kernels.kernelize(SiluAndMul(), mode=kernels.Mode.INFERENCE, device="cpu")
+    # trusted by the repository's own list: trust passes, then the (offline) Hub is asked
+    listed = kernels.LayerRepository(
+        "someone/act", layer_name="SiluAndMul", version=1, trust_remote_code=["someone/act"]
+    )
+    with pytest.raises(Exception) as info:
+        listed.load()
+    assert not isinstance(info.value, TrustError)
+
+
+def test_device_properties_become_capability_ranges():
+    with pytest.raises(ValueError, match="only supported for 'cuda'"):
+        kernels.Device(type="rocm", properties=kernels.CUDAProperties(75, 90))
+    with pytest.raises(ValueError, match="must be <="):
+        kernels.CUDAProperties(min_capability=90, max_capability=75)
+    old = kernels.LayerRepository("kernels-community/a", layer_name="Old", version=1)
+    new = kernels.LayerRepository("kernels-community/a", layer_name="New", version=1)
+    any_gpu = kernels.LayerRepository("kernels-community/a", layer_name="Any", version=1)
+    kernels.register_kernel_mapping({"SiluAndMul": {
+        kernels.Device(type="cuda", properties=kernels.CUDAProperties(75, 89)): old,
+        kernels.Device(type="cuda", properties=kernels.CUDAProperties(90, 121)): new,
+        "cuda": any_gpu,
+    }})  # fmt: skip
+
+    def names(capability):
+        dev = DeviceInfo(backend="cuda", device_type="cuda", count=1, capability=capability)
+        cands = mapping.current_mapping().candidates("SiluAndMul", dev, kernels.Mode.INFERENCE)
+        return [c.repo.layer_name for c in cands]
+
+    assert names((8, 0)) == ["Old", "Any"]
+    assert names((12, 1)) == ["New", "Any"]
+    assert names((7, 0)) == ["Any"]
+
+
+def test_kernelize_with_a_local_repository_and_the_fallback_flags():
+    model = nn.Sequential(nn.Linear(8, 8), SiluAndMul())
+    x = torch.randn(3, 8)
+    expected = model(x)
+    repo = kernels.LocalLayerRepository(ACTIVATION, layer_name="SiluAndMul")
+    with kernels.use_kernel_mapping({"SiluAndMul": {"cpu": repo}}):
+        kernels.kernelize(model, mode=kernels.Mode.INFERENCE)  # device from the parameters
+    assert kernel_choice(model[1]).uses_kernel
+    assert torch.equal(model(x), expected)
+    with kernels.use_kernel_mapping({}, inherit_mapping=False):
+        with pytest.raises(Exception, match="SiluAndMul"):
+            kernels.kernelize(model, mode=kernels.Mode.INFERENCE, use_fallback=kernels.KernelizeFallback.NONE)
+        kernels.kernelize(model, mode=kernels.Mode.INFERENCE, use_fallback=kernels.KernelizeFallback.ALL)
+    assert not kernel_choice(model[1]).uses_kernel
+    with pytest.raises(ValueError, match="FALLBACK"):
+        kernels.kernelize(model, mode=kernels.Mode.FALLBACK)
+
+
+def test_use_kernelized_func_and_func_repository():
+    @kernels.use_kernel_forward_from_hub("silu_and_mul_fn")
+    def silu_and_mul(x):
+        d = x.shape[-1] // 2
+        return nn.functional.silu(x[..., :d]) * x[..., d:]
+
+    @kernels.use_kernelized_func(silu_and_mul)
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return silu_and_mul(self.proj(x))
+
+    block = Block()
+    assert block._kernel_funcs == {"silu_and_mul": silu_and_mul}
+    x = torch.randn(2, 8)
+    expected = block(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        layer_repo = kernels.LocalLayerRepository(ACTIVATION, layer_name="SiluAndMul")
+    with kernels.use_kernel_mapping({"silu_and_mul_fn": {"cpu": layer_repo}}):
+        kernels.kernelize(block, mode=kernels.Mode.INFERENCE)
+    assert kernel_choice(silu_and_mul).uses_kernel
+    assert torch.equal(block(x), expected)
+    with pytest.raises(ValueError, match="Function `<lambda>` is not decorated"):
+        kernels.use_kernelized_func(lambda x: x)
+
+
+def test_loaded_kernels_and_metadata():
+    module = kernels.get_local_kernel(ACTIVATION)
+    loaded = [k for k in kernels.get_loaded_kernels() if k.module is module]
+    assert loaded and loaded[0].metadata.name == "activation" and loaded[0].repo_info is None
+    meta = kernels.Metadata.read_from_file(Path(module.__kernel_provenance__.path) / "metadata.json")
+    assert meta.id == module.__name__
+    with pytest.raises(ValueError, match="not valid JSON"):
+        kernels.Metadata.from_bytes(b"{")
+
+
+def test_get_kernel_dep_outside_loading_and_user_agent_type():
+    with pytest.raises(RuntimeError, match="only works during kernel loading"):
+        kernels.get_kernel_dep("kernels-community/activation")
+    with pytest.raises(TypeError, match="user_agent"):
+        kernels.get_kernel("kernels-community/activation", version=1, user_agent=3)
+
+
+def test_errors_have_the_types_and_phrases_of_kernels(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="A kernel version or revision must be specified"):
+        kernels.get_kernel("kernels-community/activation")
+    with pytest.raises(ValueError, match="A kernel version or revision must be specified"):
+        kernels.has_kernel("kernels-community/activation")
+    with pytest.raises(ValueError, match="someone/act is not from a trusted publisher") as info:
+        kernels.get_kernel("someone/act", version=1)
+    assert isinstance(info.value, TrustError)  # still kernel-plugins' error too
+    repo = kernels.LayerRepository("someone/act", layer_name="SiluAndMul", version=1)
+    with pytest.raises(ValueError, match="not from a trusted publisher"):
+        repo.load()
+    with kernels.use_kernel_mapping({"SiluAndMul": {"cpu": repo}}):
+        with pytest.raises(ValueError, match="not from a trusted publisher"):
+            kernels.kernelize(SiluAndMul(), mode=kernels.Mode.INFERENCE, device="cpu")

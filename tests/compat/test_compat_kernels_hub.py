@@ -1,0 +1,121 @@
+"""kernel_plugins.compat.kernels against a real Hub server (olah) on loopback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+import kernel_plugins.compat.kernels as kernels
+from tests.support.hub import make_kernel_repo
+
+LAYERS = """
+import torch
+from torch import nn
+
+class Double(nn.Module):
+    has_backward = True
+    def forward(self, x):
+        return x * 2 + 1000
+"""
+
+
+def variant(kernel_id: str, backend: str) -> dict[str, str]:
+    meta = {"name": "compat-k", "id": kernel_id, "version": 1, "license": "Apache-2.0",
+            "python-depends": [], "backend": {"type": backend}}
+    return {"metadata.json": json.dumps(meta), "__init__.py": "from . import layers\nVALUE = 7\n",
+            "layers.py": LAYERS}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def repos(hub_server):
+    make_kernel_repo(
+        hub_server, "kernels-community/compat-k",
+        variants={"torch-cpu": variant("_compat_k_cpu", "cpu"),
+                  "torch-cuda": variant("_compat_k_cuda", "cuda")},
+        branches=("v1",),
+    )  # fmt: skip
+    make_kernel_repo(
+        hub_server, "kernels-community/compat-cuda-only",
+        variants={"torch-cuda": variant("_compat_cuda_only", "cuda")}, branches=("v1",),
+    )  # fmt: skip
+    make_kernel_repo(
+        hub_server, "someone/compat-untrusted",
+        variants={"torch-cpu": variant("_compat_untrusted", "cpu")}, branches=("v1",),
+    )  # fmt: skip
+
+
+@kernels.use_kernel_forward_from_hub("Doubler")
+class Doubler(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def test_get_kernel_and_loaded_kernels(manager, hub_env, repos):
+    module = kernels.get_kernel("kernels-community/compat-k", version=1, user_agent="app/1.0")
+    assert module.VALUE == 7
+    (loaded,) = [k for k in kernels.get_loaded_kernels() if k.module is module]
+    assert loaded.metadata.name == "compat-k"
+    assert loaded.repo_info.repo_id == "kernels-community/compat-k"
+    assert len(loaded.repo_info.revision) == 40
+
+
+def test_has_kernel_and_variants(manager, hub_env, repos):
+    assert kernels.has_kernel("kernels-community/compat-k", version=1)
+    assert not kernels.has_kernel("kernels-community/compat-cuda-only", version=1)
+    decisions = kernels.get_kernel_variants("kernels-community/compat-k", version=1)
+    assert isinstance(decisions[0], kernels.VariantAccepted)
+    assert decisions[0].variant.variant_str == "torch-cpu"
+    rejected = [d for d in decisions if isinstance(d, kernels.VariantRejected)]
+    assert [d.variant.variant_str for d in rejected] == ["torch-cuda"] and rejected[0].reason
+
+
+def test_install_kernel_returns_the_variant_folder(manager, hub_env, repos):
+    path = kernels.install_kernel("kernels-community/compat-k", version=1)
+    assert path.name == "torch-cpu" and (path / "metadata.json").is_file()
+
+
+def test_layer_repository_load_and_kernelize_with_trust(manager, hub_env, repos):
+    repo = kernels.LayerRepository("kernels-community/compat-k", layer_name="Double", version=1)
+    assert repo.load().__name__ == "Double"
+    model = nn.Sequential(nn.Identity(), Doubler())
+    with kernels.use_kernel_mapping({"Doubler": {"cpu": repo}}):
+        kernels.kernelize(model, mode=kernels.Mode.INFERENCE)
+    assert torch.equal(model(torch.ones(2)), torch.full((2,), 1002.0))
+    untrusted = kernels.LayerRepository("someone/compat-untrusted", layer_name="Double", version=1)
+    with pytest.raises(PermissionError, match="someone/compat-untrusted"):
+        untrusted.load()
+    trusted = kernels.LayerRepository(
+        "someone/compat-untrusted", layer_name="Double", version=1, trust_remote_code=True
+    )
+    assert trusted.load().__name__ == "Double"
+    assert kernels.get_kernel(
+        "someone/compat-untrusted", version=1, trust_remote_code=["someone/compat-untrusted"]
+    ).VALUE == 7
+
+
+def test_locked_kernels(manager, hub_env, repos, tmp_path, monkeypatch):
+    from kernel_plugins.cli.main import main
+    from tests.lockfiles.conftest import write_pyproject
+
+    project = write_pyproject(tmp_path / "proj", {"kernels-community/compat-k": 1})
+    assert main(["lock", str(project)]) == 0
+    lockfile = project / "kernels.lock"
+    locked = kernels.get_locked_kernel("kernels-community/compat-k", lockfile=lockfile)
+    assert locked.VALUE == 7 and locked.__kernel_provenance__.sha
+    monkeypatch.chdir(project)  # lockfile=None: the nearest kernels.lock (here: the cwd's)
+    assert kernels.load_kernel("kernels-community/compat-k", lockfile=None).VALUE == 7
+    repo = kernels.LockedLayerRepository("kernels-community/compat-k", layer_name="Double")
+    assert repo.load().__name__ == "Double"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="no kernels.lock found"):
+        kernels.load_kernel("kernels-community/compat-k", lockfile=None)
+
+
+def test_missing_version_and_variant_errors_as_in_kernels(manager, hub_env, repos):
+    with pytest.raises(ValueError, match="Version 3 not found.*available versions: 1"):
+        kernels.get_kernel("kernels-community/compat-k", version=3)
+    with pytest.raises(FileNotFoundError, match="Cannot find a build variant"):
+        kernels.get_kernel("kernels-community/compat-cuda-only", version=1)

@@ -1,0 +1,36 @@
+"""The README's "Use with transformers" and "Coming from `kernels`" examples run as written
+(in a fresh interpreter; the Hub is unreachable, so the reference kernels serve)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kernel_plugins.testing import run_in_fresh_interpreter
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def section_code(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    blocks = re.findall(r"```python\n(.*?)```", text[start:end], flags=re.S)
+    assert len(blocks) == 1, f"section {title!r} should hold one python example"
+    return blocks[0]
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Use with transformers", "reference"),
+        ("Coming from `kernels`", "['activation']"),
+    ],
+)
+def test_readme_example_runs(title, expected):
+    pytest.importorskip("transformers")
+    proc = run_in_fresh_interpreter(section_code(title), env={"HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == expected
