@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from kernel_plugins.reference import reference_repo
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-ACTIVATION_REFERENCE = REPO_ROOT / "src" / "kernel_plugins" / "reference" / "activation"
+ACTIVATION_REFERENCE = reference_repo("activation")
+assert ACTIVATION_REFERENCE is not None
 
 #: silu_and_mul is wrong by +0.01 everywhere; gelu is right.
 WRONG_ACTIVATION = """
@@ -30,11 +33,11 @@ def gelu(out, x):
 
 
 def make_kernel(root: Path, source: str, name: str = "activation") -> Path:
-    """A kernel repository with one torch-universal variant holding ``source``.
+    """A kernel repository with one torch-cpu variant holding ``source``.
 
     The metadata id is unique per call, so several fixtures load side by side.
     """
-    variant = root / "build" / "torch-universal"
+    variant = root / "build" / "torch-cpu"
     variant.mkdir(parents=True)
     metadata = {
         "name": name,
@@ -42,7 +45,7 @@ def make_kernel(root: Path, source: str, name: str = "activation") -> Path:
         "version": 1,
         "license": "Apache-2.0",
         "python-depends": [],
-        "backend": {"type": "universal"},
+        "backend": {"type": "cpu"},
     }
     (variant / "metadata.json").write_text(json.dumps(metadata))
     (variant / "__init__.py").write_text(source)

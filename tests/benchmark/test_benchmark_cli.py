@@ -61,7 +61,7 @@ def test_json_report_follows_the_documented_schema(manager, capsys):
     }
     assert data["schema"] == SCHEMA and data["ok"] is True
     assert data["emulated"] is False and data["note"] is None
-    assert data["kernel"]["variant"] == "torch-universal"
+    assert data["kernel"]["variant"] == "torch-cpu"
     assert data["reference"]["name"] == "activation"
     device = data["device"]
     assert device["torch_device"] == "cpu" and device["backend"] == "cpu"

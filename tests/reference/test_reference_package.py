@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 import kernel_plugins.reference as reference
-from kernel_plugins.reference import REFERENCE_ROOT, reference_names, reference_repo
+from kernel_plugins.reference import (
+    BACKENDS,
+    REFERENCE_ROOT,
+    reference_names,
+    reference_repo,
+    reference_source,
+)
 
 NAMES = ["activation", "rmsnorm", "rotary"]
 ALLOWED_IMPORTS = {
@@ -29,12 +35,14 @@ ALLOWED_IMPORTS = {
 }
 
 
-def _variant(name: str) -> Path:
-    return REFERENCE_ROOT / name / "build" / "torch-universal"
+def _variant(name: str, backend: str = "cpu") -> Path:
+    repo = reference_repo(name)
+    assert repo is not None
+    return repo / "build" / f"torch-{backend}"
 
 
-def _metadata(name: str) -> dict:
-    return json.loads((_variant(name) / "metadata.json").read_text("utf-8"))
+def _metadata(name: str, backend: str = "cpu") -> dict:
+    return json.loads((_variant(name, backend) / "metadata.json").read_text("utf-8"))
 
 
 def test_reference_root_is_the_package_folder() -> None:
@@ -48,10 +56,14 @@ def test_reference_names_lists_every_bundled_kernel() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_reference_repo_returns_the_repository_folder(name: str) -> None:
+def test_reference_repo_returns_a_repository_with_a_noarch_variant_per_backend(name: str) -> None:
     repo = reference_repo(name)
-    assert repo == REFERENCE_ROOT / name
-    assert (repo / "build" / "torch-universal" / "metadata.json").is_file()
+    assert repo is not None and repo.name == name
+    assert reference_source(name) == REFERENCE_ROOT / name
+    variants = sorted(p.name for p in (repo / "build").iterdir())
+    assert variants == sorted(f"torch-{b}" for b in BACKENDS)
+    assert "torch-universal" not in variants
+    assert {"cpu", "cuda", "rocm", "xpu", "metal", "mlu", "musa", "npu", "neuron"} <= set(BACKENDS)
 
 
 @pytest.mark.parametrize(
@@ -78,39 +90,47 @@ def test_importing_the_index_does_not_import_torch() -> None:
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.parametrize("backend", list(BACKENDS))
 @pytest.mark.parametrize("name", NAMES)
-def test_metadata_is_valid(name: str) -> None:
-    meta = _metadata(name)
+def test_metadata_is_valid(name: str, backend: str) -> None:
+    from kernel_plugins.metadata import read_metadata
+
+    meta = _metadata(name, backend)
     assert meta["name"] == name
     assert meta["version"] == 1
     assert meta["license"] == "Apache-2.0"
-    assert meta["python-depends"] == []
-    assert meta["backend"] == {"type": "universal"}
-    assert meta["id"].isidentifier()
+    assert meta["python-depends"] == list(BACKENDS[backend])
+    assert meta["backend"] == {"type": backend}
     prefix = f"_{name}_reference_"
-    assert meta["id"].startswith(prefix)
-    suffix = meta["id"][len(prefix) :]
-    assert len(suffix) == 8 and all(c in "0123456789abcdef" for c in suffix)
+    assert meta["id"].startswith(prefix) and meta["id"].endswith(f"_{backend}")
+    fp = meta["id"][len(prefix) : -len(backend) - 1]
+    assert len(fp) == 8 and all(c in "0123456789abcdef" for c in fp)
+    assert read_metadata(_variant(name, backend)).id == meta["id"]  # the loader's validation
 
 
 def test_metadata_ids_are_unique() -> None:
-    ids = [_metadata(n)["id"] for n in NAMES]
+    ids = [_metadata(n, b)["id"] for n in NAMES for b in BACKENDS]
     assert len(set(ids)) == len(ids)
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_flat_layout(name: str) -> None:
-    variant = _variant(name)
-    assert (variant / "__init__.py").is_file()
-    assert (variant / "_ops.py").is_file()
-    assert [p.name for p in (REFERENCE_ROOT / name / "build").iterdir()] == ["torch-universal"]
+def test_every_variant_holds_the_same_flat_package(name: str) -> None:
+    expected = sorted(p.name for p in (REFERENCE_ROOT / name / "torch-ext").glob("*.py"))
+    assert "__init__.py" in expected and "_ops.py" in expected
+    for backend in BACKENDS:
+        variant = _variant(name, backend)
+        files = sorted(p.name for p in variant.glob("*.py"))
+        assert files == expected, backend
+        for file_name in files:
+            same = (variant / file_name).read_bytes()
+            assert same == (REFERENCE_ROOT / name / "torch-ext" / file_name).read_bytes()
 
 
 def _sources() -> list[Path]:
-    return sorted(p for n in NAMES for p in _variant(n).glob("*.py"))
+    return sorted(p for n in NAMES for p in (REFERENCE_ROOT / n / "torch-ext").glob("*.py"))
 
 
-@pytest.mark.parametrize("path", _sources(), ids=lambda p: f"{p.parents[2].name}/{p.name}")
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: f"{p.parents[1].name}/{p.name}")
 def test_sources_are_self_contained_and_device_agnostic(path: Path) -> None:
     tree = ast.parse(path.read_text("utf-8"))
     for node in ast.walk(tree):

@@ -124,3 +124,9 @@ def gelu_quick(out: Tensor, x: Tensor) -> Tensor:
     """Fill ``out`` with ``x*sigmoid(1.702*x)`` and return it."""
     ops.gelu_quick(out, x)
     return out
+
+
+for _name in __kernel_properties__:
+    # the flags kernel loaders read on functions (as on layer classes)
+    globals()[_name].has_backward = True
+    globals()[_name].can_torch_compile = True

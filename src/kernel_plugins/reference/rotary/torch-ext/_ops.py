@@ -80,9 +80,18 @@ def rotate_half(x: Tensor) -> Tensor:
 def apply_rotary_transformers_native(
     q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, unsqueeze_dim: int = 1
 ) -> tuple[Tensor, Tensor]:
-    """``transformers``' ``apply_rotary_pos_emb``: returns ``(q_embed, k_embed)``."""
+    """``transformers``' ``apply_rotary_pos_emb``: returns ``(q_embed, k_embed)``.
+
+    ``cos``/``sin`` cover the whole head dimension (``transformers`` repeats the angles:
+    ``q*cos + rotate_half(q)*sin``) or only its first half, as the community kernel also
+    accepts; both give the same bits when the two halves of a full ``cos`` are equal.
+    """
     cos = cos.unsqueeze(unsqueeze_dim)
     sin = sin.unsqueeze(unsqueeze_dim)
+    head_dim = q.shape[-1]
+    if cos.shape[-1] * 2 == head_dim:
+        cos = torch.cat((cos, cos), dim=-1)
+        sin = torch.cat((sin, sin), dim=-1)
     q_embed = (q * cos) + (rotate_half(q) * sin)
     k_embed = (k * cos) + (rotate_half(k) * sin)
     return q_embed, k_embed
