@@ -161,8 +161,9 @@ def declared_properties(
     :return: the declared names (unknown names are kept, so newer vocabularies still work).
     Raises :class:`ContractError` when a declaration is malformed (e.g. a bare string).
     """
-    if inspect.isclass(obj) and getattr(obj, "kernel_properties", None) is not None:
-        return _as_property_set(obj.kernel_properties, f"{obj.__name__}.kernel_properties")
+    own = getattr(obj, "kernel_properties", None) if inspect.isclass(obj) else None
+    if own is not None:
+        return _as_property_set(own, f"{getattr(obj, '__name__', obj)}.kernel_properties")
     if module is None or inspect.isclass(obj):
         module = sys.modules.get(getattr(obj, "__module__", "") or "")
     key = name or getattr(obj, "__name__", None)

@@ -182,3 +182,57 @@ def test_importing_twice_in_one_process_works(name: str, load, importer) -> None
     finally:
         for key in [k for k in sys.modules if k.startswith(again.__name__)]:
             del sys.modules[key]
+
+
+def test_the_wheel_holds_each_source_file_once(tmp_path: Path) -> None:
+    """No per-backend copies: every reference .py file is in the wheel exactly once."""
+    import hashlib
+    import zipfile
+
+    pytest.importorskip("hatchling")
+    root = Path(reference.__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(root)],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (wheel,) = tmp_path.glob("kernel_plugins-*.whl")
+    seen: dict[str, str] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        for n in names:
+            if n.startswith("kernel_plugins/reference/") and n.endswith(".py"):
+                digest = hashlib.sha256(zf.read(n)).hexdigest()
+                assert digest not in seen, f"{n} duplicates {seen.get(digest)}"
+                seen[digest] = n
+    assert not [n for n in names if "/build/" in n and "reference" in n]
+    for name in NAMES:
+        assert f"kernel_plugins/reference/{name}/torch-ext/__init__.py" in names
+        assert f"kernel_plugins/reference/{name}/kernel.json" in names
+
+
+def test_variants_are_assembled_in_the_configured_cache(tmp_path: Path, monkeypatch) -> None:
+    from kernel_plugins.reference import _layout
+
+    monkeypatch.setenv(_layout.CACHE_ENV, str(tmp_path / "cache"))
+    repo = reference_repo("rotary")
+    assert repo is not None and repo.is_relative_to(tmp_path / "cache")
+    assert repo.parent.name == _layout.fingerprint("rotary")
+    variant = repo / "build" / "torch-npu"
+    assert json.loads((variant / "metadata.json").read_text())["backend"] == {"type": "npu"}
+    # links, not copies, where the file system has them
+    assert (variant / "_ops.py").is_symlink()
+    assert (variant / "_ops.py").resolve() == REFERENCE_ROOT / "rotary" / "torch-ext" / "_ops.py"
+    assert reference_repo("rotary") == repo  # the second call reuses it
+    assert not [p for p in repo.parent.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_an_unwritable_configured_cache_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    from kernel_plugins.reference import _layout
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(_layout.CACHE_ENV, str(blocker / "cache"))
+    with pytest.raises(OSError, match=f"cannot create the reference kernel 'rmsnorm'.*{_layout.CACHE_ENV}"):
+        reference_repo("rmsnorm")

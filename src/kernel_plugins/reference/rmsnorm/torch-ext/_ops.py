@@ -115,7 +115,7 @@ _OPERATORS = (
     (
         "apply_rms_norm_backward",
         "(Tensor grad_output, Tensor input, Tensor weight, Tensor output, Tensor rstd, "
-        "float eps, bool input_requires_grad=True, bool weight_requires_grad=True) "
+        "float eps, bool input_requires_grad, bool weight_requires_grad) "
         "-> (Tensor, Tensor)",
         apply_rms_norm_backward_native,
     ),
