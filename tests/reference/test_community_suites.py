@@ -311,3 +311,15 @@ def test_rotary_transformers_accepts_half_width_angles(rotary):
     assert all(torch.equal(a, b) for a, b in zip(half, full, strict=True))
     expected = torch.cat(_rotate_pair(q[..., :8], q[..., 8:], c.unsqueeze(1), s.unsqueeze(1), False), -1)
     torch.testing.assert_close(half[0], expected, atol=0, rtol=0)
+
+
+def test_layer_properties_in_the_layers_table_are_what_kernelize_sees(load) -> None:
+    from kernel_plugins.contracts import check_module, declared_properties
+
+    activation, rmsnorm = load("activation"), load("rmsnorm")
+    assert declared_properties(activation.layers.SiluAndMul) == {"deterministic"}
+    assert declared_properties(activation.layers.FatreluAndMul) == {"deterministic", "batch_invariant"}
+    assert declared_properties(rmsnorm.layers.RMSNorm) == {"deterministic"}
+    check_module(rmsnorm, {"deterministic"}, where="rmsnorm")  # every function and layer declares it
+    with pytest.raises(Exception, match="layer `RMSNorm` does not declare batch_invariant"):
+        check_module(rmsnorm, {"batch_invariant"}, where="rmsnorm")
