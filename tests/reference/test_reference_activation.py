@@ -65,6 +65,7 @@ LAYERS = {
     "QuickGELU": "gelu_quick",
 }
 LAYER_MEMBERS = {
+    "__annotations__",  # created on first access (inspect.getmembers does it)
     "__module__",
     "__qualname__",
     "__doc__",
