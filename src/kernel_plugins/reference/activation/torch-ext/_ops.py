@@ -6,7 +6,8 @@ loaded side by side. Per activation ``<name>`` there are three operators:
 * ``<name>(Tensor(a!) out, Tensor x[, float threshold]) -> ()``: the Hub kernel's
   out-variant. A ``CompositeImplicitAutograd`` kernel that computes
   ``<name>_functional`` and copies it into ``out``, so autograd and ``torch.compile``
-  see through it.
+  see through it. On large inputs outside autograd and tracing it writes the same
+  native ops straight into ``out`` instead (``_direct``, ``_fast``; bitwise equal).
 * ``<name>_functional(Tensor x[, float threshold]) -> Tensor``: an opaque
   ``torch.library.custom_op`` with a fake (meta) implementation and a registered
   autograd formula.
@@ -26,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ._direct import act_into
+from ._fast import route
 from ._native import ACTIVATIONS, Activation
 
 if TYPE_CHECKING:
@@ -95,6 +98,26 @@ def _schema_params(spec: Activation, *, defaults: bool) -> str:
     return "".join(parts)
 
 
+def _direct_ok(spec: Activation, out: Tensor, x: Tensor) -> bool:
+    """Whether the fast path may write ``spec`` of ``x`` straight into ``out``.
+
+    It needs a large input outside autograd and tracing (``_fast.route``), an ``out`` of
+    the result's shape and dtype that is contiguous (the layout the plain formula's
+    result has) and shares no memory with ``x``.
+    """
+    if route(x, out) == "eager" or x.dim() == 0:
+        return False
+    if spec.kind != "unary" and x.shape[-1] % 2:
+        return False
+    return (
+        out.dtype == x.dtype
+        and out.device == x.device
+        and out.is_contiguous()
+        and list(out.shape) == _out_shape(spec, x)
+        and out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    )
+
+
 def _params(spec: Activation, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[float, ...]:
     """The float parameters of ``spec`` from positional/keyword arguments, defaults filled."""
     values = list(args)
@@ -160,7 +183,11 @@ def _register(spec: Activation) -> None:
     if not _has_op(name):
 
         def out_impl(out: Tensor, x: Tensor, *args: float, **kwargs: float) -> None:
-            result = functional(x, *_params(spec, args, kwargs))
+            params = _params(spec, args, kwargs)
+            if _direct_ok(spec, out, x):
+                act_into(spec, out, x, params)
+                return
+            result = functional(x, *params)
             torch._check(
                 tuple(out.shape) == tuple(result.shape),
                 lambda: (

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ._fast import blocks, route
+
 if TYPE_CHECKING:
     from torch import Tensor
 
@@ -54,18 +56,51 @@ def _normalize(input: Tensor, eps: float) -> tuple[Tensor, Tensor]:
     return hidden * rstd, rstd
 
 
+def _blocked(input: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor] | None:
+    """The formula applied to blocks of rows that stay in the CPU cache, or ``None``.
+
+    Each row is normalised exactly as by the plain formula, only fewer rows at a time,
+    so the input is read from memory once and no full-size temporary is made. ``None``
+    when the fast path does not apply (``_fast.route``) or the layout is unusual.
+    """
+    if route(input, weight) != "blocked" or input.dim() < 1 or not input.is_contiguous():
+        return None
+    d = input.shape[-1]
+    if d == 0 or weight.dim() > 1 or weight.device != input.device:
+        return None
+    opmath = torch.promote_types(input.dtype, torch.float32)
+    out = torch.empty(
+        input.shape, dtype=torch.promote_types(weight.dtype, input.dtype), device=input.device
+    )
+    rstd = torch.empty(input.shape[:-1], dtype=opmath, device=input.device)
+    rows, out_rows, rstd_rows = input.view(-1, d), out.view(-1, d), rstd.view(-1, 1)
+    for _, part in blocks(rows.shape, torch.finfo(opmath).bits // 8):
+        hidden, r = _normalize(rows[part], eps)
+        torch.mul(weight, hidden.to(input.dtype), out=out_rows[part])
+        rstd_rows[part] = r
+    return out, rstd
+
+
 def rms_norm_native(input: Tensor, weight: Tensor, eps: float) -> Tensor:
     """RMSNorm as ``LlamaRMSNorm`` computes it, with native ops.
 
     The input is normalised in float32 (float64 stays float64), cast back to its dtype
-    and then multiplied by ``weight``; the result dtype is the promotion of the two.
+    and then multiplied by ``weight``; the result dtype is the promotion of the two. Large
+    CPU inputs outside autograd go through ``_blocked`` (see the kernel's README for the
+    error bound).
     """
+    fast = _blocked(input, weight, eps)
+    if fast is not None:
+        return fast[0]
     hidden, _ = _normalize(input, eps)
     return weight * hidden.to(input.dtype)
 
 
 def apply_rms_norm_native(input: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor]:
     """``(rms_norm_native(input, weight, eps), rstd)``; see the module doc for ``rstd``."""
+    fast = _blocked(input, weight, eps)
+    if fast is not None:
+        return fast
     hidden, rstd = _normalize(input, eps)
     return weight * hidden.to(input.dtype), rstd.squeeze(-1)
 

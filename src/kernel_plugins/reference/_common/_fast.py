@@ -1,0 +1,90 @@
+"""The reference kernels' fast path: fewer trips through memory, same native ops.
+
+The plain formulas allocate a full-size temporary per operation and read it back, so a
+large input crosses memory many times (and every fresh temporary is page-faulted in).
+The fast path computes the same native PyTorch operations, in the same order and on the
+same operand layouts, but:
+
+* writes into the caller's ``out`` and updates it in place instead of allocating
+  (all devices: ``route`` returns ``"direct"``);
+* on the CPU, for kernels made only of exactly rounded operations (multiply, add,
+  subtract) and per-row reductions, also works through the input in blocks of rows small
+  enough to stay in the cache, so each byte is read from memory once (``"blocked"``).
+
+Element-wise results are therefore bitwise equal to the plain formula: each element goes
+through the same kernel code (vectorised or not) as before. No compiler is involved, so
+there is no first-call cost and nothing to cache; it works on every device PyTorch runs
+on. It is used for inputs of at least :data:`MIN_ELEMENTS` elements outside autograd and
+tracing (there the plain formula runs, so gradients, fake tensors and ``torch.compile``
+see native ops). ``KERNEL_PLUGINS_REFERENCE_FAST=0`` turns it off.
+
+This file is shared by every reference kernel: each variant folder holds a link to it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+__all__ = ["BLOCK_BYTES", "ENV", "MIN_ELEMENTS", "blocks", "enabled", "route", "same_view"]
+
+ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
+"""Environment variable: ``0`` turns the fast path off (read on every call)."""
+
+MIN_ELEMENTS = 1 << 16
+"""Inputs with fewer elements take the plain formula (per-call overhead dominates there)."""
+
+BLOCK_BYTES = 1 << 19
+"""Target size of one operand's block on the CPU (fits the per-core cache with its peers)."""
+
+
+def enabled() -> bool:
+    """Whether the fast path may be used (``KERNEL_PLUGINS_REFERENCE_FAST`` is not ``0``)."""
+    return os.environ.get(ENV, "1").strip() != "0"
+
+
+def route(*tensors: Tensor) -> str:
+    """``"eager"`` (plain formula), ``"direct"`` (in place, any device) or ``"blocked"`` (CPU).
+
+    The first tensor is the main input. Eager when the fast path is off, the input is
+    small, any tensor is a subclass (fake, functional or traced tensors), or autograd
+    records the call.
+    """
+    if not enabled():
+        return "eager"
+    if any(type(t) is not torch.Tensor for t in tensors):
+        return "eager"
+    if tensors[0].numel() < MIN_ELEMENTS:
+        return "eager"
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return "eager"
+    return "blocked" if tensors[0].device.type == "cpu" else "direct"
+
+
+def same_view(a: Tensor, b: Tensor) -> bool:
+    """Whether ``a`` and ``b`` are the very same elements (same start, shape and strides)."""
+    return a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+
+
+def blocks(shape: torch.Size | tuple[int, ...], itemsize: int) -> Iterator[tuple[int, slice]]:
+    """``(dim, slice)`` pieces of ``shape`` along its outermost dimension larger than 1.
+
+    Each piece holds about :data:`BLOCK_BYTES` bytes (at least one index of that
+    dimension). A shape whose dimensions are all 1 yields one piece.
+    """
+    dim = next((i for i, n in enumerate(shape) if n > 1), 0)
+    if not shape:
+        yield 0, slice(None)
+        return
+    inner = itemsize
+    for n in shape[dim + 1 :]:
+        inner *= n
+    step = max(1, BLOCK_BYTES // max(inner, 1))
+    for start in range(0, shape[dim], step):
+        yield dim, slice(start, min(shape[dim], start + step))
