@@ -1,17 +1,21 @@
 """Speed of the bundled reference kernels against a plain copy of the same bytes.
 
-For each kernel (``silu_and_mul``, ``rms_norm``, ``apply_rotary``) and dtype (float32,
-bfloat16) on one large input (default 4096 x 8192), in one process:
+For every reference kernel function (the activation family, ``apply_rms_norm``,
+``apply_rotary``) and dtype (float32, bfloat16) on one large input (default 4096 x 8192),
+in one process:
 
-* ``copy``: ``out.copy_(x)`` of the input, bytes/s = 2 * input bytes / time (read + write);
-* ``eager``: the reference kernel as shipped, loaded with ``kernel_plugins.load``;
-* ``compiled``: ``torch.compile`` (inductor) of the same native formula, the candidate
-  fast path of issue 12, with its first call (compilation) timed separately and whether
-  its result is bitwise equal to the eager one.
+* ``copy``: ``dst.copy_(x)`` into a preallocated tensor, bytes/s = 2 * input bytes / time
+  (read + write), measured in the same run as the kernels; ``clone``: ``x.clone()``, a
+  copy that allocates its result as functional kernels (``apply_rms_norm``) must;
+* ``eager``: the kernel with ``KERNEL_PLUGINS_REFERENCE_FAST=0`` (the plain formula);
+* ``fast``: the kernel as shipped (the fast path), with whether its result is bitwise
+  equal to the eager one;
+* ``first call``: the fast kernel's first call in this process (there is no compilation;
+  it includes touching fresh memory).
 
-Bytes moved per call are the kernel's minimum traffic: every input read once and the
+Bytes moved per call are the kernel's minimum traffic: every input read once and every
 output written once. Figures are the best of ``--runs`` steady-state calls. Writes
-``results/reference-speed-<date>.json`` and ``.md``.
+``results/reference-speed-<date>.json``, ``.md`` and, with matplotlib, ``.png``.
 
     python benchmarks/reference_speed.py [--rows 4096 --cols 8192 --runs 5]
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
 import time
 import warnings
@@ -31,6 +36,7 @@ from typing import Any
 import torch
 
 RESULTS = Path(__file__).resolve().parent / "results"
+FAST_ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
 
 
 def _best(fn: Callable[[], object], runs: int) -> float:
@@ -43,61 +49,67 @@ def _best(fn: Callable[[], object], runs: int) -> float:
     return best
 
 
-def _cases(rows: int, cols: int, dtype: torch.dtype) -> list[dict[str, Any]]:
+def _modules() -> tuple[Any, Any, Any]:
     import kernel_plugins
     from kernel_plugins.reference import reference_repo
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        act = kernel_plugins.load(reference_repo("activation"), device="cpu")
-        rms = kernel_plugins.load(reference_repo("rmsnorm"), device="cpu")
-        rot = kernel_plugins.load(reference_repo("rotary"), device="cpu")
+        return tuple(  # type: ignore[return-value]
+            kernel_plugins.load(reference_repo(n), device="cpu")
+            for n in ("activation", "rmsnorm", "rotary")
+        )
+
+
+def _cases(rows: int, cols: int, dtype: torch.dtype) -> list[dict[str, Any]]:
+    """name, bytes, allocates (functional result) and a call returning the result."""
+    act, rms, rot = _modules()
     gen = torch.Generator().manual_seed(0)
-    x = torch.randn(rows, cols, generator=gen).to(dtype)
+    x = (torch.randn(rows, cols, generator=gen) * 3).to(dtype)
     size = x.element_size()
     half = cols // 2
-    out_half = torch.empty(rows, half, dtype=dtype)
+    cases: list[dict[str, Any]] = []
+    for name in act.__all__:
+        fn = getattr(act, name)
+        if not callable(fn) or name in ("layers", "ops"):
+            continue
+        gated = "_and_" in name
+        out = torch.empty(rows, half if gated else cols, dtype=dtype)
+        cases.append({
+            "kernel": name,
+            "bytes": x.numel() * size + out.numel() * size,
+            "allocates": False,
+            "call": lambda fn=fn, out=out: fn(out, x),
+        })
     w = torch.randn(cols, generator=gen).to(dtype)
+    cases.append({
+        "kernel": "apply_rms_norm",
+        "bytes": 2 * x.numel() * size + w.numel() * size,
+        "allocates": True,
+        "call": lambda: rms.apply_rms_norm(x, w, 1e-6),
+    })
     x1, x2 = x[:, :half].contiguous(), x[:, half:].contiguous()
     cos = torch.randn(rows, half, generator=gen).to(dtype)
     sin = torch.randn(rows, half, generator=gen).to(dtype)
     o1, o2 = torch.empty_like(x1), torch.empty_like(x2)
 
-    def swiglu(t: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.silu(t[:, :half]) * t[:, half:]
+    def rotary() -> tuple[torch.Tensor, torch.Tensor]:
+        rot.apply_rotary(x1, x2, cos, sin, o1, o2, False)
+        return o1, o2
 
-    def rotate(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, s: torch.Tensor):
-        return a * c - b * s, b * c + a * s
+    cases.append({
+        "kernel": "apply_rotary",
+        "bytes": (x.numel() + cos.numel() + sin.numel() + o1.numel() + o2.numel()) * size,
+        "allocates": False,
+        "call": rotary,
+    })
+    return cases
 
-    return [
-        {
-            "kernel": "silu_and_mul",
-            "bytes": x.numel() * size * 3 // 2,
-            "eager": lambda: act.silu_and_mul(out_half, x),
-            "formula": swiglu,
-            "args": (x,),
-            "eager_result": lambda: act.silu_and_mul(out_half, x).clone(),
-        },
-        {
-            "kernel": "rms_norm",
-            "bytes": x.numel() * size * 2,
-            "eager": lambda: rms.apply_rms_norm(x, w, 1e-6),
-            "formula": rms._ops.rms_norm_native,
-            "args": (x, w, 1e-6),
-            "eager_result": lambda: rms.apply_rms_norm(x, w, 1e-6),
-        },
-        {
-            "kernel": "apply_rotary",
-            "bytes": (x.numel() + 2 * cos.numel()) * size + x.numel() * size,
-            "eager": lambda: rot.apply_rotary(x1, x2, cos, sin, o1, o2, False),
-            "formula": rotate,
-            "args": (x1, x2, cos, sin),
-            "eager_result": lambda: (
-                rot.apply_rotary(x1, x2, cos, sin, o1, o2, False),
-                (o1.clone(), o2.clone()),
-            )[1],
-        },
-    ]
+
+def _snapshot(result: object) -> object:
+    if isinstance(result, tuple):
+        return tuple(t.clone() for t in result)
+    return result.clone()  # type: ignore[attr-defined]
 
 
 def _equal(a: object, b: object) -> bool:
@@ -106,11 +118,27 @@ def _equal(a: object, b: object) -> bool:
     return bool(torch.equal(a, b))  # type: ignore[arg-type]
 
 
+def _with_fast(on: bool, fn: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        old = os.environ.get(FAST_ENV)
+        os.environ[FAST_ENV] = "1" if on else "0"
+        try:
+            return fn()
+        finally:
+            if old is None:
+                os.environ.pop(FAST_ENV, None)
+            else:
+                os.environ[FAST_ENV] = old
+
+    return run
+
+
 def measure(rows: int, cols: int, runs: int) -> dict[str, Any]:
     """Run every case; returns the report (see the module doc)."""
     out: dict[str, Any] = {
+        "schema": "reference-speed/1",
         "date": dt.date.today().isoformat(),
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} threads",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} threads",
         "torch": torch.__version__,
         "shape": [rows, cols],
         "rows": [],
@@ -118,36 +146,40 @@ def measure(rows: int, cols: int, runs: int) -> dict[str, Any]:
     for dtype in (torch.float32, torch.bfloat16):
         src = torch.randn(rows, cols).to(dtype)
         dst = torch.empty_like(src)
-        copy_s = _best(lambda d=dst, s=src: d.copy_(s), runs)
-        copy_bps = 2 * src.numel() * src.element_size() / copy_s
+        moved = 2 * src.numel() * src.element_size()
+        copy_bps = moved / _best(lambda d=dst, s=src: d.copy_(s), runs)
+        clone_bps = moved / _best(lambda s=src: s.clone(), runs)
         for case in _cases(rows, cols, dtype):
-            eager_s = _best(case["eager"], runs)
-            torch._dynamo.reset()
-            compiled = torch.compile(case["formula"], dynamic=False)
+            fast, eager = _with_fast(True, case["call"]), _with_fast(False, case["call"])
             start = time.perf_counter()
-            result = compiled(*case["args"])
+            fast_result = _snapshot(fast())
             first_s = time.perf_counter() - start
-            fast_s = _best(lambda c=compiled, a=case["args"]: c(*a), runs)
+            eager_result = _snapshot(eager())
+            eager_s, fast_s = _best(eager, runs), _best(fast, runs)
+            base = clone_bps if case["allocates"] else copy_bps
             row = {
                 "kernel": case["kernel"],
                 "dtype": str(dtype).replace("torch.", ""),
                 "bytes": case["bytes"],
                 "copy_GBps": copy_bps / 1e9,
+                "clone_GBps": clone_bps / 1e9,
+                "baseline": "clone" if case["allocates"] else "copy",
                 "eager_ms": eager_s * 1e3,
                 "eager_GBps": case["bytes"] / eager_s / 1e9,
-                "eager_fraction_of_copy": case["bytes"] / eager_s / copy_bps,
-                "compiled_ms": fast_s * 1e3,
-                "compiled_GBps": case["bytes"] / fast_s / 1e9,
-                "compiled_fraction_of_copy": case["bytes"] / fast_s / copy_bps,
-                "compiled_first_call_s": first_s,
-                "compiled_bitwise_equal": _equal(result, case["eager_result"]()),
+                "eager_fraction": case["bytes"] / eager_s / base,
+                "fast_ms": fast_s * 1e3,
+                "fast_GBps": case["bytes"] / fast_s / 1e9,
+                "fast_fraction": case["bytes"] / fast_s / base,
+                "fast_fraction_of_copy": case["bytes"] / fast_s / copy_bps,
+                "first_call_ms": first_s * 1e3,
+                "bitwise_equal_to_eager": _equal(fast_result, eager_result),
             }
             out["rows"].append(row)
             print(
-                f"{row['kernel']:>13} {row['dtype']:>8}  copy {row['copy_GBps']:5.1f} GB/s  "
-                f"eager {row['eager_GBps']:5.1f} GB/s ({row['eager_fraction_of_copy']:.2f})  "
-                f"compiled {row['compiled_GBps']:5.1f} GB/s ({row['compiled_fraction_of_copy']:.2f}), "
-                f"first call {first_s:.1f} s, bitwise {row['compiled_bitwise_equal']}",
+                f"{row['kernel']:>18} {row['dtype']:>8}  {row['baseline']} {base / 1e9:5.1f} GB/s  "
+                f"eager {row['eager_GBps']:5.1f} GB/s ({row['eager_fraction']:.2f})  "
+                f"fast {row['fast_GBps']:5.1f} GB/s ({row['fast_fraction']:.2f})  "
+                f"first {row['first_call_ms']:.0f} ms  bitwise {row['bitwise_equal_to_eager']}",
                 flush=True,
             )
     return out
@@ -158,17 +190,49 @@ def _markdown(report: dict[str, Any]) -> str:
         f"# Reference kernels vs a copy ({report['date']}, {report['machine']}, torch "
         f"{report['torch']}, input {report['shape'][0]} x {report['shape'][1]})",
         "",
-        "| kernel | dtype | copy GB/s | eager GB/s (x copy) | compiled GB/s (x copy) | first call s | compiled bitwise = eager |",
-        "|---|---|---|---|---|---|---|",
+        "Fraction = kernel bytes/s over the baseline's bytes/s, measured in the same run "
+        "(`copy` = `dst.copy_(x)`; `clone` = `x.clone()`, for kernels that allocate their result).",
+        "",
+        "| kernel | dtype | baseline GB/s | eager GB/s (fraction) | fast GB/s (fraction) | fast / copy_ | first call ms | fast bitwise = eager |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in report["rows"]:
+        base = r["clone_GBps"] if r["baseline"] == "clone" else r["copy_GBps"]
         lines.append(
-            f"| {r['kernel']} | {r['dtype']} | {r['copy_GBps']:.1f} | {r['eager_GBps']:.1f} "
-            f"({r['eager_fraction_of_copy']:.2f}) | {r['compiled_GBps']:.1f} "
-            f"({r['compiled_fraction_of_copy']:.2f}) | {r['compiled_first_call_s']:.1f} | "
-            f"{'yes' if r['compiled_bitwise_equal'] else 'no'} |"
+            f"| {r['kernel']} | {r['dtype']} | {r['baseline']} {base:.1f} | "
+            f"{r['eager_GBps']:.1f} ({r['eager_fraction']:.2f}) | {r['fast_GBps']:.1f} "
+            f"({r['fast_fraction']:.2f}) | {r['fast_fraction_of_copy']:.2f} | "
+            f"{r['first_call_ms']:.0f} | {'yes' if r['bitwise_equal_to_eager'] else 'no'} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _plot(report: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = report["rows"]
+    labels = [f"{r['kernel']}\n{r['dtype']}" for r in rows]
+    xs = range(len(rows))
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.55), 4.5))
+    ax.bar([i - 0.2 for i in xs], [r["eager_fraction"] for r in rows], 0.4, label="eager")
+    ax.bar([i + 0.2 for i in xs], [r["fast_fraction"] for r in rows], 0.4, label="fast")
+    ax.axhline(0.5, color="k", linestyle="--", linewidth=0.8, label="target 0.5")
+    ax.axhline(0.8, color="grey", linestyle=":", linewidth=0.8, label="stretch 0.8")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(labels, rotation=90, fontsize=7)
+    ax.set_ylabel("bytes/s as a fraction of a copy (same run)")
+    ax.set_title(
+        f"Reference kernels, {report['shape'][0]}x{report['shape'][1]}, {report['machine']}"
+    )
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     stem = args.out / f"reference-speed-{report['date']}"
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     stem.with_suffix(".md").write_text(_markdown(report))
-    print(f"wrote {stem}.json and {stem}.md")
+    plotted = _plot(report, stem.with_suffix(".png"))
+    print(f"wrote {stem}.json, {stem}.md" + (f" and {stem}.png" if plotted else " (no matplotlib: no chart)"))
     return 0
 
 

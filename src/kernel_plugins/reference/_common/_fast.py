@@ -32,7 +32,16 @@ import torch
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["BLOCK_BYTES", "ENV", "MIN_ELEMENTS", "blocks", "enabled", "route", "same_view"]
+__all__ = [
+    "BLOCK_BYTES",
+    "ENV",
+    "MIN_ELEMENTS",
+    "blocks",
+    "enabled",
+    "may_alias",
+    "route",
+    "same_view",
+]
 
 ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
 """Environment variable: ``0`` turns the fast path off (read on every call)."""
@@ -53,18 +62,38 @@ def route(*tensors: Tensor) -> str:
     """``"eager"`` (plain formula), ``"direct"`` (in place, any device) or ``"blocked"`` (CPU).
 
     The first tensor is the main input. Eager when the fast path is off, the input is
-    small, any tensor is a subclass (fake, functional or traced tensors), or autograd
-    records the call.
+    small, the call is being traced (``torch.compile``, fake or functional tensors, a
+    dispatch mode such as ``make_fx``), or autograd records the call. Tensor subclasses
+    that compute for real (an emulated device's tensors) take the fast path.
     """
-    if not enabled():
-        return "eager"
-    if any(type(t) is not torch.Tensor for t in tensors):
+    if not enabled() or _tracing(tensors):
         return "eager"
     if tensors[0].numel() < MIN_ELEMENTS:
         return "eager"
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return "eager"
     return "blocked" if tensors[0].device.type == "cpu" else "direct"
+
+
+_TRACING_TYPES = frozenset({"FakeTensor", "FunctionalTensor"})
+
+
+def _tracing(tensors: tuple[Tensor, ...]) -> bool:
+    """Whether these tensors are being traced rather than computed."""
+    if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() > 0:
+        return True
+    return any(
+        type(t).__name__ in _TRACING_TYPES or torch._is_functional_tensor(t) for t in tensors
+    )
+
+
+def may_alias(a: Tensor, b: Tensor) -> bool:
+    """Whether ``a`` and ``b`` may share memory (True when their memory cannot be inspected,
+    as for an emulated device's tensors, which keep theirs elsewhere)."""
+    try:
+        return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
+    except RuntimeError:
+        return True
 
 
 def same_view(a: Tensor, b: Tensor) -> bool:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ._direct import act_into
-from ._fast import route
+from ._fast import may_alias, route
 from ._native import ACTIVATIONS, Activation
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ def _direct_ok(spec: Activation, out: Tensor, x: Tensor) -> bool:
 
     It needs a large input outside autograd and tracing (``_fast.route``), an ``out`` of
     the result's shape and dtype that is contiguous (the layout the plain formula's
-    result has) and shares no memory with ``x``.
+    result has) and provably shares no memory with ``x``.
     """
     if route(x, out) == "eager" or x.dim() == 0:
         return False
@@ -114,7 +114,7 @@ def _direct_ok(spec: Activation, out: Tensor, x: Tensor) -> bool:
         and out.device == x.device
         and out.is_contiguous()
         and list(out.shape) == _out_shape(spec, x)
-        and out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+        and not may_alias(out, x)
     )
 
 

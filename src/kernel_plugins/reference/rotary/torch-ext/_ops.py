@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ._fast import blocks, route, same_view
+from ._fast import blocks, may_alias, route
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -76,12 +76,40 @@ def apply_rotary_native(
     out2.copy_(r2)
 
 
-def _overlap_ok(out: Tensor, inputs: tuple[Tensor, ...]) -> bool:
-    """``out`` shares memory with an input only by being exactly that input (in place)."""
-    storage = out.untyped_storage().data_ptr()
-    return all(
-        t.untyped_storage().data_ptr() != storage or same_view(out, t) for t in inputs
-    )
+def _rows_apart(views: list[Tensor], dim: int) -> bool:
+    """Whether index ``k`` of ``dim`` of every view lies in its own stretch of memory.
+
+    True when all views step by the same stride ``S`` along ``dim`` and, for each index,
+    everything they hold lies within ``S`` elements of the lowest start: then the blocks
+    along ``dim`` occupy disjoint memory, and writing one block never changes what
+    another block reads.
+    """
+    strides = {v.stride(dim) for v in views}
+    if len(strides) != 1:
+        return False
+    (step,) = strides
+    starts, ends = [], []
+    for v in views:
+        extent = 1 + sum(
+            (n - 1) * st
+            for i, (n, st) in enumerate(zip(v.shape, v.stride(), strict=True))
+            if i != dim
+        )
+        starts.append(v.storage_offset())
+        ends.append(v.storage_offset() + extent)
+    return step > 0 and max(ends) - min(starts) <= step
+
+
+def _safe_outputs(
+    outs: tuple[Tensor, Tensor], inputs: tuple[Tensor, ...], shape: torch.Size, dim: int
+) -> bool:
+    """Whether the outputs can be written block by block without corrupting later reads."""
+    expanded = [t.expand(shape) for t in (*inputs, *outs)]
+    for out in outs:
+        sharing = [t for t in expanded if may_alias(t, out)]
+        if len(sharing) > 1 and not _rows_apart(sharing, dim):
+            return False
+    return True
 
 
 def _blocked(
@@ -104,13 +132,14 @@ def _blocked(
         return False
     if tuple(out1.shape) != tuple(shape) or tuple(out2.shape) != tuple(shape):
         return False
-    if out1.untyped_storage().data_ptr() == out2.untyped_storage().data_ptr():
+    if any(o.dim() != len(shape) or 0 in o.stride() for o in (out1, out2)):
         return False
-    if not (_overlap_ok(out1, inputs) and _overlap_ok(out2, inputs)):
+    itemsize = max(t.element_size() for t in (*inputs, out1, out2))
+    pieces = list(blocks(shape, itemsize))
+    if not _safe_outputs((out1, out2), inputs, shape, pieces[0][0]):
         return False
     a_all, b_all, c_all, s_all = (t.expand(shape) for t in inputs)
-    itemsize = max(t.element_size() for t in (*inputs, out1, out2))
-    for dim, part in blocks(shape, itemsize):
+    for dim, part in pieces:
         index = (slice(None),) * dim + (part,)
         a, b, c, s = a_all[index], b_all[index], c_all[index], s_all[index]
         if conj:
