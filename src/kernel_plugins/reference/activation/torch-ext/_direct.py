@@ -37,7 +37,12 @@ def _gelu_tanh(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
 
 
 def _fatrelu(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
-    torch.where(x > params[0], x, x.new_zeros(()), out=out)
+    # where(x > t, x, 0.0) compares with t rounded to x's dtype; threshold gives the same
+    # for that t except that it keeps NaN, which the formula maps to 0 (NaN > t is false);
+    # infinities must stay as they are
+    t = torch.tensor(params[0], dtype=torch.float64).to(x.dtype).item()
+    aten.threshold.out(x, t, 0.0, out=out)
+    out.nan_to_num_(0.0, posinf=float("inf"), neginf=float("-inf"))
 
 
 def _gelu_fast(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
