@@ -321,3 +321,26 @@ def test_routing_on_emulated_devices(name):
     # ruled out: the direct write is declined and the plain formula runs (see emulation.md)
     assert r["may_alias"] is True and r["calls"] == []
     assert r["silu_exact"] is True and r["rotary_exact"] is True
+
+
+@pytest.mark.parametrize("kernel", ["activation", "rmsnorm", "rotary"])
+def test_benchmark_reference_is_the_plain_formula_not_the_kernel(load, kernel, monkeypatch):
+    module = load(kernel)
+    plain = module.__benchmark__["reference"]
+    assert plain is module._plain and plain is not module
+    for name in plain.__all__:
+        assert getattr(plain, name) is not getattr(module, name, None)
+    x = _input((256, 1024), torch.float32).nan_to_num(0.0, 0.0, 0.0)
+    if kernel == "activation":
+        for name in ACTIVATIONS:
+            assert _bitwise(_run(plain, name, x), _run(module, name, x)), name
+    elif kernel == "rmsnorm":
+        w = _input((1024,), torch.float32, 1)
+        monkeypatch.setenv(ENV, "0")
+        assert torch.equal(plain.apply_rms_norm(x, w, 1e-6), module.apply_rms_norm(x, w, 1e-6))
+    else:
+        a, b, c, s = x[:, :512], x[:, 512:], x[:, :512] * 0.5, x[:, 512:] * 0.25
+        outs = [torch.empty(256, 512) for _ in range(4)]
+        plain.apply_rotary(a, b, c, s, outs[0], outs[1], True)
+        module.apply_rotary(a, b, c, s, outs[2], outs[3], True)
+        assert torch.equal(outs[0], outs[2]) and torch.equal(outs[1], outs[3])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import layers
+from . import _plain, layers
 from ._ops import ops
 
 if TYPE_CHECKING:
@@ -70,3 +70,7 @@ for _name in __kernel_properties__:
     # the flags kernel loaders read on functions (as on layer classes)
     globals()[_name].has_backward = True
     globals()[_name].can_torch_compile = True
+
+__benchmark__ = {"reference": _plain}
+"""``kernel-plugins benchmark`` times this kernel against the plain native formulas
+(``_plain``: op by op, every intermediate allocated), not against itself."""
