@@ -31,9 +31,10 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FAST_ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
@@ -63,6 +64,8 @@ def _modules() -> tuple[Any, Any, Any]:
 
 def _cases(rows: int, cols: int, dtype: torch.dtype) -> list[dict[str, Any]]:
     """name, bytes, allocates (functional result) and a call returning the result."""
+    import torch
+
     act, rms, rot = _modules()
     gen = torch.Generator().manual_seed(0)
     x = (torch.randn(rows, cols, generator=gen) * 3).to(dtype)
@@ -107,12 +110,15 @@ def _cases(rows: int, cols: int, dtype: torch.dtype) -> list[dict[str, Any]]:
 
 
 def _snapshot(result: object) -> object:
+    """A copy of a result (a tensor or a tuple of tensors) that later calls cannot change."""
     if isinstance(result, tuple):
         return tuple(t.clone() for t in result)
     return result.clone()  # type: ignore[attr-defined]
 
 
 def _equal(a: object, b: object) -> bool:
+    import torch
+
     if isinstance(a, tuple):
         return all(_equal(p, q) for p, q in zip(a, b, strict=True))  # type: ignore[arg-type]
     return bool(torch.equal(a, b))  # type: ignore[arg-type]
@@ -135,6 +141,8 @@ def _with_fast(on: bool, fn: Callable[[], object]) -> Callable[[], object]:
 
 def measure(rows: int, cols: int, runs: int) -> dict[str, Any]:
     """Run every case; returns the report (see the module doc)."""
+    import torch
+
     out: dict[str, Any] = {
         "schema": "reference-speed/1",
         "date": dt.date.today().isoformat(),
@@ -235,6 +243,21 @@ def _plot(report: dict[str, Any], path: Path) -> bool:
     return True
 
 
+def _plot_elsewhere(report_json: Path) -> bool:
+    """Draw the chart with the suite's matplotlib environment (``harness.envs``)."""
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from harness.envs import plot_python
+
+    python = plot_python(create=True)
+    if python is None:
+        return False
+    done = subprocess.run([str(python), __file__, "--plot", str(report_json)], check=False)
+    return done.returncode == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -242,7 +265,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cols", type=int, default=8192)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--plot", type=Path, help="only draw the chart of this JSON report")
     args = parser.parse_args(argv)
+    if args.plot is not None:
+        report = json.loads(args.plot.read_text())
+        return 0 if _plot(report, args.plot.with_suffix(".png")) else 1
     if args.rows < 1 or args.cols < 2 or args.cols % 2:
         parser.error("--rows must be >= 1 and --cols an even number >= 2")
     report = measure(args.rows, args.cols, args.runs)
@@ -250,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     stem = args.out / f"reference-speed-{report['date']}"
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     stem.with_suffix(".md").write_text(_markdown(report))
-    plotted = _plot(report, stem.with_suffix(".png"))
+    plotted = _plot(report, stem.with_suffix(".png")) or _plot_elsewhere(stem.with_suffix(".json"))
     print(f"wrote {stem}.json, {stem}.md" + (f" and {stem}.png" if plotted else " (no matplotlib: no chart)"))
     return 0
 

@@ -66,9 +66,7 @@ def route(*tensors: Tensor) -> str:
     dispatch mode such as ``make_fx``), or autograd records the call. Tensor subclasses
     that compute for real (an emulated device's tensors) take the fast path.
     """
-    if not enabled() or _tracing(tensors):
-        return "eager"
-    if tensors[0].numel() < MIN_ELEMENTS:
+    if tensors[0].numel() < MIN_ELEMENTS or not enabled() or _tracing(tensors):
         return "eager"
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return "eager"

@@ -33,7 +33,7 @@ depending on how many rows are normalised together."""
 
 def apply_rms_norm(input: Tensor, weight: Tensor, eps: float) -> Tensor:
     """Return ``weight * (input * rsqrt(mean(input**2, -1) + eps))``, normalised in float32."""
-    return ops.apply_rms_norm(input, weight, float(eps))[0]
+    return ops.rms_norm(input, weight, float(eps))  # the first result of ops.apply_rms_norm
 
 
 def apply_rms_norm_backward(
