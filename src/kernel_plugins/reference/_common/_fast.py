@@ -49,7 +49,7 @@ ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
 MIN_ELEMENTS = 1 << 16
 """Inputs with fewer elements take the plain formula (per-call overhead dominates there)."""
 
-BLOCK_BYTES = 1 << 19
+BLOCK_BYTES = 1 << 21
 """Target size of one operand's block on the CPU (fits the per-core cache with its peers)."""
 
 

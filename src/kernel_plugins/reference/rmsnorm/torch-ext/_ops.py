@@ -59,9 +59,10 @@ def _normalize(input: Tensor, eps: float) -> tuple[Tensor, Tensor]:
 def _blocked(input: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor] | None:
     """The formula applied to blocks of rows that stay in the CPU cache, or ``None``.
 
-    Each row is normalised exactly as by the plain formula, only fewer rows at a time,
-    so the input is read from memory once and no full-size temporary is made. ``None``
-    when the fast path does not apply (``_fast.route``) or the layout is unusual.
+    Each row goes through the same native operations as in ``_normalize`` (``x*x`` is
+    what ``pow(x, 2)`` computes), fewer rows at a time, with scratch buffers allocated
+    once per call: the input is read from memory once and no full-size temporary is made.
+    ``None`` when the fast path does not apply (``_fast.route``) or the layout is unusual.
     """
     if route(input, weight) != "blocked" or input.dim() < 1 or not input.is_contiguous():
         return None
@@ -74,10 +75,27 @@ def _blocked(input: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor]
     )
     rstd = torch.empty(input.shape[:-1], dtype=opmath, device=input.device)
     rows, out_rows, rstd_rows = input.view(-1, d), out.view(-1, d), rstd.view(-1, 1)
-    for _, part in blocks(rows.shape, torch.finfo(opmath).bits // 8):
-        hidden, r = _normalize(rows[part], eps)
-        torch.mul(weight, hidden.to(input.dtype), out=out_rows[part])
-        rstd_rows[part] = r
+    pieces = list(blocks(rows.shape, torch.finfo(opmath).bits // 8))
+    step = pieces[0][1].stop - pieces[0][1].start
+    widen = input.dtype != opmath
+    hidden_buf = rows.new_empty((step, d), dtype=opmath) if widen else None
+    work_buf = rows.new_empty((step, d), dtype=opmath)
+    narrow_buf = rows.new_empty((step, d)) if widen else None
+    var_buf = rows.new_empty((step, 1), dtype=opmath)
+    for _, part in pieces:
+        n = part.stop - part.start
+        if hidden_buf is not None:
+            hidden = hidden_buf[:n].copy_(rows[part])
+        else:
+            hidden = rows[part]
+        work, var = work_buf[:n], var_buf[:n]
+        torch.mul(hidden, hidden, out=work)
+        torch.mean(work, -1, keepdim=True, out=var)
+        var.add_(eps).rsqrt_()
+        torch.mul(hidden, var, out=work)
+        normed = narrow_buf[:n].copy_(work) if narrow_buf is not None else work
+        torch.mul(weight, normed, out=out_rows[part])
+        rstd_rows[part].copy_(var)
     return out, rstd
 
 

@@ -139,17 +139,27 @@ def _blocked(
     if not _safe_outputs((out1, out2), inputs, shape, pieces[0][0]):
         return False
     a_all, b_all, c_all, s_all = (t.expand(shape) for t in inputs)
+    step = pieces[0][1].stop - pieces[0][1].start
+    dim = pieces[0][0]
+    scratch_shape = list(shape)
+    scratch_shape[dim] = step
+    t1_buf, t2_buf, r1_buf = (x1.new_empty(scratch_shape) for _ in range(3))
+    s_buf = x1.new_empty(scratch_shape) if conj else None
     for dim, part in pieces:
         index = (slice(None),) * dim + (part,)
+        head = (slice(None),) * dim + (slice(0, part.stop - part.start),)
         a, b, c, s = a_all[index], b_all[index], c_all[index], s_all[index]
-        if conj:
-            s = -s
-        r1 = a * c
-        r1.sub_(b * s)
-        r2 = b * c
-        r2.add_(a * s)
+        t1, t2, r1 = t1_buf[head], t2_buf[head], r1_buf[head]
+        if s_buf is not None:
+            s = torch.neg(s, out=s_buf[head])
+        # r1 = a*c - b*s and r2 = b*c + a*s, each product rounded, as the plain formula
+        torch.mul(a, c, out=t1)
+        torch.mul(b, s, out=t2)
+        torch.sub(t1, t2, out=r1)
+        torch.mul(b, c, out=t1)
+        torch.mul(a, s, out=t2)
+        torch.add(t1, t2, out=out2[index])  # a and b are no longer read: out2 may be one
         out1[index].copy_(r1)
-        out2[index].copy_(r2)
     return True
 
 
