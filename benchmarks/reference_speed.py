@@ -149,6 +149,7 @@ def measure(rows: int, cols: int, runs: int) -> dict[str, Any]:
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} threads",
         "torch": torch.__version__,
         "shape": [rows, cols],
+        "load_average_before": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "rows": [],
     }
     for dtype in (torch.float32, torch.bfloat16):
@@ -190,6 +191,7 @@ def measure(rows: int, cols: int, runs: int) -> dict[str, Any]:
                 f"first {row['first_call_ms']:.0f} ms  bitwise {row['bitwise_equal_to_eager']}",
                 flush=True,
             )
+    out["load_average_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     return out
 
 
@@ -197,6 +199,10 @@ def _markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# Reference kernels vs a copy ({report['date']}, {report['machine']}, torch "
         f"{report['torch']}, input {report['shape'][0]} x {report['shape'][1]})",
+        "",
+        f"Load average (1, 5, 15 min) before: {report.get('load_average_before')}, after: "
+        f"{report.get('load_average_after')}. On a shared 2-core machine other work shows "
+        "up as noise of a factor of two or more between runs; compare columns of one row.",
         "",
         "Fraction = kernel bytes/s over the baseline's bytes/s, measured in the same run "
         "(`copy` = `dst.copy_(x)`; `clone` = `x.clone()`, for kernels that allocate their result).",
