@@ -21,34 +21,19 @@ instance under another module name) finds the operators and registers nothing.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ._direct import act_into
 from ._fast import may_alias, route
+from ._namespace import NAMESPACE, add_op_namespace_prefix, has_op
 from ._native import ACTIVATIONS, Activation
 
 if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = ["NAMESPACE", "ops", "add_op_namespace_prefix"]
-
-NAMESPACE: str = json.loads(Path(__file__).with_name("metadata.json").read_text("utf-8"))["id"]
-"""The ``torch.ops`` namespace of this build (the metadata ``id``)."""
-
-
-def add_op_namespace_prefix(op_name: str) -> str:
-    """Return ``"<namespace>::<op_name>"`` for an operator of this build."""
-    return f"{NAMESPACE}::{op_name}"
-
-
-def _has_op(name: str) -> bool:
-    """Whether ``torch.ops.<namespace>.<name>`` is already registered in this process."""
-    return hasattr(getattr(torch.ops, NAMESPACE), name)
-
 
 def _split(x: Tensor) -> tuple[Tensor, Tensor]:
     """Split the last dimension of ``x`` into two equal halves."""
@@ -132,7 +117,7 @@ def _register(spec: Activation) -> None:
     params_sig = _schema_params(spec, defaults=True)
     n_params = len(spec.params)
 
-    if not _has_op(f"{name}_backward"):
+    if not has_op(f"{name}_backward"):
 
         def backward_impl(grad: Tensor, x: Tensor, *args: float, **kwargs: float) -> Tensor:
             return _backward(spec, grad, x, _params(spec, args, kwargs))
@@ -150,7 +135,7 @@ def _register(spec: Activation) -> None:
 
     backward = getattr(getattr(torch.ops, NAMESPACE), f"{name}_backward")
 
-    if not _has_op(f"{name}_functional"):
+    if not has_op(f"{name}_functional"):
 
         def functional_impl(x: Tensor, *args: float, **kwargs: float) -> Tensor:
             return _forward(spec, x, _params(spec, args, kwargs))
@@ -180,7 +165,7 @@ def _register(spec: Activation) -> None:
 
     functional = getattr(getattr(torch.ops, NAMESPACE), f"{name}_functional")
 
-    if not _has_op(name):
+    if not has_op(name):
 
         def out_impl(out: Tensor, x: Tensor, *args: float, **kwargs: float) -> None:
             params = _params(spec, args, kwargs)

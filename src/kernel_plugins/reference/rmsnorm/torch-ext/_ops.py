@@ -19,13 +19,12 @@ idempotent per process.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
 from ._fast import blocks, route
+from ._namespace import NAMESPACE, add_op_namespace_prefix, has_op
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -38,15 +37,6 @@ __all__ = [
     "ops",
     "rms_norm_native",
 ]
-
-NAMESPACE: str = json.loads(Path(__file__).with_name("metadata.json").read_text("utf-8"))["id"]
-"""The ``torch.ops`` namespace of this build (the metadata ``id``)."""
-
-
-def add_op_namespace_prefix(op_name: str) -> str:
-    """Return ``"<namespace>::<op_name>"`` for an operator of this build."""
-    return f"{NAMESPACE}::{op_name}"
-
 
 def _normalize(input: Tensor, eps: float) -> tuple[Tensor, Tensor]:
     """``(input * rstd, rstd)`` in float32 or wider; ``rstd`` keeps the last dim (size 1)."""
@@ -175,7 +165,7 @@ _OPERATORS = (
 )
 
 for _name, _schema, _impl in _OPERATORS:
-    if not hasattr(getattr(torch.ops, NAMESPACE), _name):
+    if not has_op(_name):
         torch.library.define(
             add_op_namespace_prefix(_name), _schema, tags=(torch.Tag.pt2_compliant_tag,)
         )

@@ -14,13 +14,12 @@ Registration is idempotent per process.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
 from ._fast import blocks, may_alias, route
+from ._namespace import NAMESPACE, add_op_namespace_prefix, has_op
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -33,15 +32,6 @@ __all__ = [
     "ops",
     "rotate_half",
 ]
-
-NAMESPACE: str = json.loads(Path(__file__).with_name("metadata.json").read_text("utf-8"))["id"]
-"""The ``torch.ops`` namespace of this build (the metadata ``id``)."""
-
-
-def add_op_namespace_prefix(op_name: str) -> str:
-    """Return ``"<namespace>::<op_name>"`` for an operator of this build."""
-    return f"{NAMESPACE}::{op_name}"
-
 
 def apply_rotary_native(
     x1: Tensor,
@@ -204,7 +194,7 @@ _OPERATORS = (
 )
 
 for _name, _schema, _impl in _OPERATORS:
-    if not hasattr(getattr(torch.ops, NAMESPACE), _name):
+    if not has_op(_name):
         torch.library.define(
             add_op_namespace_prefix(_name), _schema, tags=(torch.Tag.pt2_compliant_tag,)
         )
