@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ._fast import blocks, route
-from ._namespace import NAMESPACE, add_op_namespace_prefix, has_op
+from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -164,12 +164,5 @@ _OPERATORS = (
     ),
 )
 
-for _name, _schema, _impl in _OPERATORS:
-    if not has_op(_name):
-        torch.library.define(
-            add_op_namespace_prefix(_name), _schema, tags=(torch.Tag.pt2_compliant_tag,)
-        )
-        torch.library.impl(add_op_namespace_prefix(_name), "CompositeImplicitAutograd", _impl)
-
-ops = getattr(torch.ops, NAMESPACE)
+ops = define_composite(_OPERATORS)
 """The operator namespace ``torch.ops.<metadata id>``."""
