@@ -345,3 +345,17 @@ def test_benchmark_reference_is_the_plain_formula_not_the_kernel(load, kernel, m
         plain.apply_rotary(a, b, c, s, outs[0], outs[1], True)
         module.apply_rotary(a, b, c, s, outs[2], outs[3], True)
         assert torch.equal(outs[0], outs[2]) and torch.equal(outs[1], outs[3])
+
+
+def test_rotary_batch_invariance_holds_on_the_fast_path(rotary, rotary_blocks):
+    """A row rotated within a large batch (fast path) equals the row rotated alone (plain)."""
+    x1, x2 = _input((1024, 128), torch.bfloat16), _input((1024, 128), torch.bfloat16, 1)
+    cos, sin = _input((1024, 128), torch.bfloat16, 2), _input((1024, 128), torch.bfloat16, 3)
+    o1, o2 = torch.empty_like(x1), torch.empty_like(x2)
+    rotary.apply_rotary(x1, x2, cos, sin, o1, o2, False)
+    for i in (0, 511, 1023):
+        r1, r2 = torch.empty(1, 128, dtype=torch.bfloat16), torch.empty(1, 128, dtype=torch.bfloat16)
+        rows = slice(i, i + 1)
+        rotary.apply_rotary(x1[rows], x2[rows], cos[rows], sin[rows], r1, r2, False)
+        assert _bitwise(o1[rows], r1) and _bitwise(o2[rows], r2)
+    assert rotary_blocks == [True, False, False, False]
