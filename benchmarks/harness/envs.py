@@ -28,6 +28,7 @@ __all__ = [
     "WORK",
     "Env",
     "ensure_envs",
+    "ensure_kernels_env",
     "find_envs",
     "plot_python",
 ]
@@ -154,6 +155,18 @@ def ensure_envs(say: Callable[[str], object] = print) -> tuple[Env, Env]:
     kp, kn = find_envs(current_for_kernel_plugins=False)
     assert kp is not None and kn is not None
     return kp, kn
+
+
+def ensure_kernels_env(say: Callable[[str], object] = print) -> Env:
+    """Create (or reuse) only ``venv-kernels`` (torch and ``kernels`` at :data:`KERNELS_PIN`)."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    d = WORK / "venv-kernels"
+    if not _ready(d, "kernels"):
+        _create(d, "kernels", say)
+    _, kn = find_envs(current_for_kernel_plugins=True)
+    if kn is None:
+        raise RuntimeError(f"{d} was created but does not hold kernels=={KERNELS_PIN}")
+    return kn
 
 
 def plot_python(*, create: bool, say: Callable[[str], object] = print) -> Path | None:

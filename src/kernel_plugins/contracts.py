@@ -10,8 +10,12 @@ that does not declare it. When nothing qualifies the call fails with a
 How kernels declare properties
 ------------------------------
 
-* A layer class (in the kernel's ``layers`` module): the class attribute
-  ``kernel_properties = frozenset({"deterministic", "batch_invariant"})``.
+* A layer class (in the kernel's ``layers`` module): an entry keyed by the class name in
+  the ``layers`` module's table, ``__kernel_properties__ = {"SiluAndMul":
+  frozenset({"deterministic"}), ...}``. This is the form HF ``kernels`` accepts (it
+  refuses layer classes with members other than ``forward``, ``has_backward`` and
+  ``can_torch_compile``). The class attribute ``kernel_properties = frozenset({...})``
+  is still read, and wins when both are present.
 * A function of a kernel module: the module attribute
   ``__kernel_properties__ = {"silu_and_mul": frozenset({"deterministic"}), ...}``, keyed by
   the name under which the function is exported.
@@ -148,19 +152,19 @@ def declared_properties(
 ) -> frozenset[str]:
     """The properties a layer class or a kernel function declares.
 
-    :param obj: a layer class (reads its ``kernel_properties`` attribute) or a function
-        (reads ``module.__kernel_properties__[name]``).
+    :param obj: a layer class (reads its ``kernel_properties`` attribute, else the
+        ``__kernel_properties__[<class name>]`` entry of the module defining it) or a
+        function (reads ``module.__kernel_properties__[name]``).
     :param module: the kernel module exporting the function; default: the module the
         function was defined in.
     :param name: the name the function is exported under; default: its ``__name__``.
     :return: the declared names (unknown names are kept, so newer vocabularies still work).
     Raises :class:`ContractError` when a declaration is malformed (e.g. a bare string).
     """
-    if inspect.isclass(obj):
-        return _as_property_set(
-            getattr(obj, "kernel_properties", None), f"{obj.__name__}.kernel_properties"
-        )
-    if module is None:
+    own = getattr(obj, "kernel_properties", None) if inspect.isclass(obj) else None
+    if own is not None:
+        return _as_property_set(own, f"{getattr(obj, '__name__', obj)}.kernel_properties")
+    if module is None or inspect.isclass(obj):
         module = sys.modules.get(getattr(obj, "__module__", "") or "")
     key = name or getattr(obj, "__name__", None)
     table = getattr(module, "__kernel_properties__", None) if module is not None else None
@@ -244,8 +248,8 @@ def check_module(module: ModuleType, require: Iterable[str] | str | None, *, whe
         raise ContractError(
             f"kernel {where} does not satisfy require={{{format_properties(required)}}}:\n"
             + "\n".join(problems)
-            + "\nKernel authors declare properties with the class attribute "
-            "`kernel_properties = frozenset({...})` on layers and the module attribute "
-            "`__kernel_properties__ = {'function_name': frozenset({...})}`; callers can "
+            + "\nKernel authors declare properties with the table "
+            "`__kernel_properties__ = {'name': frozenset({...})}` in the kernel module (for "
+            "functions) and in its `layers` module (for layer classes); callers can "
             "drop the requirement or choose a kernel that declares it."
         )

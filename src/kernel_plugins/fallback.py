@@ -88,7 +88,10 @@ def reference_fallback(
     """
     from .reference import reference_repo
 
-    ref_path = reference_repo(source.short_name) if source.kind != "local" else None
+    try:
+        ref_path = reference_repo(source.short_name, (info.backend,)) if source.kind != "local" else None
+    except OSError as e:  # the reference cache cannot be written
+        raise _with_sources(error, source, [f"reference kernel {source.short_name!r}: {e}"]) from error
     if ref_path is None:
         if source.notes:
             raise _with_sources(error, source, []) from error

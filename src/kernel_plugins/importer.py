@@ -372,7 +372,7 @@ def import_verified(
             "not match any published commit",
             UserWarning,
         )
-    if variant == UNIVERSAL and source.kind != "reference" and not _bundled_reference(path):
+    if variant == UNIVERSAL:
         warn_user(
             f"{source.label}: the torch-universal variant is deprecated; publish noarch variants "
             f"instead (torch-{device.backend} for this device, torch-<backend> for each backend "
@@ -404,9 +404,3 @@ def import_verified(
     )
     return module
 
-
-def _bundled_reference(path: Path) -> bool:
-    """Whether ``path`` is inside the reference kernels shipped with kernel-plugins."""
-    from .reference import REFERENCE_ROOT
-
-    return REFERENCE_ROOT.resolve() in path.resolve().parents

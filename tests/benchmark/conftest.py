@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from kernel_plugins.reference import reference_repo
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-ACTIVATION_REFERENCE = REPO_ROOT / "src" / "kernel_plugins" / "reference" / "activation"
+ACTIVATION_REFERENCE = reference_repo("activation")
+assert ACTIVATION_REFERENCE is not None
 
 #: silu_and_mul is wrong by +0.01 everywhere; gelu is right.
 WRONG_ACTIVATION = """
@@ -29,23 +32,27 @@ def gelu(out, x):
 """
 
 
-def make_kernel(root: Path, source: str, name: str = "activation") -> Path:
-    """A kernel repository with one torch-universal variant holding ``source``.
+def make_kernel(
+    root: Path, source: str, name: str = "activation", backends: tuple[str, ...] = ("cpu", "mlu")
+) -> Path:
+    """A kernel repository with one noarch variant (``torch-<backend>``) per backend, each
+    holding ``source``.
 
-    The metadata id is unique per call, so several fixtures load side by side.
+    The metadata id is unique per call and variant, so several fixtures load side by side.
     """
-    variant = root / "build" / "torch-universal"
-    variant.mkdir(parents=True)
-    metadata = {
-        "name": name,
-        "id": f"_bench_test_{uuid.uuid4().hex[:12]}",
-        "version": 1,
-        "license": "Apache-2.0",
-        "python-depends": [],
-        "backend": {"type": "universal"},
-    }
-    (variant / "metadata.json").write_text(json.dumps(metadata))
-    (variant / "__init__.py").write_text(source)
+    for backend in backends:
+        variant = root / "build" / f"torch-{backend}"
+        variant.mkdir(parents=True)
+        metadata = {
+            "name": name,
+            "id": f"_bench_test_{uuid.uuid4().hex[:12]}",
+            "version": 1,
+            "license": "Apache-2.0",
+            "python-depends": [],
+            "backend": {"type": backend},
+        }
+        (variant / "metadata.json").write_text(json.dumps(metadata))
+        (variant / "__init__.py").write_text(source)
     return root
 
 

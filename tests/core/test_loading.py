@@ -200,12 +200,12 @@ def test_plugin_load_kernel_hook_can_serve_module(manager, tmp_path):
 
 
 def test_bundled_reference_kernels_load_by_path_without_deprecation(manager):
-    from kernel_plugins.reference import REFERENCE_ROOT
+    from kernel_plugins.reference import reference_repo
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        mod = kernel_plugins.load(REFERENCE_ROOT / "rmsnorm", device="cpu")
-    assert mod.__kernel_provenance__.variant == "torch-universal"
+        mod = kernel_plugins.load(reference_repo("rmsnorm"), device="cpu")
+    assert mod.__kernel_provenance__.variant == "torch-cpu"
     assert hasattr(mod, "apply_rms_norm")
 
 

@@ -225,16 +225,15 @@ def test_failed_kernelize_changes_nothing(repo):
     assert all(kernel_choice(layer) is None for layer in layers)
 
 
-@pytest.mark.filterwarnings("ignore:.*torch-universal variant is deprecated:DeprecationWarning")
 def test_reference_kernels_serve_the_block(repo):
-    from kernel_plugins.reference import REFERENCE_ROOT
+    from kernel_plugins.reference import reference_repo
 
     model, reference = pair()
     ref_map = {
         "SiluAndMul": {
-            "cpu": LocalLayerRepository(REFERENCE_ROOT / "activation", layer_name="SiluAndMul")
+            "cpu": LocalLayerRepository(reference_repo("activation"), layer_name="SiluAndMul")
         },
-        "RMSNorm": {"cpu": LocalLayerRepository(REFERENCE_ROOT / "rmsnorm", layer_name="RMSNorm")},
+        "RMSNorm": {"cpu": LocalLayerRepository(reference_repo("rmsnorm"), layer_name="RMSNorm")},
     }
     with use_kernel_mapping(ref_map):
         kernelize(model, mode=Mode.TRAINING | Mode.TORCH_COMPILE, device="cpu")

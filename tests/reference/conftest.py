@@ -11,14 +11,16 @@ from types import ModuleType
 
 import pytest
 
-from kernel_plugins.reference import REFERENCE_ROOT
+from kernel_plugins.reference import reference_repo
 
-VARIANT = "torch-universal"
+VARIANT = "torch-cpu"
 
 
-def variant_dir(name: str) -> Path:
-    """The ``build/torch-universal`` folder of the reference kernel ``name``."""
-    return REFERENCE_ROOT / name / "build" / VARIANT
+def variant_dir(name: str, variant: str = VARIANT) -> Path:
+    """The ``build/<variant>`` folder (default ``torch-cpu``) of the reference kernel ``name``."""
+    repo = reference_repo(name)
+    assert repo is not None, name
+    return repo / "build" / variant
 
 
 def metadata_id(name: str) -> str:

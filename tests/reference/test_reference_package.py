@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
+import kernel_plugins
 import kernel_plugins.reference as reference
-from kernel_plugins.reference import REFERENCE_ROOT, reference_names, reference_repo
+from kernel_plugins.reference import (
+    BACKENDS,
+    REFERENCE_ROOT,
+    reference_names,
+    reference_repo,
+    reference_source,
+)
 
 NAMES = ["activation", "rmsnorm", "rotary"]
 ALLOWED_IMPORTS = {
@@ -22,6 +29,7 @@ ALLOWED_IMPORTS = {
     "dataclasses",
     "json",
     "math",
+    "os",
     "pathlib",
     "torch",
     "torch.nn.functional",
@@ -29,12 +37,14 @@ ALLOWED_IMPORTS = {
 }
 
 
-def _variant(name: str) -> Path:
-    return REFERENCE_ROOT / name / "build" / "torch-universal"
+def _variant(name: str, backend: str = "cpu") -> Path:
+    repo = reference_repo(name)
+    assert repo is not None
+    return repo / "build" / f"torch-{backend}"
 
 
-def _metadata(name: str) -> dict:
-    return json.loads((_variant(name) / "metadata.json").read_text("utf-8"))
+def _metadata(name: str, backend: str = "cpu") -> dict:
+    return json.loads((_variant(name, backend) / "metadata.json").read_text("utf-8"))
 
 
 def test_reference_root_is_the_package_folder() -> None:
@@ -48,10 +58,14 @@ def test_reference_names_lists_every_bundled_kernel() -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_reference_repo_returns_the_repository_folder(name: str) -> None:
+def test_reference_repo_returns_a_repository_with_a_noarch_variant_per_backend(name: str) -> None:
     repo = reference_repo(name)
-    assert repo == REFERENCE_ROOT / name
-    assert (repo / "build" / "torch-universal" / "metadata.json").is_file()
+    assert repo is not None and repo.name == name
+    assert reference_source(name) == REFERENCE_ROOT / name
+    variants = sorted(p.name for p in (repo / "build").iterdir())
+    assert variants == sorted(f"torch-{b}" for b in BACKENDS)
+    assert "torch-universal" not in variants
+    assert {"cpu", "cuda", "rocm", "xpu", "metal", "mlu", "musa", "npu", "neuron"} <= set(BACKENDS)
 
 
 @pytest.mark.parametrize(
@@ -78,41 +92,53 @@ def test_importing_the_index_does_not_import_torch() -> None:
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.parametrize("backend", list(BACKENDS))
 @pytest.mark.parametrize("name", NAMES)
-def test_metadata_is_valid(name: str) -> None:
-    meta = _metadata(name)
+def test_metadata_is_valid(name: str, backend: str) -> None:
+    from kernel_plugins.metadata import read_metadata
+
+    meta = _metadata(name, backend)
     assert meta["name"] == name
     # the API version of the community kernel it stands in for (rotary's v2 added
     # apply_rotary_transformers); the loader lets it serve version=N only for that N
     assert meta["version"] == {"activation": 1, "rmsnorm": 1, "rotary": 2}[name]
     assert meta["license"] == "Apache-2.0"
-    assert meta["python-depends"] == []
-    assert meta["backend"] == {"type": "universal"}
-    assert meta["id"].isidentifier()
+    assert meta["python-depends"] == list(BACKENDS[backend])
+    assert meta["backend"] == {"type": backend}
     prefix = f"_{name}_reference_"
-    assert meta["id"].startswith(prefix)
-    suffix = meta["id"][len(prefix) :]
-    assert len(suffix) == 8 and all(c in "0123456789abcdef" for c in suffix)
+    assert meta["id"].startswith(prefix) and meta["id"].endswith(f"_{backend}")
+    fp = meta["id"][len(prefix) : -len(backend) - 1]
+    assert len(fp) == 8 and all(c in "0123456789abcdef" for c in fp)
+    assert read_metadata(_variant(name, backend)).id == meta["id"]  # the loader's validation
 
 
 def test_metadata_ids_are_unique() -> None:
-    ids = [_metadata(n)["id"] for n in NAMES]
+    ids = [_metadata(n, b)["id"] for n in NAMES for b in BACKENDS]
     assert len(set(ids)) == len(ids)
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_flat_layout(name: str) -> None:
-    variant = _variant(name)
-    assert (variant / "__init__.py").is_file()
-    assert (variant / "_ops.py").is_file()
-    assert [p.name for p in (REFERENCE_ROOT / name / "build").iterdir()] == ["torch-universal"]
+def test_every_variant_holds_the_same_flat_package(name: str) -> None:
+    sources = {
+        p.name: p
+        for folder in (REFERENCE_ROOT / "_common", REFERENCE_ROOT / name / "torch-ext")
+        for p in folder.glob("*.py")
+    }
+    assert {"__init__.py", "_ops.py", "_fast.py"} <= set(sources)
+    for backend in BACKENDS:
+        variant = _variant(name, backend)
+        files = sorted(p.name for p in variant.glob("*.py"))
+        assert files == sorted(sources), backend
+        for file_name in files:
+            assert (variant / file_name).read_bytes() == sources[file_name].read_bytes()
 
 
 def _sources() -> list[Path]:
-    return sorted(p for n in NAMES for p in _variant(n).glob("*.py"))
+    folders = [REFERENCE_ROOT / "_common", *(REFERENCE_ROOT / n / "torch-ext" for n in NAMES)]
+    return sorted(p for folder in folders for p in folder.glob("*.py"))
 
 
-@pytest.mark.parametrize("path", _sources(), ids=lambda p: f"{p.parents[2].name}/{p.name}")
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: f"{p.parents[1].name}/{p.name}")
 def test_sources_are_self_contained_and_device_agnostic(path: Path) -> None:
     tree = ast.parse(path.read_text("utf-8"))
     for node in ast.walk(tree):
@@ -124,6 +150,8 @@ def test_sources_are_self_contained_and_device_agnostic(path: Path) -> None:
         elif isinstance(node, ast.Attribute):
             assert node.attr != "cuda", "no .cuda() / torch.cuda: the kernel runs on any device"
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if path.name == "_fast.py":  # the one routing decision: cache blocking on the CPU
+                continue
             assert node.value not in {"cuda", "cpu"}, "no hard-coded device"
 
 
@@ -164,3 +192,83 @@ def test_importing_twice_in_one_process_works(name: str, load, importer) -> None
     finally:
         for key in [k for k in sys.modules if k.startswith(again.__name__)]:
             del sys.modules[key]
+
+
+def test_the_wheel_holds_each_source_file_once(tmp_path: Path) -> None:
+    """No per-backend copies: every reference .py file is in the wheel exactly once."""
+    import hashlib
+    import zipfile
+
+    pytest.importorskip("hatchling")
+    root = Path(reference.__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), str(root)],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (wheel,) = tmp_path.glob("kernel_plugins-*.whl")
+    seen: dict[str, str] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        for n in names:
+            if n.startswith("kernel_plugins/reference/") and n.endswith(".py"):
+                digest = hashlib.sha256(zf.read(n)).hexdigest()
+                assert digest not in seen, f"{n} duplicates {seen.get(digest)}"
+                seen[digest] = n
+    assert not [n for n in names if "/build/" in n and "reference" in n]
+    for name in NAMES:
+        assert f"kernel_plugins/reference/{name}/torch-ext/__init__.py" in names
+        assert f"kernel_plugins/reference/{name}/kernel.json" in names
+
+
+def test_variants_are_assembled_in_the_configured_cache(tmp_path: Path, monkeypatch) -> None:
+    from kernel_plugins.reference import _layout
+
+    monkeypatch.setenv(_layout.CACHE_ENV, str(tmp_path / "cache"))
+    repo = reference_repo("rotary")
+    assert repo is not None and repo.is_relative_to(tmp_path / "cache")
+    assert repo.parent.name == _layout.fingerprint("rotary")
+    variant = repo / "build" / "torch-npu"
+    assert json.loads((variant / "metadata.json").read_text())["backend"] == {"type": "npu"}
+    # copies (the loader refuses links out of a variant), pinned by a digest in metadata.json
+    packaged = REFERENCE_ROOT / "rotary" / "torch-ext" / "_ops.py"
+    assert not (variant / "_ops.py").is_symlink()
+    assert (variant / "_ops.py").read_bytes() == packaged.read_bytes()
+    assert reference_repo("rotary") == repo  # the second call reuses it
+    assert not [p for p in repo.parent.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_a_changed_file_in_the_reference_cache_is_refused(tmp_path: Path, monkeypatch) -> None:
+    from kernel_plugins.errors import IntegrityError
+    from kernel_plugins.integrity import compute_digest
+    from kernel_plugins.reference import _layout
+
+    monkeypatch.setenv(_layout.CACHE_ENV, str(tmp_path / "cache"))
+    repo = reference_repo("activation")
+    assert repo is not None
+    variant = repo / "build" / "torch-cpu"
+    digest = json.loads((variant / "metadata.json").read_text())["digest"]
+    assert digest == {"algorithm": "sha256", "files": compute_digest(variant)}
+    (variant / "_ops.py").write_text("raise SystemExit('planted')\n")
+    with pytest.raises(IntegrityError, match="_ops.py: content does not match the digest"):
+        kernel_plugins.load(repo, device="cpu")
+
+
+def test_a_third_party_backend_gets_a_variant_too(tmp_path: Path, monkeypatch) -> None:
+    from kernel_plugins.reference import _layout
+
+    monkeypatch.setenv(_layout.CACHE_ENV, str(tmp_path / "cache"))
+    repo = reference_repo("rmsnorm", ("acme",))
+    assert repo is not None and (repo / "build" / "torch-acme" / "metadata.json").is_file()
+    assert repo.parent.name != _layout.fingerprint("rmsnorm")  # its own repository
+
+
+def test_an_unwritable_configured_cache_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    from kernel_plugins.reference import _layout
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(_layout.CACHE_ENV, str(blocker / "cache"))
+    with pytest.raises(OSError, match=f"cannot create the reference kernel 'rmsnorm'.*{_layout.CACHE_ENV}"):
+        reference_repo("rmsnorm")

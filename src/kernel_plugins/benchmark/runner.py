@@ -48,7 +48,7 @@ def _reference_module(
             "module": value.__name__,
             "path": getattr(value, "__file__", None),
         }
-    path = reference_repo(value) if isinstance(value, str) else None
+    path = reference_repo(value, (info.backend,)) if isinstance(value, str) else None
     if path is None:
         if "reference" in desc:
             raise BenchmarkError(

@@ -339,7 +339,8 @@ def _decide(module: Any, name: str, session: _Session) -> _Decision:
             f"{context} requires {format_properties(session.require)}, and no kernel "
             f"provides it:\n" + "\n".join(reasons) + f"\nThe original forward of `{cls_name}` "
             f"declares no properties, so it is never used when properties are required. Map "
-            f"a kernel that declares them (kernel_properties = frozenset({{...}})) or drop require."
+            f"a kernel that declares them (__kernel_properties__ = {{'{cls_name}': frozenset({{...}})}} "
+            f"in its layers module) or drop require."
         )
     if not session.use_fallback:
         raise LayerError(

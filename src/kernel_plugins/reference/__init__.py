@@ -1,9 +1,12 @@
 """Portable reference kernels that ship inside kernel-plugins.
 
-Each is an ordinary kernel repository (``<name>/build/torch-universal/`` with a
-``metadata.json``), written in plain PyTorch with the same public API as the Hub kernel
-of the same name, so the normal loader can serve them on any device when no optimised
-kernel fits. This module only knows where they are; it imports neither torch nor the
+Each is a kernel repository written in plain PyTorch with the same public API as the
+community Hub kernel of the same name (``kernels-community/activation``, ``rmsnorm``,
+``rotary``), so the normal loader can serve them on any device when no optimised kernel
+fits. The repositories have one noarch variant per backend (``build/torch-cpu``,
+``build/torch-cuda``, ...); the package ships their sources once and
+:func:`reference_repo` assembles the variant folders on first use (see
+:mod:`kernel_plugins.reference._layout`). This module imports neither torch nor the
 kernels.
 
 Example::
@@ -11,8 +14,8 @@ Example::
     >>> from kernel_plugins.reference import reference_names, reference_repo
     >>> reference_names()
     ['activation', 'rmsnorm', 'rotary']
-    >>> reference_repo("activation").name
-    'activation'
+    >>> (reference_repo("activation") / "build" / "torch-cpu" / "metadata.json").is_file()
+    True
 """
 
 from __future__ import annotations
@@ -20,34 +23,48 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["REFERENCE_ROOT", "reference_names", "reference_repo"]
+from ._layout import BACKENDS, SOURCE_DIR, materialize
+
+__all__ = ["BACKENDS", "REFERENCE_ROOT", "reference_names", "reference_repo", "reference_source"]
 
 REFERENCE_ROOT: Path = Path(__file__).resolve().parent
-"""The folder that holds one kernel repository per reference kernel."""
+"""The packaged sources: one folder per reference kernel (``<name>/torch-ext/``)."""
 
 _NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
 
 
-def _is_repo(path: Path) -> bool:
-    """Whether ``path`` is a kernel repository with at least one build variant."""
-    build = path / "build"
-    return build.is_dir() and any((v / "metadata.json").is_file() for v in build.iterdir())
+def _is_kernel(path: Path) -> bool:
+    """Whether ``path`` holds a reference kernel's sources and ``kernel.json``."""
+    return (path / "kernel.json").is_file() and (path / SOURCE_DIR / "__init__.py").is_file()
 
 
 def reference_names() -> list[str]:
     """Names of the bundled reference kernels, sorted (e.g. ``["activation", ...]``)."""
     return sorted(
-        p.name for p in REFERENCE_ROOT.iterdir() if _NAME_RE.match(p.name) and _is_repo(p)
+        p.name for p in REFERENCE_ROOT.iterdir() if _NAME_RE.match(p.name) and _is_kernel(p)
     )
 
 
-def reference_repo(name: str) -> Path | None:
-    """The repository folder of the reference kernel ``name``, or ``None`` if there is none.
-
-    ``name`` is the kernel name as in ``metadata.json`` (``"activation"``); a Hub-style
-    id such as ``"kernels-community/activation"`` is not a name and returns ``None``.
-    """
+def reference_source(name: str) -> Path | None:
+    """The packaged source folder of reference kernel ``name`` (no variants), or ``None``."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         return None
     path = REFERENCE_ROOT / name
-    return path if _is_repo(path) else None
+    return path if _is_kernel(path) else None
+
+
+def reference_repo(name: str, backends: tuple[str, ...] = ()) -> Path | None:
+    """The kernel repository of the reference kernel ``name``, or ``None`` if there is none.
+
+    ``name`` is the kernel name as in ``metadata.json`` (``"activation"``); a Hub-style
+    id such as ``"kernels-community/activation"`` is not a name and returns ``None``. The
+    repository (``build/torch-<backend>/`` for every backend in :data:`BACKENDS`) lives in
+    a cache folder and is created on the first call; it loads with ``kernel_plugins.load``
+    and with HF ``kernels`` (``get_local_kernel``). ``backends`` names more backends (a
+    third-party one) to build a ``torch-<backend>`` variant for.
+
+    :raises OSError: the cache folder cannot be written (see ``_layout.materialize``).
+    """
+    if reference_source(name) is None:
+        return None
+    return materialize(name, tuple(backends))

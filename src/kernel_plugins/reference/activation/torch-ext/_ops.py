@@ -6,7 +6,8 @@ loaded side by side. Per activation ``<name>`` there are three operators:
 * ``<name>(Tensor(a!) out, Tensor x[, float threshold]) -> ()``: the Hub kernel's
   out-variant. A ``CompositeImplicitAutograd`` kernel that computes
   ``<name>_functional`` and copies it into ``out``, so autograd and ``torch.compile``
-  see through it.
+  see through it. On large inputs outside autograd and tracing it writes the same
+  native ops straight into ``out`` instead (``_direct``, ``_fast``; bitwise equal).
 * ``<name>_functional(Tensor x[, float threshold]) -> Tensor``: an opaque
   ``torch.library.custom_op`` with a fake (meta) implementation and a registered
   autograd formula.
@@ -20,32 +21,19 @@ instance under another module name) finds the operators and registers nothing.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ._direct import act_into
+from ._fast import may_alias, route
+from ._namespace import NAMESPACE, add_op_namespace_prefix, has_op
 from ._native import ACTIVATIONS, Activation
 
 if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = ["NAMESPACE", "ops", "add_op_namespace_prefix"]
-
-NAMESPACE: str = json.loads(Path(__file__).with_name("metadata.json").read_text("utf-8"))["id"]
-"""The ``torch.ops`` namespace of this build (the metadata ``id``)."""
-
-
-def add_op_namespace_prefix(op_name: str) -> str:
-    """Return ``"<namespace>::<op_name>"`` for an operator of this build."""
-    return f"{NAMESPACE}::{op_name}"
-
-
-def _has_op(name: str) -> bool:
-    """Whether ``torch.ops.<namespace>.<name>`` is already registered in this process."""
-    return hasattr(getattr(torch.ops, NAMESPACE), name)
-
 
 def _split(x: Tensor) -> tuple[Tensor, Tensor]:
     """Split the last dimension of ``x`` into two equal halves."""
@@ -95,6 +83,26 @@ def _schema_params(spec: Activation, *, defaults: bool) -> str:
     return "".join(parts)
 
 
+def _direct_ok(spec: Activation, out: Tensor, x: Tensor) -> bool:
+    """Whether the fast path may write ``spec`` of ``x`` straight into ``out``.
+
+    It needs a large input outside autograd and tracing (``_fast.route``), an ``out`` of
+    the result's shape and dtype that is contiguous (the layout the plain formula's
+    result has) and provably shares no memory with ``x``.
+    """
+    if route(x, out) == "eager" or x.dim() == 0:
+        return False
+    if spec.kind != "unary" and x.shape[-1] % 2:
+        return False
+    return (
+        out.dtype == x.dtype
+        and out.device == x.device
+        and out.is_contiguous()
+        and list(out.shape) == _out_shape(spec, x)
+        and not may_alias(out, x)
+    )
+
+
 def _params(spec: Activation, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[float, ...]:
     """The float parameters of ``spec`` from positional/keyword arguments, defaults filled."""
     values = list(args)
@@ -109,7 +117,7 @@ def _register(spec: Activation) -> None:
     params_sig = _schema_params(spec, defaults=True)
     n_params = len(spec.params)
 
-    if not _has_op(f"{name}_backward"):
+    if not has_op(f"{name}_backward"):
 
         def backward_impl(grad: Tensor, x: Tensor, *args: float, **kwargs: float) -> Tensor:
             return _backward(spec, grad, x, _params(spec, args, kwargs))
@@ -127,7 +135,7 @@ def _register(spec: Activation) -> None:
 
     backward = getattr(getattr(torch.ops, NAMESPACE), f"{name}_backward")
 
-    if not _has_op(f"{name}_functional"):
+    if not has_op(f"{name}_functional"):
 
         def functional_impl(x: Tensor, *args: float, **kwargs: float) -> Tensor:
             return _forward(spec, x, _params(spec, args, kwargs))
@@ -157,10 +165,14 @@ def _register(spec: Activation) -> None:
 
     functional = getattr(getattr(torch.ops, NAMESPACE), f"{name}_functional")
 
-    if not _has_op(name):
+    if not has_op(name):
 
         def out_impl(out: Tensor, x: Tensor, *args: float, **kwargs: float) -> None:
-            result = functional(x, *_params(spec, args, kwargs))
+            params = _params(spec, args, kwargs)
+            if _direct_ok(spec, out, x):
+                act_into(spec, out, x, params)
+                return
+            result = functional(x, *params)
             torch._check(
                 tuple(out.shape) == tuple(result.shape),
                 lambda: (

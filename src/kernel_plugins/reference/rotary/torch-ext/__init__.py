@@ -4,13 +4,15 @@
 ``x1*cos - x2*sin`` to ``out1`` and ``x2*cos + x1*sin`` to ``out2`` (``conj`` flips the
 sign of ``sin``); the outputs may be the inputs. ``apply_rotary_transformers(q, k, cos,
 sin, unsqueeze_dim=1)`` follows ``transformers``' ``rotate_half`` convention and returns
-``(q_embed, k_embed)``. Works on any device; supports autograd and ``torch.compile``.
+``(q_embed, k_embed)``; ``layers.apply_rotary_transformers`` is the same as a layer.
+Works on any device; supports autograd and ``torch.compile``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import _plain, layers
 from ._ops import ops
 
 if TYPE_CHECKING:
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "apply_rotary",
     "apply_rotary_transformers",
+    "layers",
     "ops",
 ]
 
@@ -54,7 +57,18 @@ def apply_rotary_transformers(
     """Apply rotary embeddings to ``q`` and ``k`` the way ``transformers`` does.
 
     ``cos``/``sin`` are unsqueezed at ``unsqueeze_dim`` to broadcast against ``q``/``k``;
-    returns ``(q*cos + rotate_half(q)*sin, k*cos + rotate_half(k)*sin)``.
+    returns ``(q*cos + rotate_half(q)*sin, k*cos + rotate_half(k)*sin)``. ``cos``/``sin``
+    may also hold only the first half of the head dimension (the angles once).
     """
     q_embed, k_embed = ops.apply_rotary_transformers(q, k, cos, sin, int(unsqueeze_dim))
     return q_embed, k_embed
+
+
+for _name in __kernel_properties__:
+    # the flags kernel loaders read on functions (as on layer classes)
+    globals()[_name].has_backward = True
+    globals()[_name].can_torch_compile = True
+
+__benchmark__ = {"reference": _plain}
+"""``kernel-plugins benchmark`` times this kernel against the plain native formulas
+(``_plain``: op by op, every intermediate allocated), not against itself."""

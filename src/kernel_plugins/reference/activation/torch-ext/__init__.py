@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import layers
+from . import _plain, layers
 from ._native import ACTIVATIONS
 from ._ops import ops
 
@@ -124,3 +124,13 @@ def gelu_quick(out: Tensor, x: Tensor) -> Tensor:
     """Fill ``out`` with ``x*sigmoid(1.702*x)`` and return it."""
     ops.gelu_quick(out, x)
     return out
+
+
+for _name in __kernel_properties__:
+    # the flags kernel loaders read on functions (as on layer classes)
+    globals()[_name].has_backward = True
+    globals()[_name].can_torch_compile = True
+
+__benchmark__ = {"reference": _plain}
+"""``kernel-plugins benchmark`` times this kernel against the plain native formulas
+(``_plain``: op by op, every intermediate allocated), not against itself."""

@@ -1,18 +1,23 @@
 """Kernel layers of the reference activation kernel.
 
 Each class replaces the ``forward`` of a model layer of the same name (see
-``kernelize``): it defines no ``__init__`` and no members, only ``forward(self, x)``,
-which allocates the output and calls the operator. ``FatreluAndMul`` reads
-``self.threshold`` from the layer it replaces.
+``kernelize``) or is used as a layer directly. The classes define only ``forward`` and
+the flags ``has_backward`` / ``can_torch_compile``: no ``__init__`` and no other
+members, which is what kernel loaders (kernel-plugins and HF ``kernels``) check.
+``FatreluAndMul(threshold)`` still takes the community kernel's constructor argument:
+its metaclass stores it as ``self.threshold``, the attribute ``forward`` reads (a model's
+own ``FatreluAndMul`` has the same attribute). Guarantees are declared in the module
+table ``__kernel_properties__`` keyed by class name.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
+from ._native import ACTIVATIONS
 from ._ops import ops
 
 if TYPE_CHECKING:
@@ -32,8 +37,30 @@ __all__ = [
     "SiluAndMul",
 ]
 
-_DETERMINISTIC = frozenset({"deterministic"})
-_BATCH_INVARIANT = frozenset({"deterministic", "batch_invariant"})
+# layer class -> the function it computes
+_FUNCTION_OF = {
+    "SiluAndMul": "silu_and_mul",
+    "MulAndSilu": "mul_and_silu",
+    "GeluAndMul": "gelu_and_mul",
+    "GeluTanhAndMul": "gelu_tanh_and_mul",
+    "FatreluAndMul": "fatrelu_and_mul",
+    "Silu": "silu",
+    "Gelu": "gelu",
+    "GeluTanh": "gelu_tanh",
+    "FastGELU": "gelu_fast",
+    "NewGELU": "gelu_new",
+    "QuickGELU": "gelu_quick",
+}
+
+_SPECS = {spec.name: spec for spec in ACTIVATIONS}
+
+__kernel_properties__: dict[str, frozenset[str]] = {
+    cls: frozenset({"deterministic", "batch_invariant"})
+    if _SPECS[fn].batch_invariant
+    else frozenset({"deterministic"})
+    for cls, fn in _FUNCTION_OF.items()
+}
+"""Guarantees per layer class: those of the function the layer computes."""
 
 
 def _half_out(x: Tensor) -> Tensor:
@@ -47,11 +74,10 @@ def _same_out(x: Tensor) -> Tensor:
 
 
 class SiluAndMul(nn.Module):
-    """``silu(x[..., :d]) * x[..., d:]``."""
+    """``silu(x[..., :d]) * x[..., d:]`` with ``d = x.shape[-1] // 2`` (SwiGLU)."""
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""
@@ -65,7 +91,6 @@ class MulAndSilu(nn.Module):
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""
@@ -75,11 +100,10 @@ class MulAndSilu(nn.Module):
 
 
 class GeluAndMul(nn.Module):
-    """``gelu(x[..., :d]) * x[..., d:]`` (erf GELU)."""
+    """``gelu(x[..., :d]) * x[..., d:]`` (erf GELU; GeGLU)."""
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""
@@ -93,7 +117,6 @@ class GeluTanhAndMul(nn.Module):
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""
@@ -102,15 +125,36 @@ class GeluTanhAndMul(nn.Module):
         return out
 
 
-class FatreluAndMul(nn.Module):
-    """``fatrelu(x[..., :d], self.threshold) * x[..., d:]``."""
+class _ThresholdConstructor(type):
+    """Metaclass giving ``FatreluAndMul`` the constructor ``FatreluAndMul(threshold=0.0)``.
+
+    The class itself keeps ``nn.Module.__init__`` (kernel layers must not define one);
+    calling the class builds the module and stores ``threshold`` on the instance.
+    """
+
+    def __call__(cls, threshold: float = 0.0, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:
+            raise TypeError(
+                f"{cls.__name__}() takes one optional argument, threshold (a float); got "
+                f"extra arguments {args!r} {kwargs!r}"
+            )
+        layer = super().__call__()
+        layer.threshold = threshold
+        return layer
+
+
+class FatreluAndMul(nn.Module, metaclass=_ThresholdConstructor):
+    """``fatrelu(x[..., :d], self.threshold) * x[..., d:]`` (FATReLU: 0 below the threshold).
+
+    ``FatreluAndMul(threshold=0.0)`` constructs it; as a kernel layer it reads the
+    ``threshold`` of the layer it replaces.
+    """
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _BATCH_INVARIANT
 
     def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x`` with the replaced layer's ``threshold``."""
+        """Apply the activation to ``x`` with ``self.threshold``."""
         out = _half_out(x)
         ops.fatrelu_and_mul(out, x, float(self.threshold))
         return out
@@ -121,7 +165,6 @@ class Silu(nn.Module):
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""
@@ -135,7 +178,6 @@ class Gelu(nn.Module):
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""
@@ -149,7 +191,6 @@ class GeluTanh(nn.Module):
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""
@@ -163,7 +204,6 @@ class FastGELU(nn.Module):
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""
@@ -177,7 +217,6 @@ class NewGELU(nn.Module):
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""
@@ -191,7 +230,6 @@ class QuickGELU(nn.Module):
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = _DETERMINISTIC
 
     def forward(self, x: Tensor) -> Tensor:
         """Apply the activation to ``x``."""

@@ -1,0 +1,117 @@
+"""The reference kernels' fast path: fewer trips through memory, same native ops.
+
+The plain formulas allocate a full-size temporary per operation and read it back, so a
+large input crosses memory many times (and every fresh temporary is page-faulted in).
+The fast path computes the same native PyTorch operations, in the same order and on the
+same operand layouts, but:
+
+* writes into the caller's ``out`` and updates it in place instead of allocating
+  (all devices: ``route`` returns ``"direct"``);
+* on the CPU, for kernels made only of exactly rounded operations (multiply, add,
+  subtract) and per-row reductions, also works through the input in blocks of rows small
+  enough to stay in the cache, so each byte is read from memory once (``"blocked"``).
+
+Element-wise results are therefore bitwise equal to the plain formula: each element goes
+through the same kernel code (vectorised or not) as before. No compiler is involved, so
+there is no first-call cost and nothing to cache; it works on every device PyTorch runs
+on. It is used for inputs of at least :data:`MIN_ELEMENTS` elements outside autograd and
+tracing (there the plain formula runs, so gradients, fake tensors and ``torch.compile``
+see native ops). ``KERNEL_PLUGINS_REFERENCE_FAST=0`` turns it off.
+
+This file is shared by every reference kernel: each variant folder holds a link to it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+__all__ = [
+    "BLOCK_BYTES",
+    "ENV",
+    "MIN_ELEMENTS",
+    "blocks",
+    "enabled",
+    "may_alias",
+    "route",
+    "same_view",
+]
+
+ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
+"""Environment variable: ``0`` turns the fast path off (read on every call)."""
+
+MIN_ELEMENTS = 1 << 16
+"""Inputs with fewer elements take the plain formula (per-call overhead dominates there)."""
+
+BLOCK_BYTES = 1 << 21
+"""Target size of one operand's block on the CPU (fits the per-core cache with its peers)."""
+
+
+def enabled() -> bool:
+    """Whether the fast path may be used (``KERNEL_PLUGINS_REFERENCE_FAST`` is not ``0``)."""
+    return os.environ.get(ENV, "1").strip() != "0"
+
+
+def route(*tensors: Tensor) -> str:
+    """``"eager"`` (plain formula), ``"direct"`` (in place, any device) or ``"blocked"`` (CPU).
+
+    The first tensor is the main input. Eager when the fast path is off, the input is
+    small, the call is being traced (``torch.compile``, fake or functional tensors, a
+    dispatch mode such as ``make_fx``), or autograd records the call. Tensor subclasses
+    that compute for real (an emulated device's tensors) take the fast path.
+    """
+    if tensors[0].numel() < MIN_ELEMENTS or not enabled() or _tracing(tensors):
+        return "eager"
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return "eager"
+    return "blocked" if tensors[0].device.type == "cpu" else "direct"
+
+
+_TRACING_TYPES = frozenset({"FakeTensor", "FunctionalTensor"})
+
+
+def _tracing(tensors: tuple[Tensor, ...]) -> bool:
+    """Whether these tensors are being traced rather than computed."""
+    if torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() > 0:
+        return True
+    return any(
+        type(t).__name__ in _TRACING_TYPES or torch._is_functional_tensor(t) for t in tensors
+    )
+
+
+def may_alias(a: Tensor, b: Tensor) -> bool:
+    """Whether ``a`` and ``b`` may share memory (True when their memory cannot be inspected,
+    as for an emulated device's tensors, which keep theirs elsewhere)."""
+    try:
+        return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
+    except RuntimeError:
+        return True
+
+
+def same_view(a: Tensor, b: Tensor) -> bool:
+    """Whether ``a`` and ``b`` are the very same elements (same start, shape and strides)."""
+    return a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+
+
+def blocks(shape: torch.Size | tuple[int, ...], itemsize: int) -> Iterator[tuple[int, slice]]:
+    """``(dim, slice)`` pieces of ``shape`` along its outermost dimension larger than 1.
+
+    Each piece holds about :data:`BLOCK_BYTES` bytes (at least one index of that
+    dimension). A shape whose dimensions are all 1 yields one piece.
+    """
+    dim = next((i for i, n in enumerate(shape) if n > 1), 0)
+    if not shape:
+        yield 0, slice(None)
+        return
+    inner = itemsize
+    for n in shape[dim + 1 :]:
+        inner *= n
+    step = max(1, BLOCK_BYTES // max(inner, 1))
+    for start in range(0, shape[dim], step):
+        yield dim, slice(start, min(shape[dim], start + step))
