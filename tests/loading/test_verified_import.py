@@ -179,3 +179,13 @@ def test_links_inside_the_variant_are_read_once(manager, tmp_path):
 
 def test_unique_id_helper_is_unique():
     assert unique_id() != unique_id()
+
+
+def test_a_metadata_link_out_of_the_variant_is_refused_before_it_is_parsed(manager, tmp_path):
+    folder = write_variant(tmp_path / "k", {"__init__.py": "VALUE = 1\n"})
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text((folder / "metadata.json").read_text())
+    (folder / "metadata.json").unlink()
+    os.symlink(outside, folder / "metadata.json")
+    with pytest.raises(IntegrityError, match="metadata.json: leads outside the variant folder"):
+        kernel_plugins.load(tmp_path / "k", device="cpu")

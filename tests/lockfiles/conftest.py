@@ -113,7 +113,9 @@ def forget_kernel_modules() -> Iterator[None]:
         kernels = set(importer._kernels)
     yield
     with importer._lock:
-        new = set(importer._kernels) - kernels
+        # the bundled reference kernels stay: their torch.library ops outlive their modules,
+        # so a second import would run with ops bound to the first one's functions
+        new = {k for k in set(importer._kernels) - kernels if "_reference_" not in k}
         for key in new:
             del importer._kernels[key]
     for name in [n for n in sys.modules if n.partition(".")[0] in new or n.startswith("_lk_")]:

@@ -251,6 +251,9 @@ def test_a_changed_file_in_the_reference_cache_is_refused(tmp_path: Path, monkey
     digest = json.loads((variant / "metadata.json").read_text())["digest"]
     assert digest == {"algorithm": "sha256", "files": compute_digest(variant)}
     (variant / "_ops.py").write_text("raise SystemExit('planted')\n")
+    kernel_id = json.loads((variant / "metadata.json").read_text())["id"]
+    for name in [n for n in sys.modules if n.partition(".")[0] == kernel_id]:
+        monkeypatch.delitem(sys.modules, name)  # imported by an earlier test: free the name
     with pytest.raises(IntegrityError, match="_ops.py: content does not match the digest"):
         kernel_plugins.load(repo, device="cpu")
 

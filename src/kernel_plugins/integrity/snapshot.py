@@ -98,6 +98,10 @@ def is_native(rel: str) -> bool:
 def _open_checked(path: Path, roots: Sequence[Path]) -> int:
     """Open ``path`` for reading, refusing anything that is not a regular file in ``roots``."""
     real = Path(os.path.realpath(path))
+    if not inside(real, roots):
+        raise IntegrityError(
+            f"{path}: leads outside the variant folder (to {real}); refusing to read it"
+        )
     fd = os.open(real, _OPEN_FLAGS)
     try:
         st = os.fstat(fd)
