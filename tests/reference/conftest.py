@@ -45,11 +45,12 @@ def import_variant(variant: Path, module_name: str) -> ModuleType:
 
 
 def load_reference(name: str) -> ModuleType:
-    """The reference kernel ``name`` imported under its metadata id (once per process)."""
-    module_name = metadata_id(name)
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    return import_variant(variant_dir(name), module_name)
+    """The reference kernel ``name`` for cpu, through the loader (one module per process)."""
+    import kernel_plugins
+
+    repo = reference_repo(name)
+    assert repo is not None, name
+    return kernel_plugins.load(repo, device="cpu")
 
 
 @pytest.fixture(scope="session")
