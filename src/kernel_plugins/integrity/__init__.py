@@ -38,11 +38,7 @@ from .varianthash import (
 )
 from .verify import VariantCheck, verify_snapshot
 
-#: Kept for callers of the former module: the digest algorithms.
-ALGORITHMS = DIGEST_ALGORITHMS
-
 __all__ = [
-    "ALGORITHMS",
     "DIGEST_ALGORITHMS",
     "EXCLUDED_TOP_LEVEL",
     "HASH_TYPE",

@@ -22,6 +22,7 @@ processes never see a partial one. Besides the standard library it uses only :mo
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -91,8 +92,13 @@ def _backends(extra: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
     return {**BACKENDS, **{b: () for b in extra if b not in BACKENDS}}
 
 
+@functools.cache
 def fingerprint(name: str, extra_backends: tuple[str, ...] = ()) -> str:
-    """12 hex digits identifying the sources, metadata and backends of ``name``."""
+    """12 hex digits identifying the sources, metadata and backends of ``name``.
+
+    Computed once per process (the packaged sources do not change while it runs), so a
+    fallback load does not read and hash every source file again.
+    """
     digest = hashlib.sha256(f"layout {_LAYOUT_VERSION}\n".encode())
     digest.update(json.dumps(kernel_info(name), sort_keys=True).encode())
     digest.update(json.dumps(_backends(extra_backends), sort_keys=True).encode())
