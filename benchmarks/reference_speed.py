@@ -1,21 +1,26 @@
 """Speed of the bundled reference kernels against a plain copy of the same bytes.
 
 For every reference kernel function (the activation family, ``apply_rms_norm``,
-``apply_rotary``) and dtype (float32, bfloat16) on one large input (default 4096 x 8192),
-in one process:
+``apply_rotary`` with separate outputs and in place) and dtype (float32, bfloat16) on one
+large input (default 4096 x 8192), in one process:
 
 * ``copy``: ``dst.copy_(x)`` into a preallocated tensor, bytes/s = 2 * input bytes / time
-  (read + write), measured in the same run as the kernels; ``clone``: ``x.clone()``, a
-  copy that allocates its result as functional kernels (``apply_rms_norm``) must;
+  (read + write), measured again next to every kernel (the machine's speed drifts);
+  ``clone``: ``x.clone()``, a copy that allocates its result as functional kernels
+  (``apply_rms_norm``) must;
 * ``eager``: the kernel with ``KERNEL_PLUGINS_REFERENCE_FAST=0`` (the plain formula);
-* ``fast``: the kernel as shipped (the fast path), with whether its result is bitwise
-  equal to the eager one;
-* ``first call``: the fast kernel's first call in this process (there is no compilation;
-  it includes touching fresh memory).
+* ``uncompiled``: ``KERNEL_PLUGINS_REFERENCE_FAST=nocompile`` (the fast path without its
+  compiled and table tiers: native ops in place and in cache-sized blocks);
+* ``fast``: the kernel as shipped, with the tier that served it (``_fast.status()``) and
+  whether its result is bitwise equal to the eager one;
+* ``first call``: the fast kernel's first call in this process, with inductor's cache in a
+  fresh folder (so it includes compiling and probing), and the first call of a second
+  process that finds that cache filled (``--no-warm`` skips it).
 
 Bytes moved per call are the kernel's minimum traffic: every input read once and every
-output written once. Figures are the best of ``--runs`` steady-state calls. Writes
-``results/reference-speed-<date>.json``, ``.md`` and, with matplotlib, ``.png``.
+output written once. Figures are the best of ``--runs`` rounds, each timing copy, eager,
+uncompiled and fast back to back. Writes ``results/reference-speed-<date>.json``, ``.md``
+and, with matplotlib, ``.png``.
 
     python benchmarks/reference_speed.py [--rows 4096 --cols 8192 --runs 5]
 """
@@ -78,19 +83,23 @@ def _cases(rows: int, cols: int, dtype: torch.dtype) -> list[dict[str, Any]]:
             continue
         gated = "_and_" in name
         out = torch.empty(rows, half if gated else cols, dtype=dtype)
-        cases.append({
-            "kernel": name,
-            "bytes": x.numel() * size + out.numel() * size,
-            "allocates": False,
-            "call": lambda fn=fn, out=out: fn(out, x),
-        })
+        cases.append(
+            {
+                "kernel": name,
+                "bytes": x.numel() * size + out.numel() * size,
+                "allocates": False,
+                "call": lambda fn=fn, out=out: fn(out, x),
+            }
+        )
     w = torch.randn(cols, generator=gen).to(dtype)
-    cases.append({
-        "kernel": "apply_rms_norm",
-        "bytes": 2 * x.numel() * size + w.numel() * size,
-        "allocates": True,
-        "call": lambda: rms.apply_rms_norm(x, w, 1e-6),
-    })
+    cases.append(
+        {
+            "kernel": "apply_rms_norm",
+            "bytes": 2 * x.numel() * size + w.numel() * size,
+            "allocates": True,
+            "call": lambda: rms.apply_rms_norm(x, w, 1e-6),
+        }
+    )
     x1, x2 = x[:, :half].contiguous(), x[:, half:].contiguous()
     cos = torch.randn(rows, half, generator=gen).to(dtype)
     sin = torch.randn(rows, half, generator=gen).to(dtype)
@@ -100,12 +109,33 @@ def _cases(rows: int, cols: int, dtype: torch.dtype) -> list[dict[str, Any]]:
         rot.apply_rotary(x1, x2, cos, sin, o1, o2, False)
         return o1, o2
 
-    cases.append({
-        "kernel": "apply_rotary",
-        "bytes": (x.numel() + cos.numel() + sin.numel() + o1.numel() + o2.numel()) * size,
-        "allocates": False,
-        "call": rotary,
-    })
+    cases.append(
+        {
+            "kernel": "apply_rotary",
+            "bytes": (x.numel() + cos.numel() + sin.numel() + o1.numel() + o2.numel()) * size,
+            "allocates": False,
+            "call": rotary,
+        }
+    )
+    # in place on (tokens, heads, head_dim) with angles shared by the heads, as models call it
+    heads = 32 if cols % 64 == 0 and cols >= 64 else 1
+    q = (torch.randn(rows, heads, cols // heads, generator=gen) * 3).to(dtype)
+    h = q.shape[-1] // 2
+    qc = torch.randn(rows, 1, h, generator=gen).to(dtype)
+    qs = torch.randn(rows, 1, h, generator=gen).to(dtype)
+
+    def rotary_in_place() -> torch.Tensor:
+        rot.apply_rotary(q[..., :h], q[..., h:], qc, qs, q[..., :h], q[..., h:], False)
+        return q
+
+    cases.append(
+        {
+            "kernel": "apply_rotary_in_place",
+            "bytes": (2 * q.numel() + qc.numel() + qs.numel()) * size,
+            "allocates": False,
+            "call": rotary_in_place,
+        }
+    )
     return cases
 
 
@@ -124,10 +154,10 @@ def _equal(a: object, b: object) -> bool:
     return bool(torch.equal(a, b))  # type: ignore[arg-type]
 
 
-def _with_fast(on: bool, fn: Callable[[], object]) -> Callable[[], object]:
+def _with_fast(setting: str, fn: Callable[[], object]) -> Callable[[], object]:
     def run() -> object:
         old = os.environ.get(FAST_ENV)
-        os.environ[FAST_ENV] = "1" if on else "0"
+        os.environ[FAST_ENV] = setting
         try:
             return fn()
         finally:
@@ -139,12 +169,31 @@ def _with_fast(on: bool, fn: Callable[[], object]) -> Callable[[], object]:
     return run
 
 
+def _tiers() -> dict[str, dict[str, Any]]:
+    """What each reference kernel's fast path chose in this process (``_fast.status()``)."""
+    import sys
+
+    found: dict[str, dict[str, Any]] = {}
+    for name, module in list(sys.modules.items()):
+        if name.endswith("._fast") and "_reference_" in name and hasattr(module, "status"):
+            found.update(module.status())
+    return found
+
+
+def _tier_of(kernel: str, dtype: str) -> str:
+    base = kernel.removesuffix("_in_place")
+    report = _tiers().get(f"{base} cpu {dtype}")
+    if report is None:
+        return "uncompiled"
+    return str(report["tier"])
+
+
 def measure(rows: int, cols: int, runs: int) -> dict[str, Any]:
     """Run every case; returns the report (see the module doc)."""
     import torch
 
     out: dict[str, Any] = {
-        "schema": "reference-speed/1",
+        "schema": "reference-speed/2",
         "date": dt.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} threads",
         "torch": torch.__version__,
@@ -156,43 +205,118 @@ def measure(rows: int, cols: int, runs: int) -> dict[str, Any]:
         src = torch.randn(rows, cols).to(dtype)
         dst = torch.empty_like(src)
         moved = 2 * src.numel() * src.element_size()
-        copy_bps = moved / _best(lambda d=dst, s=src: d.copy_(s), runs)
-        clone_bps = moved / _best(lambda s=src: s.clone(), runs)
         for case in _cases(rows, cols, dtype):
-            fast, eager = _with_fast(True, case["call"]), _with_fast(False, case["call"])
+            fast = _with_fast("1", case["call"])
+            eager = _with_fast("0", case["call"])
+            uncompiled = _with_fast("nocompile", case["call"])
             start = time.perf_counter()
             fast_result = _snapshot(fast())
             first_s = time.perf_counter() - start
-            eager_result = _snapshot(eager())
-            eager_s, fast_s = _best(eager, runs), _best(fast, runs)
-            base = clone_bps if case["allocates"] else copy_bps
+            if case["kernel"] == "apply_rotary_in_place":
+                equal = _in_place_equal(case["call"])  # each call rotates q again
+            else:
+                equal = _equal(fast_result, _snapshot(eager()))
+            best = {
+                "copy": float("inf"),
+                "clone": float("inf"),
+                "eager": float("inf"),
+                "uncompiled": float("inf"),
+                "fast": float("inf"),
+            }
+            timed = {
+                "copy": lambda d=dst, s=src: d.copy_(s),
+                "clone": lambda s=src: s.clone(),
+                "eager": eager,
+                "uncompiled": uncompiled,
+                "fast": fast,
+            }
+            for _ in range(runs):
+                for key, fn in timed.items():
+                    if key == "clone" and not case["allocates"]:
+                        continue
+                    best[key] = min(best[key], _best(fn, 1))
+            copy_bps = moved / best["copy"]
+            base = moved / best["clone"] if case["allocates"] else copy_bps
+            dtype_name = str(dtype).replace("torch.", "")
             row = {
                 "kernel": case["kernel"],
-                "dtype": str(dtype).replace("torch.", ""),
+                "dtype": dtype_name,
                 "bytes": case["bytes"],
                 "copy_GBps": copy_bps / 1e9,
-                "clone_GBps": clone_bps / 1e9,
                 "baseline": "clone" if case["allocates"] else "copy",
-                "eager_ms": eager_s * 1e3,
-                "eager_GBps": case["bytes"] / eager_s / 1e9,
-                "eager_fraction": case["bytes"] / eager_s / base,
-                "fast_ms": fast_s * 1e3,
-                "fast_GBps": case["bytes"] / fast_s / 1e9,
-                "fast_fraction": case["bytes"] / fast_s / base,
-                "fast_fraction_of_copy": case["bytes"] / fast_s / copy_bps,
+                "baseline_GBps": base / 1e9,
+                "tier": _tier_of(case["kernel"], dtype_name),
                 "first_call_ms": first_s * 1e3,
-                "bitwise_equal_to_eager": _equal(fast_result, eager_result),
+                "bitwise_equal_to_eager": equal,
             }
+            for key in ("eager", "uncompiled", "fast"):
+                row[f"{key}_ms"] = best[key] * 1e3
+                row[f"{key}_GBps"] = case["bytes"] / best[key] / 1e9
+                row[f"{key}_fraction"] = case["bytes"] / best[key] / base
+            row["fast_fraction_of_copy"] = case["bytes"] / best["fast"] / copy_bps
             out["rows"].append(row)
             print(
-                f"{row['kernel']:>18} {row['dtype']:>8}  {row['baseline']} {base / 1e9:5.1f} GB/s  "
-                f"eager {row['eager_GBps']:5.1f} GB/s ({row['eager_fraction']:.2f})  "
-                f"fast {row['fast_GBps']:5.1f} GB/s ({row['fast_fraction']:.2f})  "
+                f"{row['kernel']:>22} {row['dtype']:>8}  {row['baseline']} {base / 1e9:5.1f} GB/s  "
+                f"eager {row['eager_fraction']:.2f}  uncompiled {row['uncompiled_fraction']:.2f}  "
+                f"fast {row['fast_GBps']:5.1f} GB/s ({row['fast_fraction']:.2f}, {row['tier']})  "
                 f"first {row['first_call_ms']:.0f} ms  bitwise {row['bitwise_equal_to_eager']}",
                 flush=True,
             )
     out["load_average_after"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    out["tiers"] = _tiers()
     return out
+
+
+def _in_place_equal(call: Callable[[], object]) -> bool:
+    """Whether the in-place rotation rotates the same input to the same bits fast and eager."""
+    result = call()
+    assert hasattr(result, "clone")
+    start = result.clone()  # type: ignore[attr-defined]
+    fast = _snapshot(_with_fast("1", call)())
+    result.copy_(start)  # type: ignore[attr-defined]
+    eager = _snapshot(_with_fast("0", call)())
+    return _equal(fast, eager)
+
+
+FIRST_CALLS = """
+import json, sys, time, warnings
+sys.path.insert(0, sys.argv[1])
+import torch
+import reference_speed as rs
+rows, cols = int(sys.argv[2]), int(sys.argv[3])
+firsts = {}
+for dtype in (torch.float32, torch.bfloat16):
+    for case in rs._cases(rows, cols, dtype):
+        start = time.perf_counter()
+        rs._with_fast("1", case["call"])()
+        firsts[case["kernel"] + " " + str(dtype)[6:]] = (time.perf_counter() - start) * 1e3
+print(json.dumps(firsts))
+"""
+
+
+def warm_first_calls(rows: int, cols: int) -> dict[str, float]:
+    """First-call milliseconds of a second process that finds inductor's cache filled."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FIRST_CALLS,
+            str(Path(__file__).resolve().parent),
+            str(rows),
+            str(cols),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=os.environ.copy(),
+    )
+    if done.returncode != 0:
+        print(done.stderr[-2000:])
+        return {}
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _markdown(report: dict[str, Any]) -> str:
@@ -201,22 +325,29 @@ def _markdown(report: dict[str, Any]) -> str:
         f"{report['torch']}, input {report['shape'][0]} x {report['shape'][1]})",
         "",
         f"Load average (1, 5, 15 min) before: {report.get('load_average_before')}, after: "
-        f"{report.get('load_average_after')}. On a shared 2-core machine other work shows "
-        "up as noise of a factor of two or more between runs; compare columns of one row.",
+        f"{report.get('load_average_after')}. This is a shared 2-core virtual machine: its copy "
+        "rate drifts by tens of percent within minutes, so the copy is timed again next to "
+        "every kernel and each figure is the best of several rounds.",
         "",
-        "Fraction = kernel bytes/s over the baseline's bytes/s, measured in the same run "
-        "(`copy` = `dst.copy_(x)`; `clone` = `x.clone()`, for kernels that allocate their result).",
+        "Fraction = kernel bytes/s over the baseline's bytes/s (`copy` = `dst.copy_(x)`; "
+        "`clone` = `x.clone()`, for kernels that allocate their result). eager = the plain "
+        "formula (`KERNEL_PLUGINS_REFERENCE_FAST=0`), uncompiled = the fast path without "
+        "compiling (`=nocompile`), fast = as shipped, served by `tier`. First call: fresh "
+        "inductor cache (compiling and probing included) / a second process with the cache "
+        "filled.",
         "",
-        "| kernel | dtype | baseline GB/s | eager GB/s (fraction) | fast GB/s (fraction) | fast / copy_ | first call ms | fast bitwise = eager |",
-        "|---|---|---|---|---|---|---|---|",
+        "| kernel | dtype | baseline GB/s | eager | uncompiled | fast GB/s (fraction) | fast / copy_ | tier | first call ms (cold / warm) | fast bitwise = eager |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    warm = report.get("warm_first_call_ms", {})
     for r in report["rows"]:
-        base = r["clone_GBps"] if r["baseline"] == "clone" else r["copy_GBps"]
+        w = warm.get(f"{r['kernel']} {r['dtype']}")
         lines.append(
-            f"| {r['kernel']} | {r['dtype']} | {r['baseline']} {base:.1f} | "
-            f"{r['eager_GBps']:.1f} ({r['eager_fraction']:.2f}) | {r['fast_GBps']:.1f} "
-            f"({r['fast_fraction']:.2f}) | {r['fast_fraction_of_copy']:.2f} | "
-            f"{r['first_call_ms']:.0f} | {'yes' if r['bitwise_equal_to_eager'] else 'no'} |"
+            f"| {r['kernel']} | {r['dtype']} | {r['baseline']} {r['baseline_GBps']:.1f} | "
+            f"{r['eager_fraction']:.2f} | {r['uncompiled_fraction']:.2f} | {r['fast_GBps']:.1f} "
+            f"({r['fast_fraction']:.2f}) | {r['fast_fraction_of_copy']:.2f} | {r['tier']} | "
+            f"{r['first_call_ms']:.0f} / {'-' if w is None else f'{w:.0f}'} | "
+            f"{'yes' if r['bitwise_equal_to_eager'] else 'no'} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -232,14 +363,19 @@ def _plot(report: dict[str, Any], path: Path) -> bool:
     rows = report["rows"]
     labels = [f"{r['kernel']}\n{r['dtype']}" for r in rows]
     xs = range(len(rows))
-    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.55), 4.5))
-    ax.bar([i - 0.2 for i in xs], [r["eager_fraction"] for r in rows], 0.4, label="eager")
-    ax.bar([i + 0.2 for i in xs], [r["fast_fraction"] for r in rows], 0.4, label="fast")
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.6), 4.8))
+    width = 0.27
+    for offset, key, label in (
+        (-width, "eager", "eager"),
+        (0.0, "uncompiled", "uncompiled"),
+        (width, "fast", "fast"),
+    ):
+        ax.bar([i + offset for i in xs], [r[f"{key}_fraction"] for r in rows], width, label=label)
     ax.axhline(0.5, color="k", linestyle="--", linewidth=0.8, label="target 0.5")
     ax.axhline(0.8, color="grey", linestyle=":", linewidth=0.8, label="stretch 0.8")
     ax.set_xticks(list(xs))
     ax.set_xticklabels(labels, rotation=90, fontsize=7)
-    ax.set_ylabel("bytes/s as a fraction of a copy (same run)")
+    ax.set_ylabel("bytes/s as a fraction of the baseline")
     ax.set_title(
         f"Reference kernels, {report['shape'][0]}x{report['shape'][1]}, {report['machine']}"
     )
@@ -272,19 +408,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--plot", type=Path, help="only draw the chart of this JSON report")
+    parser.add_argument(
+        "--no-warm", action="store_true", help="skip the second-process first calls"
+    )
     args = parser.parse_args(argv)
     if args.plot is not None:
         report = json.loads(args.plot.read_text())
         return 0 if _plot(report, args.plot.with_suffix(".png")) else 1
     if args.rows < 1 or args.cols < 2 or args.cols % 2:
         parser.error("--rows must be >= 1 and --cols an even number >= 2")
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:  # a cold first call, unless told otherwise
+        import tempfile
+
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="reference-speed-inductor-")
     report = measure(args.rows, args.cols, args.runs)
+    if not args.no_warm:
+        report["warm_first_call_ms"] = warm_first_calls(args.rows, args.cols)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"reference-speed-{report['date']}"
     stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     stem.with_suffix(".md").write_text(_markdown(report))
     plotted = _plot(report, stem.with_suffix(".png")) or _plot_elsewhere(stem.with_suffix(".json"))
-    print(f"wrote {stem}.json, {stem}.md" + (f" and {stem}.png" if plotted else " (no matplotlib: no chart)"))
+    print(
+        f"wrote {stem}.json, {stem}.md"
+        + (f" and {stem}.png" if plotted else " (no matplotlib: no chart)")
+    )
     return 0
 
 

@@ -33,13 +33,13 @@ def fast_calls(activation, monkeypatch):
     """Counts the activation fast path's calls (it still runs)."""
     ops = _ops_module(activation)
     calls: list[str] = []
-    real = ops.act_into
+    real = ops.run_fast
 
     def counting(spec, out, x, params):
         calls.append(spec.name)
         return real(spec, out, x, params)
 
-    monkeypatch.setattr(ops, "act_into", counting)
+    monkeypatch.setattr(ops, "run_fast", counting)
     return calls
 
 
@@ -71,8 +71,17 @@ def _run(activation, name: str, x: torch.Tensor, threshold: float = 0.3) -> torc
 
 
 ACTIVATIONS = [
-    "silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul",
-    "silu", "gelu", "gelu_tanh", "gelu_fast", "gelu_new", "gelu_quick",
+    "silu_and_mul",
+    "mul_and_silu",
+    "gelu_and_mul",
+    "gelu_tanh_and_mul",
+    "fatrelu_and_mul",
+    "silu",
+    "gelu",
+    "gelu_tanh",
+    "gelu_fast",
+    "gelu_new",
+    "gelu_quick",
 ]
 
 
@@ -121,7 +130,9 @@ def test_autograd_takes_the_plain_formula_and_gradients_are_right(activation, fa
 
 
 @pytest.mark.parametrize("case", ["aliased", "strided", "dtype"])
-def test_out_that_cannot_be_written_directly_is_handled_by_the_plain_formula(activation, fast_calls, case):
+def test_out_that_cannot_be_written_directly_is_handled_by_the_plain_formula(
+    activation, fast_calls, case
+):
     x = _input((300, 1030), torch.float32)
     expected = _native(activation, "silu_and_mul", x)
     if case == "aliased":  # out is the first half of x itself
@@ -159,7 +170,7 @@ def test_fast_activation_is_deterministic(activation, name):
 
 def _ulp_distance(a: torch.Tensor, b: torch.Tensor) -> float:
     """Largest |a - b| in units of the spacing of b's dtype at |b| (float64 arithmetic)."""
-    spacing = (torch.nextafter(b.abs(), torch.tensor(float("inf"), dtype=b.dtype)) - b.abs())
+    spacing = torch.nextafter(b.abs(), torch.tensor(float("inf"), dtype=b.dtype)) - b.abs()
     return float(((a.double() - b.double()).abs() / spacing.double()).max())
 
 
@@ -181,7 +192,11 @@ def rms_fast_calls(rmsnorm, monkeypatch):
 
 @pytest.mark.parametrize("shape", [(4096, 1024), (256, 8192), (4, 32, 20000)], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_fast_rmsnorm_is_within_one_ulp_of_the_formula(rmsnorm, rms_fast_calls, monkeypatch, dtype, shape):
+def test_fast_rmsnorm_is_within_one_ulp_of_the_formula(
+    rmsnorm, rms_fast_calls, monkeypatch, dtype, shape
+):
+    """The blocked path (float32, and every dtype without the compiled tier)."""
+    monkeypatch.setenv(ENV, "nocompile")
     x = _input(shape, dtype).nan_to_num(0.0, 0.0, 0.0)
     w = _input(shape[-1:], dtype, seed=1).nan_to_num(0.0, 0.0, 0.0)
     fast_out, fast_rstd = rmsnorm.ops.apply_rms_norm(x, w, 1e-6)
@@ -191,12 +206,18 @@ def test_fast_rmsnorm_is_within_one_ulp_of_the_formula(rmsnorm, rms_fast_calls, 
     assert fast_out.dtype == plain_out.dtype and fast_rstd.shape == plain_rstd.shape
     assert _ulp_distance(fast_out, plain_out) <= 1.0
     assert _ulp_distance(fast_rstd, plain_rstd) <= 1.0
+    monkeypatch.setenv(ENV, "nocompile")
     assert torch.equal(rmsnorm.apply_rms_norm(x, w, 1e-6), plain_out) or (
         _ulp_distance(rmsnorm.apply_rms_norm(x, w, 1e-6), plain_out) <= 1.0
     )
 
 
-def test_fast_rmsnorm_is_deterministic_and_skipped_under_autograd(rmsnorm, rms_fast_calls):
+def test_fast_rmsnorm_is_deterministic_and_skipped_under_autograd(
+    rmsnorm, rms_fast_calls, monkeypatch
+):
+    monkeypatch.setenv(
+        ENV, "nocompile"
+    )  # the blocked path (the compiled tier: test_reference_tiers)
     x = _input((1024, 1024), torch.bfloat16).nan_to_num(0.0, 0.0, 0.0)
     w = torch.ones(1024, dtype=torch.bfloat16)
     assert torch.equal(rmsnorm.apply_rms_norm(x, w, 1e-6), rmsnorm.apply_rms_norm(x, w, 1e-6))
@@ -212,16 +233,25 @@ def test_fast_rmsnorm_is_deterministic_and_skipped_under_autograd(rmsnorm, rms_f
 
 @pytest.fixture
 def rotary_blocks(rotary, monkeypatch):
+    """Outcome of each call's fast path: ``"fused"`` (compiled tier), else whether the
+    blocked path took it."""
     ops = _ops_module(rotary)
-    calls: list[bool] = []
-    real = ops._blocked
+    calls: list[bool | str] = []
+    real_blocked, real_fused = ops._blocked, ops._fused
 
-    def counting(*args):
-        done = real(*args)
+    def blocked(*args):
+        done = real_blocked(*args)
         calls.append(done)
         return done
 
-    monkeypatch.setattr(ops, "_blocked", counting)
+    def fused(*args):
+        done = real_fused(*args)
+        if done:
+            calls.append("fused")
+        return done
+
+    monkeypatch.setattr(ops, "_blocked", blocked)
+    monkeypatch.setattr(ops, "_fused", fused)
     return calls
 
 
@@ -248,7 +278,8 @@ def test_fast_rotary_is_bitwise_the_formula(rotary, rotary_blocks, layout, dtype
     else:
         o1, o2 = torch.empty_like(e1), torch.empty_like(e2)
         rotary.apply_rotary(x1, x2, cos, sin, o1, o2, conj)
-    assert rotary_blocks == [True]
+    # separate outputs: the compiled tier; in place: blocks (fused per block inside)
+    assert rotary_blocks == ([True] if layout == "in_place_views" else ["fused"])
     assert _bitwise(o1, e1) and _bitwise(o2, e2)
     assert torch.equal(q[..., 120:], rest)
 
@@ -261,13 +292,15 @@ def test_rotary_swapped_outputs_and_small_inputs(rotary, rotary_blocks):
     rotary.apply_rotary(x1, x2, cos, sin, x2, x1, False)  # out1 is x2, out2 is x1
     assert _bitwise(x2, e1) and _bitwise(x1, e2)
     small = torch.ones(4, 8)
-    rotary.apply_rotary(small, small.clone(), small, small, torch.empty(4, 8), torch.empty(4, 8), False)
+    rotary.apply_rotary(
+        small, small.clone(), small, small, torch.empty(4, 8), torch.empty(4, 8), False
+    )
     assert rotary_blocks == [True, False]
 
 
 # ---------------------------------------------------------------- emulated devices
 
-ROUTING = r'''
+ROUTING = r"""
 import json, os, sys, warnings
 import torch
 from kernel_plugins.testing import emulate
@@ -283,8 +316,8 @@ with warnings.catch_warnings():
 fast = sys.modules[act.__name__ + "._fast"]
 ops = sys.modules[act.__name__ + "._ops"]
 calls = []
-real = ops.act_into
-ops.act_into = lambda *a: (calls.append(a[0].name), real(*a))[1]
+real = ops.run_fast
+ops.run_fast = lambda *a: (calls.append(a[0].name), real(*a))[1]
 gen = torch.Generator().manual_seed(0)
 x_cpu = torch.randn(256, 1024, generator=gen)
 x = x_cpu.to(NAME)
@@ -296,10 +329,17 @@ o1, o2 = torch.empty(256, 512, device=NAME), torch.empty(256, 512, device=NAME)
 rot.apply_rotary(x[:, :d], x[:, d:], cos, sin, o1, o2, False)
 w = torch.randn(1024, generator=gen).to(NAME)
 y = rms.apply_rms_norm(x, w, 1e-6)
+xb = x_cpu.bfloat16()
+yb = rms.apply_rms_norm(xb.to(NAME), w.cpu().bfloat16().to(NAME), 1e-6)
+route = fast.route(x)
+os.environ["KERNEL_PLUGINS_REFERENCE_FAST"] = "0"
+rms_plain = rms.ops.apply_rms_norm(xb, w.cpu().bfloat16(), 1e-6)[0]
 print(json.dumps({
+    "status": sys.modules[rms.__name__ + "._fast"].status(),
+    "rms_bf16_exact": torch.equal(yb.cpu(), rms_plain),
     "variant": act.__kernel_provenance__.variant,
     "emulated": act.__kernel_provenance__.emulated,
-    "route": fast.route(x),
+    "route": route,
     "may_alias": fast.may_alias(out, x),
     "device": str(out.device),
     "calls": calls,
@@ -307,7 +347,7 @@ print(json.dumps({
     "rotary_exact": torch.equal(o1.cpu(), x_cpu[:, :d] * cos.cpu() - x_cpu[:, d:] * sin.cpu()),
     "rms_device": str(y.device),
 }))
-'''
+"""
 
 
 @pytest.mark.parametrize("name", ["mlu", "musa", "npu", "neuron"])
@@ -322,6 +362,16 @@ def test_routing_on_emulated_devices(name):
     # ruled out: the direct write is declined and the plain formula runs (see emulation.md)
     assert r["may_alias"] is True and r["calls"] == []
     assert r["silu_exact"] is True and r["rotary_exact"] is True
+    # the compiled tier is tried for bfloat16 RMSNorm and declined: inductor has no code
+    # generator for an emulated device type, so the plain formula runs (same bits as CPU)
+    assert r["status"] == {
+        f"apply_rms_norm {name} bfloat16": {
+            "tier": "uncompiled",
+            "first_call_s": 0.0,
+            "reason": f"inductor has no code generator for device type {name!r}",
+        }
+    }
+    assert r["rms_bf16_exact"] is True
 
 
 @pytest.mark.parametrize("kernel", ["activation", "rmsnorm", "rotary"])
@@ -354,8 +404,11 @@ def test_rotary_batch_invariance_holds_on_the_fast_path(rotary, rotary_blocks):
     o1, o2 = torch.empty_like(x1), torch.empty_like(x2)
     rotary.apply_rotary(x1, x2, cos, sin, o1, o2, False)
     for i in (0, 511, 1023):
-        r1, r2 = torch.empty(1, 128, dtype=torch.bfloat16), torch.empty(1, 128, dtype=torch.bfloat16)
+        r1, r2 = (
+            torch.empty(1, 128, dtype=torch.bfloat16),
+            torch.empty(1, 128, dtype=torch.bfloat16),
+        )
         rows = slice(i, i + 1)
         rotary.apply_rotary(x1[rows], x2[rows], cos[rows], sin[rows], r1, r2, False)
         assert _bitwise(o1[rows], r1) and _bitwise(o2[rows], r2)
-    assert rotary_blocks == [True, False, False, False]
+    assert rotary_blocks == ["fused", False, False, False]  # compiled tier, then plain

@@ -190,7 +190,10 @@ def materialize(name: str, extra_backends: tuple[str, ...] = ()) -> Path:
                 f"cannot create the reference kernel {name!r} under {first} ({e}); set "
                 f"{CACHE_ENV} to a writable folder"
             ) from e
-        fallback = Path(tempfile.gettempdir()) / f"kernel-plugins-reference-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+        fallback = (
+            Path(tempfile.gettempdir())
+            / f"kernel-plugins-reference-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
+        )
         try:
             return _materialize_in(fallback, name, fp, backends)
         except OSError as e2:

@@ -18,6 +18,11 @@ on. It is used for inputs of at least :data:`MIN_ELEMENTS` elements outside auto
 tracing (there the plain formula runs, so gradients, fake tensors and ``torch.compile``
 see native ops). ``KERNEL_PLUGINS_REFERENCE_FAST=0`` turns it off.
 
+Two faster tiers build code on first use and are taken only where they give the same bits
+(``_compiled``: the formula fused by ``torch.compile``; ``_table``: 16-bit activations as
+table look-ups in a small C kernel). ``KERNEL_PLUGINS_REFERENCE_FAST=nocompile`` keeps the
+fast path but never compiles anything.
+
 This file is shared by every reference kernel: each variant folder holds a link to it.
 """
 
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -39,12 +44,18 @@ __all__ = [
     "blocks",
     "enabled",
     "may_alias",
+    "on_cpu",
+    "record",
+    "compiling",
     "route",
     "same_view",
+    "status",
+    "vector_aligned",
 ]
 
 ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
-"""Environment variable: ``0`` turns the fast path off (read on every call)."""
+"""Environment variable: ``0`` turns the fast path off, ``nocompile`` keeps it but compiles
+nothing (read on every call)."""
 
 MIN_ELEMENTS = 1 << 16
 """Inputs with fewer elements take the plain formula (per-call overhead dominates there)."""
@@ -53,9 +64,46 @@ BLOCK_BYTES = 1 << 21
 """Target size of one operand's block on the CPU (fits the per-core cache with its peers)."""
 
 
+def _setting() -> str:
+    return os.environ.get(ENV, "1").strip().lower()
+
+
 def enabled() -> bool:
     """Whether the fast path may be used (``KERNEL_PLUGINS_REFERENCE_FAST`` is not ``0``)."""
-    return os.environ.get(ENV, "1").strip() != "0"
+    return _setting() != "0"
+
+
+def compiling() -> bool:
+    """Whether the fast path may build code (the setting is neither ``0`` nor ``nocompile``)."""
+    return _setting() not in ("0", "nocompile")
+
+
+_VECTOR_UNIT = 64
+"""Elements that ATen's CPU element-wise loops handle per vector step, rounded up (two
+vectors of 32 half-precision or 16 single-precision lanes on AVX-512)."""
+
+_GRAIN = 32768
+"""``at::internal::GRAIN_SIZE``: ATen splits an element-wise loop between threads only
+above this many elements."""
+
+
+def vector_aligned(numel: int, row: int) -> bool:
+    """Whether ATen computes every element of an element-wise op over ``numel`` elements
+    (rows of ``row`` contiguous elements) with its vector code on the CPU.
+
+    ATen's CPU loops finish each contiguous run with scalar code, which can round
+    differently from the vector code (``silu``, ``sigmoid`` and tanh-GELU do in float32).
+    The runs are the rows, cut where ``at::parallel_for`` splits the elements between
+    threads (``ceil(numel / threads)`` each). When rows, chunks and the total are all
+    multiples of the vector step there is no scalar remainder anywhere, so a kernel that
+    uses the same vector math (the compiled and table tiers) gives the same bits.
+    """
+    if numel <= 0 or row <= 0 or row % _VECTOR_UNIT or numel % _VECTOR_UNIT:
+        return False
+    threads = min(torch.get_num_threads(), -(-numel // _GRAIN))
+    if numel < _GRAIN or threads <= 1:
+        return True
+    return (-(-numel // threads)) % _VECTOR_UNIT == 0
 
 
 def route(*tensors: Tensor) -> str:
@@ -70,7 +118,7 @@ def route(*tensors: Tensor) -> str:
         return "eager"
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return "eager"
-    return "blocked" if tensors[0].device.type == "cpu" else "direct"
+    return "blocked" if on_cpu(tensors[0]) else "direct"
 
 
 _TRACING_TYPES = frozenset({"FakeTensor", "FunctionalTensor"})
@@ -83,6 +131,11 @@ def _tracing(tensors: tuple[Tensor, ...]) -> bool:
     return any(
         type(t).__name__ in _TRACING_TYPES or torch._is_functional_tensor(t) for t in tensors
     )
+
+
+def on_cpu(t: Tensor) -> bool:
+    """Whether ``t`` lives in host memory, computed by ATen's CPU kernels."""
+    return t.device.type == "cpu"
 
 
 def may_alias(a: Tensor, b: Tensor) -> bool:
@@ -99,11 +152,13 @@ def same_view(a: Tensor, b: Tensor) -> bool:
     return a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
 
 
-def blocks(shape: torch.Size | tuple[int, ...], itemsize: int) -> Iterator[tuple[int, slice]]:
+def blocks(
+    shape: torch.Size | tuple[int, ...], itemsize: int, target: int = BLOCK_BYTES
+) -> Iterator[tuple[int, slice]]:
     """``(dim, slice)`` pieces of ``shape`` along its outermost dimension larger than 1.
 
-    Each piece holds about :data:`BLOCK_BYTES` bytes (at least one index of that
-    dimension). A shape whose dimensions are all 1 yields one piece.
+    Each piece holds about ``target`` bytes (at least one index of that dimension). A
+    shape whose dimensions are all 1 yields one piece.
     """
     dim = next((i for i, n in enumerate(shape) if n > 1), 0)
     if not shape:
@@ -112,6 +167,22 @@ def blocks(shape: torch.Size | tuple[int, ...], itemsize: int) -> Iterator[tuple
     inner = itemsize
     for n in shape[dim + 1 :]:
         inner *= n
-    step = max(1, BLOCK_BYTES // max(inner, 1))
+    step = max(1, target // max(inner, 1))
     for start in range(0, shape[dim], step):
         yield dim, slice(start, min(shape[dim], start + step))
+
+
+_STATUS: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+
+def record(key: tuple[str, str, str], tier: str, seconds: float, reason: str | None = None) -> None:
+    """Note which tier serves ``key`` (kernel, device type, dtype), what choosing it cost
+    the first call, and why a faster tier was not taken."""
+    _STATUS[key] = {"tier": tier, "first_call_s": round(seconds, 3), "reason": reason}
+
+
+def status() -> dict[str, dict[str, Any]]:
+    """``"kernel device dtype"`` -> ``{"tier", "first_call_s", "reason"}`` for every key a
+    compiling tier was tried for in this process (``compiled``, ``table``, or
+    ``uncompiled`` with the reason)."""
+    return {" ".join(key): dict(value) for key, value in _STATUS.items()}

@@ -7,7 +7,8 @@ loaded side by side. Per activation ``<name>`` there are three operators:
   out-variant. A ``CompositeImplicitAutograd`` kernel that computes
   ``<name>_functional`` and copies it into ``out``, so autograd and ``torch.compile``
   see through it. On large inputs outside autograd and tracing it writes the same
-  native ops straight into ``out`` instead (``_direct``, ``_fast``; bitwise equal).
+  native ops straight into ``out`` instead, or a fused or table form of them that was
+  checked to give the same bits (``_tiers``, ``_fast``).
 * ``<name>_functional(Tensor x[, float threshold]) -> Tensor``: an opaque
   ``torch.library.custom_op`` with a fake (meta) implementation and a registered
   autograd formula.
@@ -25,15 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._direct import act_into
 from ._fast import may_alias, route
 from ._namespace import NAMESPACE, add_op_namespace_prefix, has_op
 from ._native import ACTIVATIONS, Activation
+from ._tiers import run_fast
 
 if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = ["NAMESPACE", "ops", "add_op_namespace_prefix"]
+
 
 def _split(x: Tensor) -> tuple[Tensor, Tensor]:
     """Split the last dimension of ``x`` into two equal halves."""
@@ -170,7 +172,7 @@ def _register(spec: Activation) -> None:
         def out_impl(out: Tensor, x: Tensor, *args: float, **kwargs: float) -> None:
             params = _params(spec, args, kwargs)
             if _direct_ok(spec, out, x):
-                act_into(spec, out, x, params)
+                run_fast(spec, out, x, params)
                 return
             result = functional(x, *params)
             torch._check(

@@ -43,8 +43,14 @@ class RMSNormFunction(torch.autograd.Function):
         hidden_states, weight, output, rstd = ctx.saved_tensors
         need_input, need_weight = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         grad_input, grad_weight = ops.apply_rms_norm_backward(
-            grad_output, hidden_states, weight, output, rstd, ctx.variance_epsilon,
-            need_input, need_weight,
+            grad_output,
+            hidden_states,
+            weight,
+            output,
+            rstd,
+            ctx.variance_epsilon,
+            need_input,
+            need_weight,
         )
         return (
             grad_input if need_input else None,

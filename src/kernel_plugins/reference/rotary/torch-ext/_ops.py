@@ -14,11 +14,13 @@ Registration is idempotent per process.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._fast import blocks, may_alias, route
+from ._compiled import compiled
+from ._fast import BLOCK_BYTES, blocks, compiling, may_alias, route
 from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ __all__ = [
     "rotate_half",
 ]
 
+
 def apply_rotary_native(
     x1: Tensor,
     x2: Tensor,
@@ -46,13 +49,12 @@ def apply_rotary_native(
 
     ``conj`` negates ``sin`` (the inverse rotation). Both results are computed before
     either output is written, so ``out1``/``out2`` may be ``x1``/``x2`` (in place).
-    Large CPU inputs outside autograd go through ``_blocked`` (bitwise the same).
+    Large inputs outside autograd go through ``_fused`` or, on the CPU, ``_blocked``
+    (bitwise the same).
     """
-    if _blocked(x1, x2, cos, sin, out1, out2, conj):
+    if _fused(x1, x2, cos, sin, out1, out2, conj) or _blocked(x1, x2, cos, sin, out1, out2, conj):
         return
-    s = -sin if conj else sin
-    r1 = x1 * cos - x2 * s
-    r2 = x2 * cos + x1 * s
+    r1, r2 = _rotated(x1, x2, cos, sin, conj)
     for label, out, result in (("out1", out1, r1), ("out2", out2, r2)):
         torch._check(
             tuple(out.shape) == tuple(result.shape),
@@ -64,6 +66,80 @@ def apply_rotary_native(
         )
     out1.copy_(r1)
     out2.copy_(r2)
+
+
+def _rotated(x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, conj: bool) -> tuple[Tensor, Tensor]:
+    """The plain formula: ``(x1*cos - x2*s, x2*cos + x1*s)`` with ``s = -sin if conj``."""
+    s = -sin if conj else sin
+    return x1 * cos - x2 * s, x2 * cos + x1 * s
+
+
+def _rotate_into(
+    x1: Tensor, x2: Tensor, cos: Tensor, s: Tensor, out1: Tensor, out2: Tensor
+) -> None:
+    """The plain formula (``s`` already negated for ``conj``) written into the outputs:
+    what the compiled tier fuses."""
+    out1.copy_(x1 * cos - x2 * s)
+    out2.copy_(x2 * cos + x1 * s)
+
+
+def _probe(dtype: torch.dtype, device: torch.device) -> Callable[[Callable[..., Any]], str | None]:
+    """The compiled tier's check: bitwise the plain formula, rotating and un-rotating, on
+    values that include the special ones."""
+
+    def probe(fused: Callable[..., Any]) -> str | None:
+        gen = torch.Generator().manual_seed(99)
+        q = (torch.randn(256, 4, 128, generator=gen) * 4).to(dtype)
+        q.view(-1)[:5] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])
+        cos = torch.randn(256, 1, 64, generator=gen).to(dtype)
+        sin = torch.randn(256, 1, 64, generator=gen).to(dtype)
+        q, cos, sin = q.to(device), cos.to(device), sin.to(device)
+        x1, x2 = q[..., :64], q[..., 64:]
+        for conj in (False, True):
+            want = _rotated(x1, x2, cos, sin, conj)
+            got = (torch.empty_like(x1), torch.empty_like(x2))
+            fused(x1, x2, cos, -sin if conj else sin, *got)
+            for g, w in zip(got, want, strict=True):
+                if not bool(((g == w) | (g.isnan() & w.isnan())).all()):
+                    return f"the fused rotation differs from the plain formula (conj={conj})"
+        return None
+
+    return probe
+
+
+def _fused(
+    x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool
+) -> bool:
+    """The rotation fused by ``torch.compile`` (``_compiled``); False when it does not apply.
+
+    Products, sums and differences are exactly rounded on every code path, so the fused
+    loop gives the plain formula's bits wherever its probe passed. Only for outputs that
+    share no memory with the inputs or each other (rotating in place takes ``_blocked``:
+    inductor's handling of outputs aliasing inputs fails on some layouts).
+    """
+    if not compiling() or route(x1, x2, cos, sin, out1, out2) == "eager":
+        return False
+    tensors = (x1, x2, cos, sin, out1, out2)
+    if len({t.dtype for t in tensors}) != 1 or len({t.device for t in tensors}) != 1:
+        return False
+    try:
+        shape = torch.broadcast_shapes(x1.shape, x2.shape, cos.shape, sin.shape)
+    except RuntimeError:
+        return False
+    if tuple(out1.shape) != tuple(shape) or tuple(out2.shape) != tuple(shape):
+        return False
+    if may_alias(out1, out2) or any(may_alias(o, t) for o in (out1, out2) for t in tensors[:4]):
+        return False
+    fused = _compiled_rotation(x1)
+    return fused is not None and fused(x1, x2, cos, -sin if conj else sin, out1, out2)
+
+
+def _compiled_rotation(x1: Tensor) -> Callable[..., bool] | None:
+    """The compiled tier's ``_rotate_into`` for ``x1``'s device and dtype, or None."""
+    if not compiling():
+        return None
+    probe = _probe(x1.dtype, x1.device)
+    return compiled("apply_rotary", _rotate_into, x1.device.type, x1.dtype, probe)
 
 
 def _rows_apart(views: list[Tensor], dim: int) -> bool:
@@ -109,7 +185,9 @@ def _blocked(
 
     Only exactly rounded products, sums and differences, each element computed by the same
     operations as the plain formula, so the results are bitwise the same; each operand is
-    read from memory once and no full-size temporary is made.
+    read from memory once and no full-size temporary is made. Where the compiled tier is
+    available (outputs that alias the inputs, which ``_fused`` leaves alone) each block is
+    rotated by the fused loop into scratch and copied out, in larger blocks.
     """
     if route(x1, x2, cos, sin, out1, out2) != "blocked":
         return False
@@ -125,7 +203,8 @@ def _blocked(
     if any(o.dim() != len(shape) or 0 in o.stride() for o in (out1, out2)):
         return False
     itemsize = max(t.element_size() for t in (*inputs, out1, out2))
-    pieces = list(blocks(shape, itemsize))
+    fused = _compiled_rotation(x1)
+    pieces = list(blocks(shape, itemsize, BLOCK_BYTES * (4 if fused is not None else 1)))
     if not _safe_outputs((out1, out2), inputs, shape, pieces[0][0]):
         return False
     a_all, b_all, c_all, s_all = (t.expand(shape) for t in inputs)
@@ -142,6 +221,10 @@ def _blocked(
         t1, t2, r1 = t1_buf[head], t2_buf[head], r1_buf[head]
         if s_buf is not None:
             s = torch.neg(s, out=s_buf[head])
+        if fused is not None and fused(a, b, c, s, t1, r1):
+            out1[index].copy_(t1)
+            out2[index].copy_(r1)
+            continue
         # r1 = a*c - b*s and r2 = b*c + a*s, each product rounded, as the plain formula
         torch.mul(a, c, out=t1)
         torch.mul(b, s, out=t2)

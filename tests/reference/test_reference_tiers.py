@@ -1,0 +1,318 @@
+"""The fast path's compiled and table tiers: taken where promised, refused where not right.
+
+The tiers build code on first use (inductor, a C compiler), so every check here also
+asserts which tier ran (``_fast.status()``), and the ways they can be wrong are forced: a
+corrupted table, a compiled function that differs, a layout where ATen's own scalar code
+rounds differently, no compiler at all. Results are always compared with the plain formula.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernel_plugins.testing import run_in_fresh_interpreter
+
+ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
+GATED = ["silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul"]
+UNARY = ["silu", "gelu", "gelu_tanh", "gelu_fast", "gelu_new", "gelu_quick"]
+
+needs_cc = pytest.mark.skipif(
+    shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler here"
+)
+
+
+def _mod(kernel, name: str):
+    return sys.modules[f"{kernel.__name__}.{name}"]
+
+
+def _input(shape, dtype, seed=0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    x = (torch.randn(shape, generator=gen) * 4).to(dtype)
+    specials = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-30, 30.0])
+    x.view(-1)[: specials.numel()] = specials.to(dtype)
+    return x
+
+
+def _bitwise(a: torch.Tensor, b: torch.Tensor) -> bool:
+    same = (a == b) | (a.isnan() & b.isnan())
+    return bool(same.all()) and a.dtype == b.dtype and a.shape == b.shape
+
+
+def _run(activation, name: str, x: torch.Tensor) -> torch.Tensor:
+    gated = name in GATED
+    out = torch.full((*x.shape[:-1], x.shape[-1] // 2) if gated else x.shape, 7.0, dtype=x.dtype)
+    fn = getattr(activation, name)
+    return fn(out, x, 0.3) if name == "fatrelu_and_mul" else fn(out, x)
+
+
+def _native(activation, name: str, x: torch.Tensor) -> torch.Tensor:
+    ops = _mod(activation, "_ops")
+    spec = next(s for s in ops.ACTIVATIONS if s.name == name)
+    return ops._forward(spec, x, (0.3,) if spec.params else ())
+
+
+@pytest.fixture
+def tier_calls(activation, monkeypatch):
+    """Which tier computed each activation call: ``table``, ``compiled`` or ``direct``."""
+    tiers = _mod(activation, "_tiers")
+    calls: list[str] = []
+    real_table, real_direct = tiers._run_table, tiers._run_direct
+
+    def table(*args):
+        calls.append("table")
+        return real_table(*args)
+
+    def direct(*args):
+        calls.append("direct")
+        return real_direct(*args)
+
+    real_compiled = tiers._compiled_for
+
+    def compiled_for(spec, x):
+        fused = real_compiled(spec, x)
+        if fused is None:
+            return None
+
+        def call(*args):
+            ran = fused(*args)
+            if ran:
+                calls.append("compiled")
+            return ran
+
+        return call
+
+    monkeypatch.setattr(tiers, "_run_table", table)
+    monkeypatch.setattr(tiers, "_run_direct", direct)
+    monkeypatch.setattr(tiers, "_compiled_for", compiled_for)
+    return calls
+
+
+def _expected_tier(activation, name: str, dtype: torch.dtype) -> str:
+    tiers = _mod(activation, "_tiers")
+    if dtype == torch.bfloat16 or (dtype == torch.float16 and name in UNARY):
+        return "table"
+    return "compiled" if name in tiers.COMPILED and dtype == torch.float32 else "direct"
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", GATED + UNARY)
+def test_each_activation_takes_its_tier_and_keeps_the_formulas_bits(activation, tier_calls, name, dtype):
+    x = _input((256, 2048), dtype)  # rows and thread chunks are multiples of the vector step
+    got = _run(activation, name, x)
+    assert tier_calls == [_expected_tier(activation, name, dtype)]
+    assert _bitwise(got, _native(activation, name, x))
+    if name in GATED:  # what the community suite compares with, atol=0
+        d = x.shape[-1] // 2
+        a, b = x[:, :d], x[:, d:]
+        expected = {
+            "silu_and_mul": lambda: F.silu(a) * b,
+            "mul_and_silu": lambda: a * F.silu(b),
+            "gelu_and_mul": lambda: F.gelu(a) * b,
+            "gelu_tanh_and_mul": lambda: F.gelu(a, approximate="tanh") * b,
+        }.get(name)
+        if expected is not None:  # fatrelu: the suite's formula maps NaN differently
+            assert _bitwise(got, expected())
+
+
+@needs_cc
+@pytest.mark.parametrize("name", ["silu_and_mul", "gelu_tanh_and_mul", "gelu_new"])
+def test_float16_tiers_keep_the_bits(activation, tier_calls, name):
+    x = _input((128, 4096), torch.float16)
+    assert _bitwise(_run(activation, name, x), _native(activation, name, x))
+    assert len(tier_calls) == 1 and (name in GATED or tier_calls == ["table"])
+
+
+@needs_cc
+def test_tiers_work_under_inference_mode(activation, tier_calls):
+    with torch.inference_mode():
+        for dtype in (torch.float32, torch.bfloat16):
+            x = _input((256, 2048), dtype)
+            assert _bitwise(_run(activation, "silu_and_mul", x), _native(activation, "silu_and_mul", x))
+    assert tier_calls == ["compiled", "table"]
+
+
+@pytest.mark.parametrize("shape", [(300, 1030), (257, 2176)], ids=str)
+def test_a_layout_with_scalar_remainders_stays_on_the_direct_path(activation, tier_calls, monkeypatch, shape):
+    """(300, 1030): rows not a multiple of the vector step; (257, 2176): with two threads
+    ATen's loop is split at element 139808, inside a vector step."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    for dtype in (torch.float32, torch.bfloat16):
+        x = _input(shape, dtype)
+        assert _bitwise(_run(activation, "silu_and_mul", x), _native(activation, "silu_and_mul", x))
+    assert tier_calls == ["direct", "direct"]
+
+
+def test_aten_scalar_remainder_rounds_differently_from_its_vector_code():
+    """Why ``vector_aligned`` exists: the same values, computed as a 31-element tail (scalar
+    code) and inside long rows (vector code), do not all give the same float32 silu."""
+    values = torch.randn(4096, 31, generator=torch.Generator().manual_seed(3)) * 4
+    scalar = torch.stack([F.silu(row) for row in values])
+    vector = F.silu(torch.cat([values, values], dim=1))[:, :31]
+    assert not torch.equal(scalar, vector)
+
+
+def test_vector_aligned_follows_atens_thread_split(activation, monkeypatch):
+    fast = _mod(activation, "_fast")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert fast.vector_aligned(256 * 1024, 1024)
+    assert not fast.vector_aligned(300 * 515, 515)  # rows
+    assert not fast.vector_aligned(257 * 1088, 1088)  # chunks of 139808 = 64 * 2184.5
+    assert fast.vector_aligned(64 * 100, 64 * 100)  # below ATen's grain: one chunk
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 3)
+    assert not fast.vector_aligned(256 * 1024, 1024)  # 262144 / 3 is not a multiple of 64
+    assert fast.vector_aligned(3 * 64 * 1024, 1024)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    assert fast.vector_aligned(257 * 1088, 1088)  # one thread: rows only
+
+
+def test_nocompile_setting_builds_nothing(activation, tier_calls, monkeypatch):
+    monkeypatch.setenv(ENV, "nocompile")
+    for dtype in (torch.float32, torch.bfloat16):
+        x = _input((256, 2048), dtype)
+        assert _bitwise(_run(activation, "silu", x), _native(activation, "silu", x))
+    assert tier_calls == ["direct", "direct"]
+
+
+@needs_cc
+def test_a_corrupted_table_is_refused_by_its_probe(activation, tier_calls, monkeypatch):
+    tiers, fast = _mod(activation, "_tiers"), _mod(activation, "_fast")
+    monkeypatch.setattr(tiers, "_TABLE_OK", {})
+    real = tiers._table_of
+
+    def corrupted(name, dtype, params):
+        table = real(name, dtype, params).clone()
+        table[torch.tensor(1.5, dtype=dtype).view(torch.int16).item() & 0xFFFF] += 1
+        return table
+
+    monkeypatch.setattr(tiers, "_table_of", corrupted)
+    x = _input((256, 2048), torch.bfloat16)
+    assert _bitwise(_run(activation, "gelu_tanh", x), _native(activation, "gelu_tanh", x))
+    assert tier_calls == ["direct"]
+    report = fast.status()["gelu_tanh cpu bfloat16"]
+    assert report["tier"] == "uncompiled" and "1 of 65536 probe results differ" in report["reason"]
+
+
+def test_a_compiled_function_is_used_only_after_its_probe_passes(activation):
+    compiled, fast = _mod(activation, "_compiled"), _mod(activation, "_fast")
+
+    def double(out, x):
+        out.copy_(x * 2)
+
+    assert compiled.compiled("t-refused", double, "cpu", torch.float32, lambda fn: "wrong bits") is None
+    assert fast.status()["t-refused cpu float32"]["reason"] == "wrong bits"
+
+    def probe_raises(fn):
+        raise RuntimeError("no compiler")
+
+    assert compiled.compiled("t-raises", double, "cpu", torch.float32, probe_raises) is None
+    assert "compiling failed: RuntimeError: no compiler" in fast.status()["t-raises cpu float32"]["reason"]
+
+
+def test_a_compiled_call_that_fails_takes_the_key_off_the_tier(activation):
+    compiled, fast = _mod(activation, "_compiled"), _mod(activation, "_fast")
+
+    def add(out, x, y):
+        out.copy_(x + y)
+
+    def probe(fn):
+        x = torch.arange(8.0)
+        out = torch.empty(8)
+        fn(out, x, x)
+        return None if torch.equal(out, x * 2) else "wrong"
+
+    fused = compiled.compiled("t-fails", add, "cpu", torch.float32, probe)
+    assert fused is not None and fast.status()["t-fails cpu float32"]["tier"] == "compiled"
+    assert fused(torch.empty(3), torch.ones(4), torch.ones(5)) is False  # shapes do not broadcast
+    assert fast.status()["t-fails cpu float32"]["tier"] == "uncompiled"
+    assert compiled.compiled("t-fails", add, "cpu", torch.float32, probe) is None  # not retried
+
+
+def test_inductor_backend_names_devices_without_a_code_generator(activation):
+    compiled = _mod(activation, "_compiled")
+    assert compiled.inductor_backend("cpu") is None
+    assert "no code generator" in compiled.inductor_backend("no_such_device")
+
+
+# ---------------------------------------------------------------- rotary and rmsnorm
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_rotary_compiled_tier_is_bitwise_for_separate_and_in_place_outputs(rotary, dtype):
+    fast = _mod(rotary, "_fast")
+    q = _input((2, 512, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
+    cos, sin = _input((512, 1, 64), dtype, 1), _input((512, 1, 64), dtype, 2)
+    for conj in (False, True):
+        s = -sin if conj else sin
+        x1, x2 = q[..., :64], q[..., 64:]
+        e1, e2 = x1 * cos - x2 * s, x2 * cos + x1 * s
+        o1, o2 = torch.empty_like(e1), torch.empty_like(e2)
+        rotary.apply_rotary(x1, x2, cos, sin, o1, o2, conj)
+        assert _bitwise(o1, e1) and _bitwise(o2, e2)
+        inplace = q.clone()
+        rotary.apply_rotary(inplace[..., :64], inplace[..., 64:], cos, sin, inplace[..., :64], inplace[..., 64:], conj)
+        assert _bitwise(inplace[..., :64], e1) and _bitwise(inplace[..., 64:], e2)
+    assert fast.status()[f"apply_rotary cpu {str(dtype)[6:]}"]["tier"] == "compiled"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("shape", [(4096, 1024), (256, 8192), (4, 32, 20000)], ids=str)
+def test_fused_rmsnorm_keeps_its_documented_bound(rmsnorm, monkeypatch, dtype, shape):
+    ops, fast = _mod(rmsnorm, "_ops"), _mod(rmsnorm, "_fast")
+    big = 4 if dtype == torch.bfloat16 else 2  # float16 overflows beyond 65504
+    scale = torch.logspace(-big, big, shape[-2]).unsqueeze(-1)  # rows of very different sizes
+    x = (_input(shape, torch.float32).nan_to_num(0.0, 0.0, 0.0) * scale).to(dtype)
+    w = _input(shape[-1:], dtype, seed=1).nan_to_num(0.0, 0.0, 0.0)
+    out, rstd = rmsnorm.ops.apply_rms_norm(x, w, 1e-6)
+    assert fast.status()[f"apply_rms_norm cpu {str(dtype)[6:]}"]["tier"] == "compiled"
+    again = rmsnorm.ops.apply_rms_norm(x, w, 1e-6)
+    assert _bitwise(again[0], out) and _bitwise(again[1], rstd)  # deterministic
+    monkeypatch.setenv(ENV, "0")
+    plain_out, plain_rstd = rmsnorm.ops.apply_rms_norm(x, w, 1e-6)
+    assert out.dtype == plain_out.dtype and rstd.dtype == plain_rstd.dtype
+    assert ops.within_bound(out, rstd, plain_out, plain_rstd, shape[-1])
+    # and the bound can fail: three units in the last place is outside it
+    off = plain_out.clone()
+    off.view(-1)[0] = torch.nextafter(torch.nextafter(torch.nextafter(off.view(-1)[:1], off.new_full((1,), 1e4)), off.new_full((1,), 1e4)), off.new_full((1,), 1e4))[0]
+    assert not ops.within_bound(off, plain_rstd, plain_out, plain_rstd, shape[-1])
+
+
+# ---------------------------------------------------------------- no compiler
+
+NO_COMPILER = r"""
+import json, os, sys, tempfile, warnings
+os.environ["CC"] = os.environ["CXX"] = "/nonexistent/cc"
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp()  # nothing built earlier
+import torch, torch.nn.functional as F
+import kernel_plugins
+from kernel_plugins.reference import reference_repo
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    act = kernel_plugins.load(reference_repo("activation"), device="cpu")
+fast = sys.modules[act.__name__ + "._fast"]
+exact = []
+for dtype in (torch.float32, torch.bfloat16):
+    x = torch.randn(256, 2048).to(dtype)
+    out = torch.empty(256, 1024, dtype=dtype)
+    act.silu_and_mul(out, x)
+    exact.append(torch.equal(out, F.silu(x[:, :1024]) * x[:, 1024:]))
+print(json.dumps({"exact": exact, "status": fast.status()}))
+"""
+
+
+def test_without_a_compiler_the_fast_path_keeps_the_bits_and_says_why():
+    done = run_in_fresh_interpreter(NO_COMPILER, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["exact"] == [True, True]
+    status = report["status"]
+    assert status["table-loops host 16-bit"]["tier"] == "uncompiled"
+    assert "no C compiler found" in status["table-loops host 16-bit"]["reason"]
+    assert status["silu_and_mul cpu float32"]["tier"] == "uncompiled"
+    assert status["silu_and_mul cpu float32"]["reason"].startswith("compiling failed")
