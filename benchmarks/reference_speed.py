@@ -171,13 +171,9 @@ def _with_fast(setting: str, fn: Callable[[], object]) -> Callable[[], object]:
 
 def _tiers() -> dict[str, dict[str, Any]]:
     """What each reference kernel's fast path chose in this process (``_fast.status()``)."""
-    import sys
+    from kernel_plugins.reference import fast_path_status
 
-    found: dict[str, dict[str, Any]] = {}
-    for name, module in list(sys.modules.items()):
-        if name.endswith("._fast") and "_reference_" in name and hasattr(module, "status"):
-            found.update(module.status())
-    return found
+    return fast_path_status()
 
 
 def _tier_of(kernel: str, dtype: str) -> str:

@@ -41,6 +41,7 @@ ALLOWED_IMPORTS = {
     "threading",
     "time",
     "torch",
+    "torch._dynamo",  # is torch.compile switched off?
     "torch._inductor.codegen.common",  # does inductor generate code for this device?
     "torch.nn.functional",
     "types",

@@ -316,3 +316,30 @@ def test_without_a_compiler_the_fast_path_keeps_the_bits_and_says_why():
     assert "no C compiler found" in status["table-loops host 16-bit"]["reason"]
     assert status["silu_and_mul cpu float32"]["tier"] == "uncompiled"
     assert status["silu_and_mul cpu float32"]["reason"].startswith("compiling failed")
+
+
+def test_fast_path_status_is_public_and_sorted(activation):
+    from kernel_plugins.reference import fast_path_status
+
+    x = _input((256, 2048), torch.float32)
+    _run(activation, "silu_and_mul", x)
+    status = fast_path_status()
+    assert list(status) == sorted(status)
+    assert status["silu_and_mul cpu float32"]["tier"] in {"compiled", "uncompiled"}
+    assert set(status["silu_and_mul cpu float32"]) == {"tier", "first_call_s", "reason"}
+
+
+def test_a_disabled_torch_compile_is_a_reason_not_a_slow_tier(activation, monkeypatch):
+    import torch._dynamo
+
+    compiled = _mod(activation, "_compiled")
+    monkeypatch.setattr(torch._dynamo.config, "disable", True)
+    assert "disabled" in compiled.inductor_backend("cpu")
+
+
+def test_same_bits_tells_signed_zeros_apart_and_matches_any_nan(activation):
+    fast = _mod(activation, "_fast")
+    assert not fast.same_bits(torch.tensor([0.0]), torch.tensor([-0.0]))
+    assert fast.same_bits(torch.tensor([float("nan")]), -torch.tensor([float("nan")]))
+    assert fast.bit_mismatches(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.5, -3.0])) == 2
+    assert not fast.same_bits(torch.zeros(2), torch.zeros(2, dtype=torch.float64))

@@ -43,6 +43,10 @@ _STATE: dict[tuple[str, str, str], Callable[..., bool] | str] = {}
 def inductor_backend(device_type: str) -> str | None:
     """``None`` when inductor can generate code for ``device_type``, else why not."""
     try:
+        import torch._dynamo
+
+        if torch._dynamo.config.disable or not torch._dynamo.is_dynamo_supported():
+            return "torch.compile is disabled (TORCHDYNAMO_DISABLE) or unsupported here"
         from torch._inductor.codegen.common import (
             get_scheduling_for_device,
             init_backend_registration,

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOCK_BYTES",
+    "bit_mismatches",
     "ENV",
     "MIN_ELEMENTS",
     "blocks",
@@ -48,6 +49,7 @@ __all__ = [
     "record",
     "compiling",
     "route",
+    "same_bits",
     "same_view",
     "status",
     "vector_aligned",
@@ -138,6 +140,24 @@ def on_cpu(t: Tensor) -> bool:
     return t.device.type == "cpu"
 
 
+_SAME_WIDTH_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def bit_mismatches(a: Tensor, b: Tensor) -> int:
+    """How many elements of ``a`` and ``b`` (same dtype and shape) hold different bits
+    (``-0.0`` differs from ``0.0``); any NaN matches any NaN."""
+    as_int = _SAME_WIDTH_INT[a.element_size()]
+    same = a.contiguous().view(as_int) == b.contiguous().view(as_int)
+    if a.is_floating_point():
+        same |= a.isnan() & b.isnan()
+    return int((~same).sum())
+
+
+def same_bits(a: Tensor, b: Tensor) -> bool:
+    """Whether ``a`` and ``b`` have the same dtype, shape and bits (see :func:`bit_mismatches`)."""
+    return a.dtype == b.dtype and a.shape == b.shape and bit_mismatches(a, b) == 0
+
+
 def may_alias(a: Tensor, b: Tensor) -> bool:
     """Whether ``a`` and ``b`` may share memory (True when their memory cannot be inspected,
     as for an emulated device's tensors, which keep theirs elsewhere)."""
@@ -152,13 +172,11 @@ def same_view(a: Tensor, b: Tensor) -> bool:
     return a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
 
 
-def blocks(
-    shape: torch.Size | tuple[int, ...], itemsize: int, target: int = BLOCK_BYTES
-) -> Iterator[tuple[int, slice]]:
+def blocks(shape: torch.Size | tuple[int, ...], itemsize: int) -> Iterator[tuple[int, slice]]:
     """``(dim, slice)`` pieces of ``shape`` along its outermost dimension larger than 1.
 
-    Each piece holds about ``target`` bytes (at least one index of that dimension). A
-    shape whose dimensions are all 1 yields one piece.
+    Each piece holds about :data:`BLOCK_BYTES` bytes (at least one index of that
+    dimension). A shape whose dimensions are all 1 yields one piece.
     """
     dim = next((i for i, n in enumerate(shape) if n > 1), 0)
     if not shape:
@@ -167,7 +185,7 @@ def blocks(
     inner = itemsize
     for n in shape[dim + 1 :]:
         inner *= n
-    step = max(1, target // max(inner, 1))
+    step = max(1, BLOCK_BYTES // max(inner, 1))
     for start in range(0, shape[dim], step):
         yield dim, slice(start, min(shape[dim], start + step))
 

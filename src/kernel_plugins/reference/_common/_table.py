@@ -82,7 +82,7 @@ void kp_lookup_mul_bf16(const uint16_t *restrict x, uint16_t *restrict out,
 _LOCK = threading.Lock()
 _LIB: ctypes.CDLL | str | None = None
 _POOL: ThreadPoolExecutor | None = None
-_POOL_SIZE = 0
+_POOL_KEY = (0, 0)  # (process id, threads) the pool was made for: a forked child makes its own
 
 
 def _compiler() -> str | None:
@@ -155,15 +155,15 @@ def all_values(dtype: torch.dtype) -> Tensor:
 
 def _split(total: int, run: Callable[[int, int], None]) -> None:
     """Run ``run(begin, end)`` over ``[0, total)`` in one piece per thread."""
-    global _POOL, _POOL_SIZE
+    global _POOL, _POOL_KEY
     parts = max(1, min(torch.get_num_threads(), total))
     if parts == 1:
         run(0, total)
         return
     with _LOCK:
-        if _POOL is None or _POOL_SIZE < parts:
+        if _POOL is None or _POOL_KEY[0] != os.getpid() or _POOL_KEY[1] < parts:
             _POOL = ThreadPoolExecutor(parts, thread_name_prefix="kernel-plugins-table")
-            _POOL_SIZE = parts
+            _POOL_KEY = (os.getpid(), parts)
     step = -(-total // parts)
     futures = [_POOL.submit(run, b, min(total, b + step)) for b in range(0, total, step)]
     for future in futures:

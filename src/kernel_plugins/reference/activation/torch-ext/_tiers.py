@@ -27,7 +27,7 @@ import torch
 from . import _table
 from ._compiled import compiled
 from ._direct import act_into
-from ._fast import compiling, on_cpu, record, vector_aligned
+from ._fast import bit_mismatches, compiling, on_cpu, record, vector_aligned
 from ._native import ACTIVATIONS, Activation
 
 if TYPE_CHECKING:
@@ -100,11 +100,6 @@ def _probe_input(spec: Activation, dtype: torch.dtype, device: torch.device) -> 
     return torch.cat(halves, dim=-1).to(device)
 
 
-def _same(a: Tensor, b: Tensor) -> bool:
-    """Equal element for element, a NaN matching a NaN."""
-    return bool(((a == b) | (a.isnan() & b.isnan())).all())
-
-
 def _probe(
     spec: Activation, dtype: torch.dtype, device: torch.device, run: Callable[..., Any]
 ) -> str | None:
@@ -118,8 +113,8 @@ def _probe(
     act_into(spec, expected, x, params)
     got = torch.full_like(expected, 7.0)
     run(got, x, params)
-    if not _same(got, expected):
-        wrong = int((~((got == expected) | (got.isnan() & expected.isnan()))).sum())
+    wrong = bit_mismatches(got, expected)
+    if wrong:
         return f"{wrong} of {expected.numel()} probe results differ from the plain formula"
     return None
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ._compiled import compiled
-from ._fast import BLOCK_BYTES, blocks, compiling, may_alias, route
+from ._fast import blocks, compiling, may_alias, route, same_bits
 from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def _probe(dtype: torch.dtype, device: torch.device) -> Callable[[Callable[..., 
             got = (torch.empty_like(x1), torch.empty_like(x2))
             fused(x1, x2, cos, -sin if conj else sin, *got)
             for g, w in zip(got, want, strict=True):
-                if not bool(((g == w) | (g.isnan() & w.isnan())).all()):
+                if not same_bits(g, w):
                     return f"the fused rotation differs from the plain formula (conj={conj})"
         return None
 
@@ -187,7 +187,7 @@ def _blocked(
     operations as the plain formula, so the results are bitwise the same; each operand is
     read from memory once and no full-size temporary is made. Where the compiled tier is
     available (outputs that alias the inputs, which ``_fused`` leaves alone) each block is
-    rotated by the fused loop into scratch and copied out, in larger blocks.
+    rotated by the fused loop into cache-resident scratch and copied out.
     """
     if route(x1, x2, cos, sin, out1, out2) != "blocked":
         return False
@@ -204,7 +204,7 @@ def _blocked(
         return False
     itemsize = max(t.element_size() for t in (*inputs, out1, out2))
     fused = _compiled_rotation(x1)
-    pieces = list(blocks(shape, itemsize, BLOCK_BYTES * (4 if fused is not None else 1)))
+    pieces = list(blocks(shape, itemsize))
     if not _safe_outputs((out1, out2), inputs, shape, pieces[0][0]):
         return False
     a_all, b_all, c_all, s_all = (t.expand(shape) for t in inputs)
