@@ -12,18 +12,19 @@ same operand layouts, but:
   enough to stay in the cache, so each byte is read from memory once (``"blocked"``).
 
 Element-wise results are therefore bitwise equal to the plain formula: each element goes
-through the same kernel code (vectorised or not) as before. No compiler is involved, so
-there is no first-call cost and nothing to cache; it works on every device PyTorch runs
-on. It is used for inputs of at least :data:`MIN_ELEMENTS` elements outside autograd and
+through the same kernel code (vectorised or not) as before. This uncompiled path needs
+no compiler, so it has no first-call cost, and works on every device PyTorch runs on.
+The fast path is used for inputs of at least :data:`MIN_ELEMENTS` elements outside autograd and
 tracing (there the plain formula runs, so gradients, fake tensors and ``torch.compile``
 see native ops). ``KERNEL_PLUGINS_REFERENCE_FAST=0`` turns it off.
 
-Two faster tiers build code on first use and are taken only where they give the same bits
-(``_compiled``: the formula fused by ``torch.compile``; ``_table``: 16-bit activations as
-table look-ups in a small C kernel). ``KERNEL_PLUGINS_REFERENCE_FAST=nocompile`` keeps the
-fast path but never compiles anything.
+Two faster tiers build code on first use and are taken only where a probe showed they
+give the same bits (``_compiled``: the formula fused by ``torch.compile``; ``_table``:
+16-bit activations as table look-ups in a small C kernel); :func:`status` says which tier
+serves what, and why. ``KERNEL_PLUGINS_REFERENCE_FAST=nocompile`` keeps the fast path but
+never builds anything.
 
-This file is shared by every reference kernel: each variant folder holds a link to it.
+This file is shared by every reference kernel: each variant folder holds a copy of it.
 """
 
 from __future__ import annotations
