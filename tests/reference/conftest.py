@@ -91,3 +91,15 @@ def inductor() -> str:
     if not any(shutil.which(c) for c in ("g++", "c++", "clang++")):
         pytest.skip("torch.compile backend 'inductor' needs a C++ compiler on CPU")
     return "inductor"
+
+
+@pytest.fixture
+def low_tier_thresholds(activation, rotary, rmsnorm, monkeypatch) -> None:
+    """The fast path's compiled and table tiers from its general threshold on, so that
+    small test inputs reach them (the shipped thresholds are tested separately)."""
+    import sys
+
+    for kernel in (activation, rotary, rmsnorm):
+        fast = sys.modules[kernel.__name__ + "._fast"]
+        monkeypatch.setattr(fast, "TABLE_MIN_ELEMENTS", fast.MIN_ELEMENTS)
+        monkeypatch.setattr(fast, "COMPILED_MIN_ELEMENTS", fast.MIN_ELEMENTS)

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from kernel_plugins.testing import run_in_fresh_interpreter
+from tests.reference.samples import bitwise as _bitwise
+from tests.reference.samples import sample_input as _input
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 # rows x columns of the input: a wide tail (1030 % 16 != 0), few long rows, many short rows
@@ -48,19 +50,6 @@ def _native(activation, name: str, x: torch.Tensor, threshold: float = 0.3) -> t
     ops = _ops_module(activation)
     spec = next(s for s in ops.ACTIVATIONS if s.name == name)
     return ops._forward(spec, x, (threshold,) if spec.params else ())
-
-
-def _input(shape, dtype, seed=0) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(seed)
-    x = (torch.randn(shape, generator=gen) * 4).to(dtype)
-    specials = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-30, 30.0])
-    x.view(-1)[: specials.numel()] = specials.to(dtype)
-    return x
-
-
-def _bitwise(a: torch.Tensor, b: torch.Tensor) -> bool:
-    same = (a == b) | (a.isnan() & b.isnan())
-    return bool(same.all()) and a.dtype == b.dtype and a.shape == b.shape
 
 
 def _run(activation, name: str, x: torch.Tensor, threshold: float = 0.3) -> torch.Tensor:
@@ -150,7 +139,7 @@ def test_out_that_cannot_be_written_directly_is_handled_by_the_plain_formula(
     assert fast_calls == []
 
 
-def test_declared_batch_invariance_holds_on_the_fast_path(activation, fast_calls):
+def test_declared_batch_invariance_holds_on_the_fast_path(activation, fast_calls, low_tier_thresholds):
     x = _input((512, 2048), torch.float32)
     whole = _run(activation, "fatrelu_and_mul", x)
     for i in (0, 17, 511):
@@ -263,7 +252,7 @@ def _rotate_plain(x1, x2, cos, sin, conj):
 @pytest.mark.parametrize("conj", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "in_place_views", "broadcast_angles"])
-def test_fast_rotary_is_bitwise_the_formula(rotary, rotary_blocks, layout, dtype, conj):
+def test_fast_rotary_is_bitwise_the_formula(rotary, rotary_blocks, low_tier_thresholds, layout, dtype, conj):
     q = _input((2, 256, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
     if layout == "broadcast_angles":
         cos, sin = _input((256, 1, 60), dtype, 1), _input((256, 1, 60), dtype, 2)
@@ -397,7 +386,7 @@ def test_benchmark_reference_is_the_plain_formula_not_the_kernel(load, kernel, m
         assert torch.equal(outs[0], outs[2]) and torch.equal(outs[1], outs[3])
 
 
-def test_rotary_batch_invariance_holds_on_the_fast_path(rotary, rotary_blocks):
+def test_rotary_batch_invariance_holds_on_the_fast_path(rotary, rotary_blocks, low_tier_thresholds):
     """A row rotated within a large batch (fast path) equals the row rotated alone (plain)."""
     x1, x2 = _input((1024, 128), torch.bfloat16), _input((1024, 128), torch.bfloat16, 1)
     cos, sin = _input((1024, 128), torch.bfloat16, 2), _input((1024, 128), torch.bfloat16, 3)

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from kernel_plugins.testing import run_in_fresh_interpreter
+from tests.reference.samples import bitwise as _bitwise
+from tests.reference.samples import sample_input as _input
 
 ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
 GATED = ["silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul"]
@@ -29,19 +31,6 @@ needs_cc = pytest.mark.skipif(
 
 def _mod(kernel, name: str):
     return sys.modules[f"{kernel.__name__}.{name}"]
-
-
-def _input(shape, dtype, seed=0) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(seed)
-    x = (torch.randn(shape, generator=gen) * 4).to(dtype)
-    specials = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-30, 30.0])
-    x.view(-1)[: specials.numel()] = specials.to(dtype)
-    return x
-
-
-def _bitwise(a: torch.Tensor, b: torch.Tensor) -> bool:
-    same = (a == b) | (a.isnan() & b.isnan())
-    return bool(same.all()) and a.dtype == b.dtype and a.shape == b.shape
 
 
 def _run(activation, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -104,7 +93,8 @@ def _expected_tier(activation, name: str, dtype: torch.dtype) -> str:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("name", GATED + UNARY)
 def test_each_activation_takes_its_tier_and_keeps_the_formulas_bits(activation, tier_calls, name, dtype):
-    x = _input((256, 2048), dtype)  # rows and thread chunks are multiples of the vector step
+    # at the shipped thresholds; rows and thread chunks are multiples of the vector step
+    x = _input((1024, 4096), dtype)
     got = _run(activation, name, x)
     assert tier_calls == [_expected_tier(activation, name, dtype)]
     assert _bitwise(got, _native(activation, name, x))
@@ -123,14 +113,14 @@ def test_each_activation_takes_its_tier_and_keeps_the_formulas_bits(activation, 
 
 @needs_cc
 @pytest.mark.parametrize("name", ["silu_and_mul", "gelu_tanh_and_mul", "gelu_new"])
-def test_float16_tiers_keep_the_bits(activation, tier_calls, name):
+def test_float16_tiers_keep_the_bits(activation, tier_calls, low_tier_thresholds, name):
     x = _input((128, 4096), torch.float16)
     assert _bitwise(_run(activation, name, x), _native(activation, name, x))
     assert len(tier_calls) == 1 and (name in GATED or tier_calls == ["table"])
 
 
 @needs_cc
-def test_tiers_work_under_inference_mode(activation, tier_calls):
+def test_tiers_work_under_inference_mode(activation, tier_calls, low_tier_thresholds):
     with torch.inference_mode():
         for dtype in (torch.float32, torch.bfloat16):
             x = _input((256, 2048), dtype)
@@ -139,7 +129,9 @@ def test_tiers_work_under_inference_mode(activation, tier_calls):
 
 
 @pytest.mark.parametrize("shape", [(300, 1030), (257, 2176)], ids=str)
-def test_a_layout_with_scalar_remainders_stays_on_the_direct_path(activation, tier_calls, monkeypatch, shape):
+def test_a_layout_with_scalar_remainders_stays_on_the_direct_path(
+    activation, tier_calls, low_tier_thresholds, monkeypatch, shape
+):
     """(300, 1030): rows not a multiple of the vector step; (257, 2176): with two threads
     ATen's loop is split at element 139808, inside a vector step."""
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
@@ -147,6 +139,24 @@ def test_a_layout_with_scalar_remainders_stays_on_the_direct_path(activation, ti
         x = _input(shape, dtype)
         assert _bitwise(_run(activation, "silu_and_mul", x), _native(activation, "silu_and_mul", x))
     assert tier_calls == ["direct", "direct"]
+
+
+@needs_cc
+def test_tiers_start_at_their_thresholds(activation, tier_calls):
+    """Below about a million elements handing work to threads or checking compiled code
+    costs more than it saves, so the direct ops run; "no slower than before" for those."""
+    fast = _mod(activation, "_fast")
+    assert fast.MIN_ELEMENTS < fast.TABLE_MIN_ELEMENTS < fast.COMPILED_MIN_ELEMENTS
+    cases = [
+        ((256, 2048), torch.bfloat16, "direct"),  # 524288 elements
+        ((512, 2048), torch.bfloat16, "table"),  # 1048576
+        ((1024, 2048), torch.float32, "direct"),  # 2097152: below the compiled tier
+        ((2048, 2048), torch.float32, "compiled"),  # 4194304
+    ]
+    for shape, dtype, _ in cases:
+        x = _input(shape, dtype)
+        assert _bitwise(_run(activation, "silu_and_mul", x), _native(activation, "silu_and_mul", x))
+    assert tier_calls == [tier for _, _, tier in cases]
 
 
 def test_aten_scalar_remainder_rounds_differently_from_its_vector_code():
@@ -172,7 +182,7 @@ def test_vector_aligned_follows_atens_thread_split(activation, monkeypatch):
     assert fast.vector_aligned(257 * 1088, 1088)  # one thread: rows only
 
 
-def test_nocompile_setting_builds_nothing(activation, tier_calls, monkeypatch):
+def test_nocompile_setting_builds_nothing(activation, tier_calls, low_tier_thresholds, monkeypatch):
     monkeypatch.setenv(ENV, "nocompile")
     for dtype in (torch.float32, torch.bfloat16):
         x = _input((256, 2048), dtype)
@@ -181,7 +191,7 @@ def test_nocompile_setting_builds_nothing(activation, tier_calls, monkeypatch):
 
 
 @needs_cc
-def test_a_corrupted_table_is_refused_by_its_probe(activation, tier_calls, monkeypatch):
+def test_a_corrupted_table_is_refused_by_its_probe(activation, tier_calls, low_tier_thresholds, monkeypatch):
     tiers, fast = _mod(activation, "_tiers"), _mod(activation, "_fast")
     monkeypatch.setattr(tiers, "_TABLE_OK", {})
     real = tiers._table_of
@@ -244,7 +254,7 @@ def test_inductor_backend_names_devices_without_a_code_generator(activation):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_rotary_compiled_tier_is_bitwise_for_separate_and_in_place_outputs(rotary, dtype):
+def test_rotary_compiled_tier_is_bitwise_for_separate_and_in_place_outputs(rotary, low_tier_thresholds, dtype):
     fast = _mod(rotary, "_fast")
     q = _input((2, 512, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
     cos, sin = _input((512, 1, 64), dtype, 1), _input((512, 1, 64), dtype, 2)
@@ -298,10 +308,10 @@ with warnings.catch_warnings():
 fast = sys.modules[act.__name__ + "._fast"]
 exact = []
 for dtype in (torch.float32, torch.bfloat16):
-    x = torch.randn(256, 2048).to(dtype)
-    out = torch.empty(256, 1024, dtype=dtype)
+    x = torch.randn(1024, 4096).to(dtype)  # at the tiers' shipped thresholds
+    out = torch.empty(1024, 2048, dtype=dtype)
     act.silu_and_mul(out, x)
-    exact.append(torch.equal(out, F.silu(x[:, :1024]) * x[:, 1024:]))
+    exact.append(torch.equal(out, F.silu(x[:, :2048]) * x[:, 2048:]))
 print(json.dumps({"exact": exact, "status": fast.status()}))
 """
 
@@ -318,7 +328,7 @@ def test_without_a_compiler_the_fast_path_keeps_the_bits_and_says_why():
     assert status["silu_and_mul cpu float32"]["reason"].startswith("compiling failed")
 
 
-def test_fast_path_status_is_public_and_sorted(activation):
+def test_fast_path_status_is_public_and_sorted(activation, low_tier_thresholds):
     from kernel_plugins.reference import fast_path_status
 
     x = _input((256, 2048), torch.float32)
@@ -329,12 +339,13 @@ def test_fast_path_status_is_public_and_sorted(activation):
     assert set(status["silu_and_mul cpu float32"]) == {"tier", "first_call_s", "reason"}
 
 
-def test_a_disabled_torch_compile_is_a_reason_not_a_slow_tier(activation, monkeypatch):
+def test_a_disabled_torch_compile_is_a_reason_not_a_slow_tier(activation):
     import torch._dynamo
 
     compiled = _mod(activation, "_compiled")
-    monkeypatch.setattr(torch._dynamo.config, "disable", True)
-    assert "disabled" in compiled.inductor_backend("cpu")
+    with torch._dynamo.config.patch(disable=True):
+        assert "disabled" in compiled.inductor_backend("cpu")
+    assert compiled.inductor_backend("cpu") is None
 
 
 def test_same_bits_tells_signed_zeros_apart_and_matches_any_nan(activation):

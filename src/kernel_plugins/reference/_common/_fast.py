@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOCK_BYTES",
+    "COMPILED_MIN_ELEMENTS",
+    "TABLE_MIN_ELEMENTS",
     "bit_mismatches",
     "ENV",
     "MIN_ELEMENTS",
@@ -62,6 +64,13 @@ nothing (read on every call)."""
 
 MIN_ELEMENTS = 1 << 16
 """Inputs with fewer elements take the plain formula (per-call overhead dominates there)."""
+
+TABLE_MIN_ELEMENTS = 1 << 20
+"""Inputs with fewer elements skip the table tier (handing work to threads costs more)."""
+
+COMPILED_MIN_ELEMENTS = 1 << 22
+"""Inputs with fewer elements skip the compiled tier for element-wise kernels: below this,
+checking the compiled code's guards costs more than the fused loop saves."""
 
 BLOCK_BYTES = 1 << 21
 """Target size of one operand's block on the CPU (fits the per-core cache with its peers)."""

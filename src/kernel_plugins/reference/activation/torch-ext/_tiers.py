@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import _table
+from . import _fast, _table
 from ._compiled import compiled
 from ._direct import act_into
 from ._fast import bit_mismatches, compiling, on_cpu, record, vector_aligned
@@ -36,11 +36,12 @@ if TYPE_CHECKING:
 __all__ = ["COMPILED", "run_fast"]
 
 COMPILED = frozenset(
-    {"silu_and_mul", "mul_and_silu", "gelu_and_mul", "fatrelu_and_mul", "silu", "gelu_quick"}
+    {"silu_and_mul", "mul_and_silu", "gelu_and_mul", "fatrelu_and_mul", "gelu_quick"}
 )
-"""Functions whose fused form inductor computes with the same vector math as ATen (measured
-bitwise and faster on the CPU; the probe still decides per device and dtype). The others
-(erf and tanh GELUs) round differently when fused and stay on the direct path."""
+"""Functions whose fused form inductor computes with the same vector math as ATen, and
+faster than the direct ops (measured on the CPU; the probe still decides per device and
+dtype). The element-wise erf and tanh GELUs round differently when fused; ``silu`` is one
+native op already at the speed of memory on the direct path."""
 
 _BY_NAME = {spec.name: spec for spec in ACTIVATIONS}
 _PROBE_THRESHOLD = (0.3,)
@@ -184,13 +185,14 @@ def _compiled_for(spec: Activation, x: Tensor) -> Callable[..., bool] | None:
 def run_fast(spec: Activation, out: Tensor, x: Tensor, params: tuple[float, ...]) -> None:
     """Fill ``out`` with ``spec`` of ``x`` on the fastest tier that gives the plain
     formula's bits (the caller checked that the fast path applies: ``_ops._direct_ok``)."""
-    if compiling() and x.is_contiguous():
+    n = x.numel()
+    if compiling() and x.is_contiguous() and n >= _fast.TABLE_MIN_ELEMENTS:
         row = out.shape[-1] if spec.kind != "unary" else out.numel()
         if not on_cpu(x) or vector_aligned(out.numel(), row):
             if _table_serves(spec, x):
                 _run_table(spec, out, x, params)
                 return
-            fused = _compiled_for(spec, x)
+            fused = _compiled_for(spec, x) if n >= _fast.COMPILED_MIN_ELEMENTS else None
             if fused is not None and fused(*_flat(spec, out, x), *params):
                 return
     _run_direct(spec, out, x, params)

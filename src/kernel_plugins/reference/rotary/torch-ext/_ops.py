@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ._compiled import compiled
+from . import _fast
 from ._fast import blocks, compiling, may_alias, route, same_bits
 from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
 
@@ -119,6 +120,8 @@ def _fused(
     """
     if not compiling() or route(x1, x2, cos, sin, out1, out2) == "eager":
         return False
+    if out1.numel() + out2.numel() < _fast.COMPILED_MIN_ELEMENTS:
+        return False
     tensors = (x1, x2, cos, sin, out1, out2)
     if len({t.dtype for t in tensors}) != 1 or len({t.device for t in tensors}) != 1:
         return False
@@ -203,7 +206,8 @@ def _blocked(
     if any(o.dim() != len(shape) or 0 in o.stride() for o in (out1, out2)):
         return False
     itemsize = max(t.element_size() for t in (*inputs, out1, out2))
-    fused = _compiled_rotation(x1)
+    big = out1.numel() + out2.numel() >= _fast.COMPILED_MIN_ELEMENTS
+    fused = _compiled_rotation(x1) if big else None
     pieces = list(blocks(shape, itemsize))
     if not _safe_outputs((out1, out2), inputs, shape, pieces[0][0]):
         return False
