@@ -95,11 +95,12 @@ def inductor() -> str:
 
 @pytest.fixture
 def low_tier_thresholds(activation, rotary, rmsnorm, monkeypatch) -> None:
-    """The fast path's compiled and table tiers from its general threshold on, so that
-    small test inputs reach them (the shipped thresholds are tested separately)."""
+    """Every part of the fast path (blocks, compiled and table tiers) from its general
+    threshold on, so that small test inputs reach them (the shipped thresholds are tested
+    separately)."""
     import sys
 
     for kernel in (activation, rotary, rmsnorm):
         fast = sys.modules[kernel.__name__ + "._fast"]
-        monkeypatch.setattr(fast, "TABLE_MIN_ELEMENTS", fast.MIN_ELEMENTS)
-        monkeypatch.setattr(fast, "COMPILED_MIN_ELEMENTS", fast.MIN_ELEMENTS)
+        for name in ("BLOCKED_MIN_ELEMENTS", "TABLE_MIN_ELEMENTS", "COMPILED_MIN_ELEMENTS"):
+            monkeypatch.setattr(fast, name, fast.MIN_ELEMENTS)

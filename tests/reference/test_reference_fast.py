@@ -182,7 +182,7 @@ def rms_fast_calls(rmsnorm, monkeypatch):
 @pytest.mark.parametrize("shape", [(4096, 1024), (256, 8192), (4, 32, 20000)], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_fast_rmsnorm_is_within_one_ulp_of_the_formula(
-    rmsnorm, rms_fast_calls, monkeypatch, dtype, shape
+    rmsnorm, rms_fast_calls, low_tier_thresholds, monkeypatch, dtype, shape
 ):
     """The blocked path (float32, and every dtype without the compiled tier)."""
     monkeypatch.setenv(ENV, "nocompile")
@@ -202,7 +202,7 @@ def test_fast_rmsnorm_is_within_one_ulp_of_the_formula(
 
 
 def test_fast_rmsnorm_is_deterministic_and_skipped_under_autograd(
-    rmsnorm, rms_fast_calls, monkeypatch
+    rmsnorm, rms_fast_calls, low_tier_thresholds, monkeypatch
 ):
     monkeypatch.setenv(
         ENV, "nocompile"
@@ -273,7 +273,7 @@ def test_fast_rotary_is_bitwise_the_formula(rotary, rotary_blocks, low_tier_thre
     assert torch.equal(q[..., 120:], rest)
 
 
-def test_rotary_swapped_outputs_and_small_inputs(rotary, rotary_blocks):
+def test_rotary_swapped_outputs_and_small_inputs(rotary, rotary_blocks, low_tier_thresholds):
     x1, x2 = _input((512, 256), torch.float32), _input((512, 256), torch.float32, 1)
     x1, x2 = x1.nan_to_num(0.0, 0.0, 0.0), x2.nan_to_num(0.0, 0.0, 0.0)
     cos, sin = _input((512, 256), torch.float32, 2), _input((512, 256), torch.float32, 3)
@@ -319,6 +319,7 @@ rot.apply_rotary(x[:, :d], x[:, d:], cos, sin, o1, o2, False)
 w = torch.randn(1024, generator=gen).to(NAME)
 y = rms.apply_rms_norm(x, w, 1e-6)
 xb = x_cpu.bfloat16()
+sys.modules[rms.__name__ + "._fast"].COMPILED_MIN_ELEMENTS = 1 << 16  # reach the compiled tier
 yb = rms.apply_rms_norm(xb.to(NAME), w.cpu().bfloat16().to(NAME), 1e-6)
 route = fast.route(x)
 os.environ["KERNEL_PLUGINS_REFERENCE_FAST"] = "0"

@@ -273,13 +273,23 @@ def test_rotary_compiled_tier_is_bitwise_for_separate_and_in_place_outputs(rotar
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(4096, 1024), (256, 8192), (4, 32, 20000)], ids=str)
-def test_fused_rmsnorm_keeps_its_documented_bound(rmsnorm, monkeypatch, dtype, shape):
+def test_fused_rmsnorm_keeps_its_documented_bound(rmsnorm, low_tier_thresholds, monkeypatch, dtype, shape):
     ops, fast = _mod(rmsnorm, "_ops"), _mod(rmsnorm, "_fast")
+    taken: list[bool] = []
+    real = ops._fused
+
+    def fused(*args):
+        result = real(*args)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(ops, "_fused", fused)
     big = 4 if dtype == torch.bfloat16 else 2  # float16 overflows beyond 65504
     scale = torch.logspace(-big, big, shape[-2]).unsqueeze(-1)  # rows of very different sizes
     x = (_input(shape, torch.float32).nan_to_num(0.0, 0.0, 0.0) * scale).to(dtype)
     w = _input(shape[-1:], dtype, seed=1).nan_to_num(0.0, 0.0, 0.0)
     out, rstd = rmsnorm.ops.apply_rms_norm(x, w, 1e-6)
+    assert taken == [True]  # the compiled tier computed it
     assert fast.status()[f"apply_rms_norm cpu {str(dtype)[6:]}"]["tier"] == "compiled"
     again = rmsnorm.ops.apply_rms_norm(x, w, 1e-6)
     assert _bitwise(again[0], out) and _bitwise(again[1], rstd)  # deterministic

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = [
+    "BLOCKED_MIN_ELEMENTS",
     "BLOCK_BYTES",
     "COMPILED_MIN_ELEMENTS",
     "TABLE_MIN_ELEMENTS",
@@ -64,6 +65,11 @@ nothing (read on every call)."""
 
 MIN_ELEMENTS = 1 << 16
 """Inputs with fewer elements take the plain formula (per-call overhead dominates there)."""
+
+BLOCKED_MIN_ELEMENTS = 1 << 22
+"""Inputs with fewer elements are not worked through in blocks on the CPU (``route`` says
+``"direct"``): their temporaries stay in the cache anyway, and the per-block calls cost
+more than they save."""
 
 TABLE_MIN_ELEMENTS = 1 << 20
 """Inputs with fewer elements skip the table tier (handing work to threads costs more)."""
@@ -130,7 +136,8 @@ def route(*tensors: Tensor) -> str:
         return "eager"
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return "eager"
-    return "blocked" if on_cpu(tensors[0]) else "direct"
+    blocked = on_cpu(tensors[0]) and tensors[0].numel() >= BLOCKED_MIN_ELEMENTS
+    return "blocked" if blocked else "direct"
 
 
 _TRACING_TYPES = frozenset({"FakeTensor", "FunctionalTensor"})

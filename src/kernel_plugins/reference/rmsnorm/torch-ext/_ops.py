@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from . import _fast
 from ._compiled import compiled
 from ._fast import blocks, compiling, route
 from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
@@ -145,6 +146,8 @@ def _fused(input: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor] |
     if input.dtype not in (torch.bfloat16, torch.float16) or not compiling():
         return None
     if route(input, weight) == "eager" or not input.is_contiguous() or input.dim() < 1:
+        return None
+    if input.numel() < _fast.COMPILED_MIN_ELEMENTS:
         return None
     d = input.shape[-1]
     if (

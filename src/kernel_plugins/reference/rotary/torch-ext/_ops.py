@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._compiled import compiled
 from . import _fast
+from ._compiled import compiled
 from ._fast import blocks, compiling, may_alias, route, same_bits
 from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
 
