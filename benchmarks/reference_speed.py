@@ -418,7 +418,7 @@ def _markdown(report: dict[str, Any]) -> str:
             "",
             "Rows of 1,024 elements. Below 65,536 elements every setting runs the plain "
             "formula; uncompiled is what larger calls ran before the compiled and table "
-            "tiers existed (they start at about a million elements).",
+            "tiers existed (they start at 2M elements).",
             "",
             "| kernel | dtype | elements | eager us | uncompiled us | fast us |",
             "|---|---|---|---|---|---|",

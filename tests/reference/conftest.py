@@ -102,5 +102,5 @@ def low_tier_thresholds(activation, rotary, rmsnorm, monkeypatch) -> None:
 
     for kernel in (activation, rotary, rmsnorm):
         fast = sys.modules[kernel.__name__ + "._fast"]
-        for name in ("BLOCKED_MIN_ELEMENTS", "TABLE_MIN_ELEMENTS", "COMPILED_MIN_ELEMENTS"):
+        for name in ("BLOCKED_MIN_ELEMENTS", "LOOPS_MIN_ELEMENTS", "COMPILED_MIN_ELEMENTS"):
             monkeypatch.setattr(fast, name, fast.MIN_ELEMENTS)

@@ -222,11 +222,17 @@ def test_fast_rmsnorm_is_deterministic_and_skipped_under_autograd(
 
 @pytest.fixture
 def rotary_blocks(rotary, monkeypatch):
-    """Outcome of each call's fast path: ``"fused"`` (compiled tier), else whether the
-    blocked path took it."""
+    """Outcome of each call's fast path: ``"loops"`` (the C loop), ``"fused"`` (compiled
+    tier), else whether the blocked path took it."""
     ops = _ops_module(rotary)
     calls: list[bool | str] = []
-    real_blocked, real_fused = ops._blocked, ops._fused
+    real_blocked, real_fused, real_looped = ops._blocked, ops._fused, ops._looped
+
+    def looped(*args):
+        done = real_looped(*args)
+        if done:
+            calls.append("loops")
+        return done
 
     def blocked(*args):
         done = real_blocked(*args)
@@ -241,6 +247,7 @@ def rotary_blocks(rotary, monkeypatch):
 
     monkeypatch.setattr(ops, "_blocked", blocked)
     monkeypatch.setattr(ops, "_fused", fused)
+    monkeypatch.setattr(ops, "_looped", looped)
     return calls
 
 
@@ -267,10 +274,34 @@ def test_fast_rotary_is_bitwise_the_formula(rotary, rotary_blocks, low_tier_thre
     else:
         o1, o2 = torch.empty_like(e1), torch.empty_like(e2)
         rotary.apply_rotary(x1, x2, cos, sin, o1, o2, conj)
-    # separate outputs: the compiled tier; in place: blocks (fused per block inside)
-    assert rotary_blocks == ([True] if layout == "in_place_views" else ["fused"])
+    assert rotary_blocks == ["loops"]  # the C loop, in place or not
     assert _bitwise(o1, e1) and _bitwise(o2, e2)
     assert torch.equal(q[..., 120:], rest)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("layout", ["contiguous", "in_place_views", "broadcast_angles"])
+def test_rotary_without_the_c_loop_takes_the_compiled_tier_or_blocks(
+    rotary, rotary_blocks, low_tier_thresholds, monkeypatch, layout, dtype
+):
+    """Where the C loops are not built (or on another device): separate outputs are
+    fused by the compiled tier, in place goes through blocks (fused per block)."""
+    monkeypatch.setattr(_ops_module(rotary), "_LOOPS_OK", {dtype: False})
+    q = _input((2, 256, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
+    if layout == "broadcast_angles":
+        cos, sin = _input((256, 1, 64), dtype, 1), _input((256, 1, 64), dtype, 2)
+    else:
+        cos, sin = _input((2, 256, 8, 64), dtype, 1), _input((2, 256, 8, 64), dtype, 2)
+    x1, x2 = q[..., :64], q[..., 64:]
+    e1, e2 = _rotate_plain(x1, x2, cos, sin, True)
+    if layout == "in_place_views":
+        rotary.apply_rotary(x1, x2, cos, sin, x1, x2, True)
+        o1, o2 = x1, x2
+    else:
+        o1, o2 = torch.empty_like(e1), torch.empty_like(e2)
+        rotary.apply_rotary(x1, x2, cos, sin, o1, o2, True)
+    assert rotary_blocks == ([True] if layout == "in_place_views" else ["fused"])
+    assert _bitwise(o1, e1) and _bitwise(o2, e2)
 
 
 def test_rotary_swapped_outputs_and_small_inputs(rotary, rotary_blocks, low_tier_thresholds):
@@ -401,4 +432,4 @@ def test_rotary_batch_invariance_holds_on_the_fast_path(rotary, rotary_blocks, l
         rows = slice(i, i + 1)
         rotary.apply_rotary(x1[rows], x2[rows], cos[rows], sin[rows], r1, r2, False)
         assert _bitwise(o1[rows], r1) and _bitwise(o2[rows], r2)
-    assert rotary_blocks == ["fused", False, False, False]  # compiled tier, then plain
+    assert rotary_blocks == ["loops", False, False, False]  # the C loop, then plain

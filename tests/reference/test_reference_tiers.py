@@ -92,7 +92,9 @@ def _expected_tier(activation, name: str, dtype: torch.dtype) -> str:
 @needs_cc
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("name", GATED + UNARY)
-def test_each_activation_takes_its_tier_and_keeps_the_formulas_bits(activation, tier_calls, name, dtype):
+def test_each_activation_takes_its_tier_and_keeps_the_formulas_bits(
+    activation, tier_calls, name, dtype
+):
     # at the shipped thresholds; rows and thread chunks are multiples of the vector step
     x = _input((1024, 4096), dtype)
     got = _run(activation, name, x)
@@ -124,7 +126,9 @@ def test_tiers_work_under_inference_mode(activation, tier_calls, low_tier_thresh
     with torch.inference_mode():
         for dtype in (torch.float32, torch.bfloat16):
             x = _input((256, 2048), dtype)
-            assert _bitwise(_run(activation, "silu_and_mul", x), _native(activation, "silu_and_mul", x))
+            assert _bitwise(
+                _run(activation, "silu_and_mul", x), _native(activation, "silu_and_mul", x)
+            )
     assert tier_calls == ["compiled", "table"]
 
 
@@ -143,13 +147,13 @@ def test_a_layout_with_scalar_remainders_stays_on_the_direct_path(
 
 @needs_cc
 def test_tiers_start_at_their_thresholds(activation, tier_calls):
-    """Below about a million elements handing work to threads or checking compiled code
+    """Below a few million elements handing work to threads or checking compiled code
     costs more than it saves, so the direct ops run; "no slower than before" for those."""
     fast = _mod(activation, "_fast")
-    assert fast.MIN_ELEMENTS < fast.TABLE_MIN_ELEMENTS < fast.COMPILED_MIN_ELEMENTS
+    assert fast.MIN_ELEMENTS < fast.LOOPS_MIN_ELEMENTS < fast.COMPILED_MIN_ELEMENTS
     cases = [
-        ((256, 2048), torch.bfloat16, "direct"),  # 524288 elements
-        ((512, 2048), torch.bfloat16, "table"),  # 1048576
+        ((512, 2048), torch.bfloat16, "direct"),  # 1048576 elements
+        ((1024, 2048), torch.bfloat16, "table"),  # 2097152
         ((1024, 2048), torch.float32, "direct"),  # 2097152: below the compiled tier
         ((2048, 2048), torch.float32, "compiled"),  # 4194304
     ]
@@ -191,7 +195,9 @@ def test_nocompile_setting_builds_nothing(activation, tier_calls, low_tier_thres
 
 
 @needs_cc
-def test_a_corrupted_table_is_refused_by_its_probe(activation, tier_calls, low_tier_thresholds, monkeypatch):
+def test_a_corrupted_table_is_refused_by_its_probe(
+    activation, tier_calls, low_tier_thresholds, monkeypatch
+):
     tiers, fast = _mod(activation, "_tiers"), _mod(activation, "_fast")
     monkeypatch.setattr(tiers, "_TABLE_OK", {})
     real = tiers._table_of
@@ -215,14 +221,20 @@ def test_a_compiled_function_is_used_only_after_its_probe_passes(activation):
     def double(out, x):
         out.copy_(x * 2)
 
-    assert compiled.compiled("t-refused", double, "cpu", torch.float32, lambda fn: "wrong bits") is None
+    assert (
+        compiled.compiled("t-refused", double, "cpu", torch.float32, lambda fn: "wrong bits")
+        is None
+    )
     assert fast.status()["t-refused cpu float32"]["reason"] == "wrong bits"
 
     def probe_raises(fn):
         raise RuntimeError("no compiler")
 
     assert compiled.compiled("t-raises", double, "cpu", torch.float32, probe_raises) is None
-    assert "compiling failed: RuntimeError: no compiler" in fast.status()["t-raises cpu float32"]["reason"]
+    assert (
+        "compiling failed: RuntimeError: no compiler"
+        in fast.status()["t-raises cpu float32"]["reason"]
+    )
 
 
 def test_a_compiled_call_that_fails_takes_the_key_off_the_tier(activation):
@@ -254,8 +266,19 @@ def test_inductor_backend_names_devices_without_a_code_generator(activation):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_rotary_compiled_tier_is_bitwise_for_separate_and_in_place_outputs(rotary, low_tier_thresholds, dtype):
-    fast = _mod(rotary, "_fast")
+def test_rotary_c_loop_is_bitwise_for_separate_and_in_place_outputs(
+    rotary, low_tier_thresholds, monkeypatch, dtype
+):
+    cloops, ops = _mod(rotary, "_cloops"), _mod(rotary, "_ops")
+    warm = _input((256, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
+    outs = (torch.empty(256, 8, 64, dtype=dtype), torch.empty(256, 8, 64, dtype=dtype))
+    rotary.apply_rotary(
+        warm[..., :64], warm[..., 64:], warm[:, :1, :64], warm[:, :1, 64:], *outs, False
+    )
+    assert ops._LOOPS_OK[dtype] is True  # its probe passed (on this first use, or earlier)
+    ran: list[bool] = []
+    real = cloops.rotate
+    monkeypatch.setattr(cloops, "rotate", lambda *args: ran.append(real(*args)) or ran[-1])
     q = _input((2, 512, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
     cos, sin = _input((512, 1, 64), dtype, 1), _input((512, 1, 64), dtype, 2)
     for conj in (False, True):
@@ -266,14 +289,24 @@ def test_rotary_compiled_tier_is_bitwise_for_separate_and_in_place_outputs(rotar
         rotary.apply_rotary(x1, x2, cos, sin, o1, o2, conj)
         assert _bitwise(o1, e1) and _bitwise(o2, e2)
         inplace = q.clone()
-        rotary.apply_rotary(inplace[..., :64], inplace[..., 64:], cos, sin, inplace[..., :64], inplace[..., 64:], conj)
+        rotary.apply_rotary(
+            inplace[..., :64],
+            inplace[..., 64:],
+            cos,
+            sin,
+            inplace[..., :64],
+            inplace[..., 64:],
+            conj,
+        )
         assert _bitwise(inplace[..., :64], e1) and _bitwise(inplace[..., 64:], e2)
-    assert fast.status()[f"apply_rotary cpu {str(dtype)[6:]}"]["tier"] == "compiled"
+    assert ran == [True, True, True, True]  # each call by the C loop
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(4096, 1024), (256, 8192), (4, 32, 20000)], ids=str)
-def test_fused_rmsnorm_keeps_its_documented_bound(rmsnorm, low_tier_thresholds, monkeypatch, dtype, shape):
+def test_fused_rmsnorm_keeps_its_documented_bound(
+    rmsnorm, low_tier_thresholds, monkeypatch, dtype, shape
+):
     ops, fast = _mod(rmsnorm, "_ops"), _mod(rmsnorm, "_fast")
     taken: list[bool] = []
     real = ops._fused
@@ -299,7 +332,12 @@ def test_fused_rmsnorm_keeps_its_documented_bound(rmsnorm, low_tier_thresholds, 
     assert ops.within_bound(out, rstd, plain_out, plain_rstd, shape[-1])
     # and the bound can fail: three units in the last place is outside it
     off = plain_out.clone()
-    off.view(-1)[0] = torch.nextafter(torch.nextafter(torch.nextafter(off.view(-1)[:1], off.new_full((1,), 1e4)), off.new_full((1,), 1e4)), off.new_full((1,), 1e4))[0]
+    off.view(-1)[0] = torch.nextafter(
+        torch.nextafter(
+            torch.nextafter(off.view(-1)[:1], off.new_full((1,), 1e4)), off.new_full((1,), 1e4)
+        ),
+        off.new_full((1,), 1e4),
+    )[0]
     assert not ops.within_bound(off, plain_rstd, plain_out, plain_rstd, shape[-1])
 
 
@@ -332,8 +370,8 @@ def test_without_a_compiler_the_fast_path_keeps_the_bits_and_says_why():
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["exact"] == [True, True]
     status = report["status"]
-    assert status["table-loops host 16-bit"]["tier"] == "uncompiled"
-    assert "no C compiler found" in status["table-loops host 16-bit"]["reason"]
+    assert status["c-loops host any"]["tier"] == "uncompiled"
+    assert "no C compiler found" in status["c-loops host any"]["reason"]
     assert status["silu_and_mul cpu float32"]["tier"] == "uncompiled"
     assert status["silu_and_mul cpu float32"]["reason"].startswith("compiling failed")
 
@@ -364,3 +402,30 @@ def test_same_bits_tells_signed_zeros_apart_and_matches_any_nan(activation):
     assert fast.same_bits(torch.tensor([float("nan")]), -torch.tensor([float("nan")]))
     assert fast.bit_mismatches(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.5, -3.0])) == 2
     assert not fast.same_bits(torch.zeros(2), torch.zeros(2, dtype=torch.float64))
+
+
+@needs_cc
+def test_rotary_c_loop_declines_outputs_that_could_corrupt_its_inputs(rotary):
+    cloops = _mod(rotary, "_cloops")
+    q = _input((64, 4, 128), torch.float32).nan_to_num(0.0, 0.0, 0.0)
+    cos, sin = _input((64, 1, 64), torch.float32, 1), _input((64, 1, 64), torch.float32, 2)
+    x1, x2 = q[..., :64], q[..., 64:]
+    sep = (torch.empty(64, 4, 64), torch.empty(64, 4, 64))
+    assert cloops.rotate(x1, x2, cos, sin, *sep, False)  # separate outputs
+    assert cloops.rotate(x1, x2, cos, sin, x1, x2, False)  # in place on the halves
+    assert not cloops.rotate(x1, x2, cos, sin, x2, x1, False)  # swapped: out1 is x2
+    over1, over2 = q[..., :64], q[..., 32:96]  # halves that overlap
+    assert not cloops.rotate(over1, over2, cos, sin, over1, over2, False)
+    angles = torch.randn(64, 4, 128)
+    c_in_out = angles[..., :64]
+    assert not cloops.rotate(
+        c_in_out, angles[..., 64:], c_in_out, sin, c_in_out, angles[..., 64:], False
+    )
+    wide = torch.empty(64, 1, 64).expand(64, 4, 64)  # an output that repeats elements
+    assert not cloops.rotate(x1, x2, cos, sin, wide, sep[1], False)
+    assert not cloops.rotate(x1, x2, cos, sin, sep[0], sep[0], False)  # outputs overlap
+    strided = torch.empty(64, 4, 128)[..., ::2]  # last dimension not contiguous
+    assert not cloops.rotate(x1, x2, cos, sin, strided, sep[1], False)
+    assert not cloops.rotate(
+        x1.double(), x2.double(), cos.double(), sin.double(), *(t.double() for t in sep), False
+    )

@@ -42,7 +42,7 @@ __all__ = [
     "BLOCKED_MIN_ELEMENTS",
     "BLOCK_BYTES",
     "COMPILED_MIN_ELEMENTS",
-    "TABLE_MIN_ELEMENTS",
+    "LOOPS_MIN_ELEMENTS",
     "bit_mismatches",
     "ENV",
     "MIN_ELEMENTS",
@@ -71,8 +71,9 @@ BLOCKED_MIN_ELEMENTS = 1 << 22
 ``"direct"``): their temporaries stay in the cache anyway, and the per-block calls cost
 more than they save."""
 
-TABLE_MIN_ELEMENTS = 1 << 20
-"""Inputs with fewer elements skip the table tier (handing work to threads costs more)."""
+LOOPS_MIN_ELEMENTS = 1 << 21
+"""Inputs with fewer elements skip the C loops (``_cloops``: tables, rotation): handing
+work to their threads costs more than it saves."""
 
 COMPILED_MIN_ELEMENTS = 1 << 22
 """Inputs with fewer elements skip the compiled tier for element-wise kernels: below this,

@@ -2,7 +2,7 @@
 
 In order of preference, for a large input outside autograd and tracing:
 
-1. the table tier (``_table``): bfloat16 and float16 on the CPU, every function a look-up
+1. the table tier (``_cloops``): bfloat16 and float16 on the CPU, every function a look-up
    in a table the plain formula filled (gated functions: bfloat16);
 2. the compiled tier (``_compiled``): the formulas in :data:`COMPILED`, fused by
    ``torch.compile`` on any device inductor supports;
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import _fast, _table
+from . import _cloops, _fast
 from ._compiled import compiled
 from ._direct import act_into
 from ._fast import bit_mismatches, compiling, on_cpu, record, vector_aligned
@@ -81,8 +81,8 @@ def _probe_input(spec: Activation, dtype: torch.dtype, device: torch.device) -> 
     over the whole range with the special ones (float32), in rows of 64 elements, as many
     rows per thread as keeps ATen on its vector code (``vector_aligned``)."""
     gen = torch.Generator().manual_seed(1234)
-    if dtype in _table.DTYPES:
-        values = _table.all_values(dtype)
+    if dtype in _cloops.DTYPES:
+        values = _cloops.all_values(dtype)
     else:
         sweep = torch.linspace(-60.0, 60.0, 1 << 19)
         noise = torch.randn(1 << 19, generator=gen) * torch.logspace(-8, 2, 1 << 19)
@@ -124,7 +124,7 @@ def _probe(
 def _table_of(name: str, dtype: torch.dtype, params: tuple[float, ...]) -> Tensor:
     """The look-up table of ``name``: int32 result bits (unary) or float32 (gated)."""
     spec = _BY_NAME[name]
-    values = _table.all_values(dtype)
+    values = _cloops.all_values(dtype)
     if spec.kind == "unary":
         return spec.act(values, *params).view(torch.int16).to(torch.int32) & 0xFFFF
     # a gated formula activates half of each row: fill the table in that layout, as ATen
@@ -143,9 +143,9 @@ def _lookup(spec: Activation, out: Tensor, x: Tensor, params: tuple[float, ...])
     """Look ``spec`` of ``x`` up in its table, into ``out``."""
     table = _table_of(spec.name, x.dtype, params)
     if spec.kind == "unary":
-        _table.lookup(out, x, table)
+        _cloops.lookup(out, x, table)
     else:
-        _table.lookup_mul(out, x, table, act_first=spec.kind == "act_and_mul")
+        _cloops.lookup_mul(out, x, table, act_first=spec.kind == "act_and_mul")
 
 
 _TABLE_OK: dict[tuple[str, torch.dtype], bool] = {}
@@ -153,7 +153,7 @@ _TABLE_OK: dict[tuple[str, torch.dtype], bool] = {}
 
 def _table_serves(spec: Activation, x: Tensor) -> bool:
     """Whether the table tier computes ``spec`` for ``x`` (probing it on first use)."""
-    if not on_cpu(x) or x.dtype not in _table.DTYPES:
+    if not on_cpu(x) or x.dtype not in _cloops.DTYPES:
         return False
     if spec.kind != "unary" and (x.dtype != torch.bfloat16 or x.numel() == x.shape[-1]):
         return False  # gated: bfloat16, and rows that are not one contiguous half
@@ -161,7 +161,7 @@ def _table_serves(spec: Activation, x: Tensor) -> bool:
     ok = _TABLE_OK.get(key)
     if ok is None:
         started = time.perf_counter()
-        reason = None if _table.library() is not None else "the table loops are not built"
+        reason = None if _cloops.library() is not None else "the C loops are not built"
         if reason is None:
             reason = _probe(spec, x.dtype, x.device, lambda o, i, p: _lookup(spec, o, i, p))
         ok = _TABLE_OK[key] = reason is None
@@ -186,7 +186,7 @@ def run_fast(spec: Activation, out: Tensor, x: Tensor, params: tuple[float, ...]
     """Fill ``out`` with ``spec`` of ``x`` on the fastest tier that gives the plain
     formula's bits (the caller checked that the fast path applies: ``_ops._direct_ok``)."""
     n = x.numel()
-    if compiling() and x.is_contiguous() and n >= _fast.TABLE_MIN_ELEMENTS:
+    if compiling() and x.is_contiguous() and n >= _fast.LOOPS_MIN_ELEMENTS:
         row = out.shape[-1] if spec.kind != "unary" else out.numel()
         if not on_cpu(x) or vector_aligned(out.numel(), row):
             if _table_serves(spec, x):

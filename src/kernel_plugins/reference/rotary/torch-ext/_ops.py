@@ -14,14 +14,15 @@ Registration is idempotent per process.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import _fast
+from . import _cloops, _fast
 from ._compiled import compiled
-from ._fast import blocks, compiling, may_alias, route, same_bits
+from ._fast import blocks, compiling, may_alias, on_cpu, record, route, same_bits
 from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
 
 if TYPE_CHECKING:
@@ -53,7 +54,11 @@ def apply_rotary_native(
     Large inputs outside autograd go through ``_fused`` or, on the CPU, ``_blocked``
     (bitwise the same).
     """
-    if _fused(x1, x2, cos, sin, out1, out2, conj) or _blocked(x1, x2, cos, sin, out1, out2, conj):
+    if (
+        _looped(x1, x2, cos, sin, out1, out2, conj)
+        or _fused(x1, x2, cos, sin, out1, out2, conj)
+        or _blocked(x1, x2, cos, sin, out1, out2, conj)
+    ):
         return
     r1, r2 = _rotated(x1, x2, cos, sin, conj)
     for label, out, result in (("out1", out1, r1), ("out2", out2, r2)):
@@ -84,11 +89,14 @@ def _rotate_into(
     out2.copy_(x2 * cos + x1 * s)
 
 
-def _probe(dtype: torch.dtype, device: torch.device) -> Callable[[Callable[..., Any]], str | None]:
-    """The compiled tier's check: bitwise the plain formula, rotating and un-rotating, on
-    values that include the special ones."""
+def _probe(
+    dtype: torch.dtype, device: torch.device, in_place: bool
+) -> Callable[[Callable[..., Any]], str | None]:
+    """A check that ``run(x1, x2, cos, sin, out1, out2, conj)`` gives bitwise the plain
+    formula, rotating and un-rotating, into separate outputs and (``in_place``) into the
+    inputs, on values that include the special ones."""
 
-    def probe(fused: Callable[..., Any]) -> str | None:
+    def probe(run: Callable[..., Any]) -> str | None:
         gen = torch.Generator().manual_seed(99)
         q = (torch.randn(256, 4, 128, generator=gen) * 4).to(dtype)
         q.view(-1)[:5] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])
@@ -99,13 +107,47 @@ def _probe(dtype: torch.dtype, device: torch.device) -> Callable[[Callable[..., 
         for conj in (False, True):
             want = _rotated(x1, x2, cos, sin, conj)
             got = (torch.empty_like(x1), torch.empty_like(x2))
-            fused(x1, x2, cos, -sin if conj else sin, *got)
-            for g, w in zip(got, want, strict=True):
-                if not same_bits(g, w):
-                    return f"the fused rotation differs from the plain formula (conj={conj})"
+            if run(x1, x2, cos, sin, *got, conj) is False:
+                return "the probe's layout was declined"
+            results = [got]
+            if in_place:
+                p = q.clone()
+                if run(p[..., :64], p[..., 64:], cos, sin, p[..., :64], p[..., 64:], conj) is False:
+                    return "the probe's in-place layout was declined"
+                results.append((p[..., :64], p[..., 64:]))
+            for pair in results:
+                for g, w in zip(pair, want, strict=True):
+                    if not same_bits(g, w):
+                        return f"the rotation differs from the plain formula (conj={conj})"
         return None
 
     return probe
+
+
+_LOOPS_OK: dict[torch.dtype, bool] = {}
+
+
+def _looped(
+    x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool
+) -> bool:
+    """The rotation by the C loop (``_cloops.rotate``, CPU, float32 and bfloat16), in place
+    or not, once its probe passed; False when it does not apply."""
+    if not compiling() or x1.dtype not in _cloops.ROTATE_DTYPES:
+        return False
+    if route(x1, x2, cos, sin, out1, out2) == "eager" or not on_cpu(x1):
+        return False
+    if out1.numel() + out2.numel() < _fast.LOOPS_MIN_ELEMENTS:
+        return False
+    ok = _LOOPS_OK.get(x1.dtype)
+    if ok is None:
+        started = time.perf_counter()
+        reason = "the C loops are not built" if _cloops.library() is None else None
+        if reason is None:
+            reason = _probe(x1.dtype, x1.device, in_place=True)(_cloops.rotate)
+        ok = _LOOPS_OK[x1.dtype] = reason is None
+        key = ("apply_rotary", x1.device.type, str(x1.dtype).removeprefix("torch."))
+        record(key, "c-loops" if ok else "uncompiled", time.perf_counter() - started, reason)
+    return ok and _cloops.rotate(x1, x2, cos, sin, out1, out2, conj)
 
 
 def _fused(
@@ -141,7 +183,11 @@ def _compiled_rotation(x1: Tensor) -> Callable[..., bool] | None:
     """The compiled tier's ``_rotate_into`` for ``x1``'s device and dtype, or None."""
     if not compiling():
         return None
-    probe = _probe(x1.dtype, x1.device)
+    check = _probe(x1.dtype, x1.device, in_place=False)
+
+    def probe(fused: Callable[..., Any]) -> str | None:
+        return check(lambda a, b, c, s, o1, o2, conj: fused(a, b, c, -s if conj else s, o1, o2))
+
     return compiled("apply_rotary", _rotate_into, x1.device.type, x1.dtype, probe)
 
 
