@@ -315,13 +315,13 @@ def rotate(
 
 def _span(t: Tensor) -> tuple[int, int]:
     """First and one-past-last element offsets ``t`` can touch in its storage."""
-    low = high = t.storage_offset()
+    low = high = int(t.storage_offset())
     for n, st in zip(t.shape, t.stride(), strict=True):
         if st >= 0:
             high += (n - 1) * st
         else:
             low += (n - 1) * st
-    return low, high + 1
+    return int(low), int(high) + 1
 
 
 def _overlap(a: Tensor, b: Tensor) -> bool:
@@ -353,8 +353,8 @@ def _halves_apart(x1: Tensor, x2: Tensor) -> bool:
         return True
     if x1.stride() != x2.stride() or x1.shape != x2.shape:
         return False
-    width = x1.shape[-1]
-    first, second = sorted((x1.storage_offset(), x2.storage_offset()))
+    width = int(x1.shape[-1])
+    first, second = sorted((int(x1.storage_offset()), int(x2.storage_offset())))
     gap = second - first
     return gap >= width and _dense_rows(x1, gap + width)
 
