@@ -278,7 +278,7 @@ def _in_place_equal(call: Callable[[], object]) -> bool:
     return _equal(fast, eager)
 
 
-SMALL_ELEMENTS = (4096, 65536, 262144, 1 << 20, 1 << 22)
+SMALL_ELEMENTS = (4096, 65536, 262144, 1 << 20, 1 << 21, 1 << 22)
 
 
 def _small_cases(n: int, dtype: torch.dtype) -> dict[str, Callable[[], object]]:
