@@ -19,3 +19,18 @@ def bitwise(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Same dtype, shape and values, a NaN matching a NaN."""
     same = (a == b) | (a.isnan() & b.isnan())
     return bool(same.all()) and a.dtype == b.dtype and a.shape == b.shape
+
+
+def spy(monkeypatch, owner, name: str, calls: list, label=None, when=lambda result: True):
+    """Replace ``owner.name`` with a wrapper that calls it and appends ``label`` (or, with
+    no label, the result) to ``calls`` when ``when(result)``; returns the real function."""
+    real = getattr(owner, name)
+
+    def wrapper(*args):
+        result = real(*args)
+        if when(result):
+            calls.append(result if label is None else label)
+        return result
+
+    monkeypatch.setattr(owner, name, wrapper)
+    return real

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from kernel_plugins.testing import run_in_fresh_interpreter
 from tests.reference.samples import bitwise as _bitwise
 from tests.reference.samples import sample_input as _input
+from tests.reference.samples import spy
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 # rows x columns of the input: a wide tail (1030 % 16 != 0), few long rows, many short rows
@@ -139,7 +140,9 @@ def test_out_that_cannot_be_written_directly_is_handled_by_the_plain_formula(
     assert fast_calls == []
 
 
-def test_declared_batch_invariance_holds_on_the_fast_path(activation, fast_calls, low_tier_thresholds):
+def test_declared_batch_invariance_holds_on_the_fast_path(
+    activation, fast_calls, low_tier_thresholds
+):
     x = _input((512, 2048), torch.float32)
     whole = _run(activation, "fatrelu_and_mul", x)
     for i in (0, 17, 511):
@@ -226,29 +229,30 @@ def rotary_blocks(rotary, monkeypatch):
     tier), else whether the blocked path took it."""
     ops = _ops_module(rotary)
     calls: list[bool | str] = []
-    real_blocked, real_fused, real_looped = ops._blocked, ops._fused, ops._looped
-
-    def looped(*args):
-        done = real_looped(*args)
-        if done:
-            calls.append("loops")
-        return done
-
-    def blocked(*args):
-        done = real_blocked(*args)
-        calls.append(done)
-        return done
-
-    def fused(*args):
-        done = real_fused(*args)
-        if done:
-            calls.append("fused")
-        return done
-
-    monkeypatch.setattr(ops, "_blocked", blocked)
-    monkeypatch.setattr(ops, "_fused", fused)
-    monkeypatch.setattr(ops, "_looped", looped)
+    spy(monkeypatch, ops, "_blocked", calls)
+    spy(monkeypatch, ops, "_fused", calls, "fused", when=bool)
+    spy(monkeypatch, ops, "_looped", calls, "loops", when=bool)
     return calls
+
+
+def _rotate_in_layout(rotary, layout: str, dtype, conj: bool, half: int) -> None:
+    """Rotate the first ``2 * half`` elements of each head of a (2, 256, 8, 128) input
+    with angles per position and head or broadcast over heads (``layout``), into new
+    outputs or in place; bitwise the plain formula, the rest of the input untouched."""
+    q = _input((2, 256, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
+    angles = (256, 1, half) if layout == "broadcast_angles" else (2, 256, 8, half)
+    cos, sin = _input(angles, dtype, 1), _input(angles, dtype, 2)
+    x1, x2 = q[..., :half], q[..., half : 2 * half]
+    e1, e2 = _rotate_plain(x1, x2, cos, sin, conj)
+    rest = q[..., 2 * half :].clone()
+    if layout == "in_place_views":
+        rotary.apply_rotary(x1, x2, cos, sin, x1, x2, conj)
+        o1, o2 = x1, x2
+    else:
+        o1, o2 = torch.empty_like(e1), torch.empty_like(e2)
+        rotary.apply_rotary(x1, x2, cos, sin, o1, o2, conj)
+    assert _bitwise(o1, e1) and _bitwise(o2, e2)
+    assert torch.equal(q[..., 2 * half :], rest)
 
 
 def _rotate_plain(x1, x2, cos, sin, conj):
@@ -259,24 +263,11 @@ def _rotate_plain(x1, x2, cos, sin, conj):
 @pytest.mark.parametrize("conj", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "in_place_views", "broadcast_angles"])
-def test_fast_rotary_is_bitwise_the_formula(rotary, rotary_blocks, low_tier_thresholds, layout, dtype, conj):
-    q = _input((2, 256, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
-    if layout == "broadcast_angles":
-        cos, sin = _input((256, 1, 60), dtype, 1), _input((256, 1, 60), dtype, 2)
-    else:
-        cos, sin = _input((2, 256, 8, 60), dtype, 1), _input((2, 256, 8, 60), dtype, 2)
-    x1, x2 = q[..., :60], q[..., 60:120]
-    e1, e2 = _rotate_plain(x1, x2, cos, sin, conj)
-    rest = q[..., 120:].clone()
-    if layout == "in_place_views":
-        rotary.apply_rotary(x1, x2, cos, sin, x1, x2, conj)
-        o1, o2 = x1, x2
-    else:
-        o1, o2 = torch.empty_like(e1), torch.empty_like(e2)
-        rotary.apply_rotary(x1, x2, cos, sin, o1, o2, conj)
+def test_fast_rotary_is_bitwise_the_formula(
+    rotary, rotary_blocks, low_tier_thresholds, layout, dtype, conj
+):
+    _rotate_in_layout(rotary, layout, dtype, conj, half=60)
     assert rotary_blocks == ["loops"]  # the C loop, in place or not
-    assert _bitwise(o1, e1) and _bitwise(o2, e2)
-    assert torch.equal(q[..., 120:], rest)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -287,21 +278,8 @@ def test_rotary_without_the_c_loop_takes_the_compiled_tier_or_blocks(
     """Where the C loops are not built (or on another device): separate outputs are
     fused by the compiled tier, in place goes through blocks (fused per block)."""
     monkeypatch.setattr(_ops_module(rotary), "_LOOPS_OK", {dtype: False})
-    q = _input((2, 256, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
-    if layout == "broadcast_angles":
-        cos, sin = _input((256, 1, 64), dtype, 1), _input((256, 1, 64), dtype, 2)
-    else:
-        cos, sin = _input((2, 256, 8, 64), dtype, 1), _input((2, 256, 8, 64), dtype, 2)
-    x1, x2 = q[..., :64], q[..., 64:]
-    e1, e2 = _rotate_plain(x1, x2, cos, sin, True)
-    if layout == "in_place_views":
-        rotary.apply_rotary(x1, x2, cos, sin, x1, x2, True)
-        o1, o2 = x1, x2
-    else:
-        o1, o2 = torch.empty_like(e1), torch.empty_like(e2)
-        rotary.apply_rotary(x1, x2, cos, sin, o1, o2, True)
+    _rotate_in_layout(rotary, layout, dtype, True, half=64)
     assert rotary_blocks == ([True] if layout == "in_place_views" else ["fused"])
-    assert _bitwise(o1, e1) and _bitwise(o2, e2)
 
 
 def test_rotary_swapped_outputs_and_small_inputs(rotary, rotary_blocks, low_tier_thresholds):

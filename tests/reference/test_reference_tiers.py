@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from kernel_plugins.testing import run_in_fresh_interpreter
 from tests.reference.samples import bitwise as _bitwise
 from tests.reference.samples import sample_input as _input
+from tests.reference.samples import spy
 
 ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
 GATED = ["silu_and_mul", "mul_and_silu", "gelu_and_mul", "gelu_tanh_and_mul", "fatrelu_and_mul"]
@@ -51,16 +52,8 @@ def tier_calls(activation, monkeypatch):
     """Which tier computed each activation call: ``table``, ``compiled`` or ``direct``."""
     tiers = _mod(activation, "_tiers")
     calls: list[str] = []
-    real_table, real_direct = tiers._run_table, tiers._run_direct
-
-    def table(*args):
-        calls.append("table")
-        return real_table(*args)
-
-    def direct(*args):
-        calls.append("direct")
-        return real_direct(*args)
-
+    spy(monkeypatch, tiers, "_run_table", calls, "table")
+    spy(monkeypatch, tiers, "_run_direct", calls, "direct")
     real_compiled = tiers._compiled_for
 
     def compiled_for(spec, x):
@@ -76,8 +69,6 @@ def tier_calls(activation, monkeypatch):
 
         return call
 
-    monkeypatch.setattr(tiers, "_run_table", table)
-    monkeypatch.setattr(tiers, "_run_direct", direct)
     monkeypatch.setattr(tiers, "_compiled_for", compiled_for)
     return calls
 
