@@ -420,3 +420,60 @@ def test_rotary_c_loop_declines_outputs_that_could_corrupt_its_inputs(rotary):
     assert not cloops.rotate(
         x1.double(), x2.double(), cos.double(), sin.double(), *(t.double() for t in sep), False
     )
+
+
+@needs_cc
+@pytest.mark.parametrize("threads", [1, 3])
+def test_c_loops_give_the_same_bits_with_any_thread_count(activation, rotary, monkeypatch, threads):
+    """The loops split rows between ``torch.get_num_threads()`` workers (none for one)."""
+    cloops = _mod(activation, "_cloops")
+    tiers = _mod(activation, "_tiers")
+    x = _input((300, 2 * 1088), torch.bfloat16)
+    spec = next(s for s in _mod(activation, "_ops").ACTIVATIONS if s.name == "gelu_and_mul")
+    table = tiers._table_of("gelu_and_mul", torch.bfloat16, ())
+    expected = torch.empty(300, 1088, dtype=torch.bfloat16)
+    cloops.lookup_mul(expected, x, table, act_first=True)
+    q = _input((64, 5, 128), torch.float32).nan_to_num(0.0, 0.0, 0.0)
+    cos, sin = _input((64, 1, 64), torch.float32, 1), _input((64, 1, 64), torch.float32, 2)
+    want = (torch.empty(64, 5, 64), torch.empty(64, 5, 64))
+    assert cloops.rotate(q[..., :64], q[..., 64:], cos, sin, *want, False)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    got = torch.empty_like(expected)
+    cloops.lookup_mul(got, x, table, act_first=True)
+    assert spec.kind == "act_and_mul" and torch.equal(
+        got.view(torch.int16), expected.view(torch.int16)
+    )
+    rotated = (torch.empty(64, 5, 64), torch.empty(64, 5, 64))
+    assert cloops.rotate(q[..., :64], q[..., 64:], cos, sin, *rotated, False)
+    assert _bitwise(rotated[0], want[0]) and _bitwise(rotated[1], want[1])
+
+
+AFTER_FORK = r"""
+import os, sys, warnings
+import torch
+import kernel_plugins
+from kernel_plugins.reference import reference_repo
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    act = kernel_plugins.load(reference_repo("activation"), device="cpu")
+x = torch.randn(1024, 4096).bfloat16()
+out = torch.empty(1024, 2048, dtype=torch.bfloat16)
+act.silu_and_mul(out, x)  # the table tier: its worker threads exist in this process
+pid = os.fork()
+if pid == 0:  # the child has the pool object but none of its threads
+    torch.set_num_threads(1)  # ATen's OpenMP is not fork-safe (DataLoader workers do this)
+    torch.get_num_threads = lambda: 2  # yet split the C loops in two: a pool is needed
+    again = torch.empty_like(out)
+    act.silu_and_mul(again, x)
+    os._exit(0 if torch.equal(again, out) else 3)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+"""
+
+
+@needs_cc
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork here")
+def test_c_loops_work_in_a_forked_child(activation):
+    done = run_in_fresh_interpreter(AFTER_FORK, timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "child 0"
