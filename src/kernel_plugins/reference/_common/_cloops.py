@@ -242,10 +242,12 @@ def _split(total: int, run: Callable[[int, int], None]) -> None:
         return
     with _LOCK:
         if _POOL is None or _POOL_KEY[0] != os.getpid() or _POOL_KEY[1] < parts:
+            # a smaller pool is left idle, not shut down: a caller may still hold it
             _POOL = ThreadPoolExecutor(parts, thread_name_prefix="kernel-plugins-cloops")
             _POOL_KEY = (os.getpid(), parts)
+        pool = _POOL
     step = -(-total // parts)
-    futures = [_POOL.submit(run, b, min(total, b + step)) for b in range(0, total, step)]
+    futures = [pool.submit(run, b, min(total, b + step)) for b in range(0, total, step)]
     for future in futures:
         future.result()
 
