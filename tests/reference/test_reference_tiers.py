@@ -190,7 +190,7 @@ def test_a_corrupted_table_is_refused_by_its_probe(
     activation, tier_calls, low_tier_thresholds, monkeypatch
 ):
     tiers, fast = _mod(activation, "_tiers"), _mod(activation, "_fast")
-    monkeypatch.setattr(tiers, "_TABLE_OK", {})
+    monkeypatch.setattr(_mod(activation, "_cloops"), "_ADMITTED", {})
     real = tiers._table_of
 
     def corrupted(name, dtype, params):
@@ -260,13 +260,14 @@ def test_inductor_backend_names_devices_without_a_code_generator(activation):
 def test_rotary_c_loop_is_bitwise_for_separate_and_in_place_outputs(
     rotary, low_tier_thresholds, monkeypatch, dtype
 ):
-    cloops, ops = _mod(rotary, "_cloops"), _mod(rotary, "_ops")
+    cloops = _mod(rotary, "_cloops")
     warm = _input((256, 8, 128), dtype).nan_to_num(0.0, 0.0, 0.0)
     outs = (torch.empty(256, 8, 64, dtype=dtype), torch.empty(256, 8, 64, dtype=dtype))
     rotary.apply_rotary(
         warm[..., :64], warm[..., 64:], warm[:, :1, :64], warm[:, :1, 64:], *outs, False
     )
-    assert ops._LOOPS_OK[dtype] is True  # its probe passed (on this first use, or earlier)
+    key = ("apply_rotary", "cpu", str(dtype).removeprefix("torch."))
+    assert cloops._ADMITTED[key] is True  # its probe passed (on this first use, or earlier)
     ran: list[bool] = []
     real = cloops.rotate
     monkeypatch.setattr(cloops, "rotate", lambda *args: ran.append(real(*args)) or ran[-1])

@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ._fast import may_alias, record, same_view
+from ._fast import may_alias, record, same_view, status_key
 
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["DTYPES", "all_values", "library", "lookup", "lookup_mul", "rotate"]
+__all__ = ["DTYPES", "admitted", "all_values", "library", "lookup", "lookup_mul", "rotate"]
 
 DTYPES = (torch.bfloat16, torch.float16)
 """Element types the table tier serves (``lookup_mul``: bfloat16 only)."""
@@ -225,6 +225,23 @@ def library() -> ctypes.CDLL | None:
                 seconds = time.perf_counter() - started
                 record(("c-loops", "host", "any"), tier, seconds, reason)
     return _LIB if isinstance(_LIB, ctypes.CDLL) else None
+
+
+_ADMITTED: dict[tuple[str, str, str], bool] = {}
+
+
+def admitted(name: str, x: Tensor, tier: str, probe: Callable[[], str | None]) -> bool:
+    """Whether the C loops serve ``name`` for ``x``'s device and dtype: on first use they
+    are built and ``probe()`` must return ``None`` (the plain formula's bits); the outcome
+    is kept and recorded (as ``tier``, or the reason it is not taken)."""
+    key = status_key(name, x.device.type, x.dtype)
+    ok = _ADMITTED.get(key)
+    if ok is None:
+        started = time.perf_counter()
+        reason = "the C loops are not built" if library() is None else probe()
+        ok = _ADMITTED[key] = reason is None
+        record(key, tier if ok else "uncompiled", time.perf_counter() - started, reason)
+    return ok
 
 
 @functools.cache

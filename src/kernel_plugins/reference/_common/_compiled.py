@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ._fast import record
+from ._fast import record, status_key
 
 __all__ = ["OPTIONS", "compiled", "inductor_backend"]
 
@@ -120,7 +120,7 @@ def compiled(
     outcome is kept, so a key that failed is not tried again. The function returned
     reports whether it ran (see :func:`_guarded`).
     """
-    key = (name, device_type, str(dtype).removeprefix("torch."))
+    key = status_key(name, device_type, dtype)
     state = _STATE.get(key)
     if state is None:
         with _LOCK:

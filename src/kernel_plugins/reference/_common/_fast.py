@@ -56,6 +56,7 @@ __all__ = [
     "same_bits",
     "same_view",
     "status",
+    "status_key",
     "vector_aligned",
 ]
 
@@ -209,6 +210,11 @@ def blocks(shape: torch.Size | tuple[int, ...], itemsize: int) -> Iterator[tuple
 
 
 _STATUS: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+
+def status_key(name: str, device_type: str, dtype: torch.dtype) -> tuple[str, str, str]:
+    """The key :func:`record` and :func:`status` use: ``(name, device type, dtype name)``."""
+    return name, device_type, str(dtype).removeprefix("torch.")
 
 
 def record(key: tuple[str, str, str], tier: str, seconds: float, reason: str | None = None) -> None:

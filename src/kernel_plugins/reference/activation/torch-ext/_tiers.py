@@ -18,7 +18,6 @@ round differently, and the plain formula is the definition.
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ import torch
 from . import _cloops, _fast
 from ._compiled import compiled
 from ._direct import act_into
-from ._fast import bit_mismatches, compiling, on_cpu, record, vector_aligned
+from ._fast import bit_mismatches, compiling, on_cpu, vector_aligned
 from ._native import ACTIVATIONS, Activation
 
 if TYPE_CHECKING:
@@ -148,26 +147,17 @@ def _lookup(spec: Activation, out: Tensor, x: Tensor, params: tuple[float, ...])
         _cloops.lookup_mul(out, x, table, act_first=spec.kind == "act_and_mul")
 
 
-_TABLE_OK: dict[tuple[str, torch.dtype], bool] = {}
-
-
 def _table_serves(spec: Activation, x: Tensor) -> bool:
     """Whether the table tier computes ``spec`` for ``x`` (probing it on first use)."""
     if not on_cpu(x) or x.dtype not in _cloops.DTYPES:
         return False
     if spec.kind != "unary" and (x.dtype != torch.bfloat16 or x.numel() == x.shape[-1]):
         return False  # gated: bfloat16, and rows that are not one contiguous half
-    key = (spec.name, x.dtype)
-    ok = _TABLE_OK.get(key)
-    if ok is None:
-        started = time.perf_counter()
-        reason = None if _cloops.library() is not None else "the C loops are not built"
-        if reason is None:
-            reason = _probe(spec, x.dtype, x.device, lambda o, i, p: _lookup(spec, o, i, p))
-        ok = _TABLE_OK[key] = reason is None
-        label = (spec.name, x.device.type, str(x.dtype).removeprefix("torch."))
-        record(label, "table" if ok else "uncompiled", time.perf_counter() - started, reason)
-    return ok
+
+    def probe() -> str | None:
+        return _probe(spec, x.dtype, x.device, lambda o, i, p: _lookup(spec, o, i, p))
+
+    return _cloops.admitted(spec.name, x, "table", probe)
 
 
 def _compiled_for(spec: Activation, x: Tensor) -> Callable[..., bool] | None:

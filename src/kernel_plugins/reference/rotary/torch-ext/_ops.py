@@ -14,7 +14,6 @@ Registration is idempotent per process.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ import torch
 
 from . import _cloops, _fast
 from ._compiled import compiled
-from ._fast import blocks, compiling, may_alias, on_cpu, record, route, same_bits
+from ._fast import blocks, compiling, may_alias, on_cpu, route, same_bits
 from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
 
 if TYPE_CHECKING:
@@ -124,9 +123,6 @@ def _probe(
     return probe
 
 
-_LOOPS_OK: dict[torch.dtype, bool] = {}
-
-
 def _looped(
     x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool
 ) -> bool:
@@ -138,16 +134,13 @@ def _looped(
         return False
     if out1.numel() + out2.numel() < _fast.LOOPS_MIN_ELEMENTS:
         return False
-    ok = _LOOPS_OK.get(x1.dtype)
-    if ok is None:
-        started = time.perf_counter()
-        reason = "the C loops are not built" if _cloops.library() is None else None
-        if reason is None:
-            reason = _probe(x1.dtype, x1.device, in_place=True)(_cloops.rotate)
-        ok = _LOOPS_OK[x1.dtype] = reason is None
-        key = ("apply_rotary", x1.device.type, str(x1.dtype).removeprefix("torch."))
-        record(key, "c-loops" if ok else "uncompiled", time.perf_counter() - started, reason)
-    return ok and _cloops.rotate(x1, x2, cos, sin, out1, out2, conj)
+
+    def probe() -> str | None:
+        return _probe(x1.dtype, x1.device, in_place=True)(_cloops.rotate)
+
+    if not _cloops.admitted("apply_rotary", x1, "c-loops", probe):
+        return False
+    return _cloops.rotate(x1, x2, cos, sin, out1, out2, conj)
 
 
 def _fused(
@@ -164,19 +157,31 @@ def _fused(
         return False
     if out1.numel() + out2.numel() < _fast.COMPILED_MIN_ELEMENTS:
         return False
-    tensors = (x1, x2, cos, sin, out1, out2)
-    if len({t.dtype for t in tensors}) != 1 or len({t.device for t in tensors}) != 1:
+    if _common_shape(x1, x2, cos, sin, out1, out2) is None:
         return False
-    try:
-        shape = torch.broadcast_shapes(x1.shape, x2.shape, cos.shape, sin.shape)
-    except RuntimeError:
-        return False
-    if tuple(out1.shape) != tuple(shape) or tuple(out2.shape) != tuple(shape):
-        return False
-    if may_alias(out1, out2) or any(may_alias(o, t) for o in (out1, out2) for t in tensors[:4]):
+    if may_alias(out1, out2) or any(
+        may_alias(o, t) for o in (out1, out2) for t in (x1, x2, cos, sin)
+    ):
         return False
     fused = _compiled_rotation(x1)
     return fused is not None and fused(x1, x2, cos, -sin if conj else sin, out1, out2)
+
+
+def _common_shape(
+    x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor
+) -> torch.Size | None:
+    """The broadcast shape of the inputs when all six tensors share one dtype and device
+    and both outputs have that shape (what the fast paths need), else ``None``."""
+    tensors = (x1, x2, cos, sin, out1, out2)
+    if len({t.dtype for t in tensors}) != 1 or len({t.device for t in tensors}) != 1:
+        return None
+    try:
+        shape = torch.broadcast_shapes(x1.shape, x2.shape, cos.shape, sin.shape)
+    except RuntimeError:
+        return None
+    if tuple(out1.shape) != tuple(shape) or tuple(out2.shape) != tuple(shape):
+        return None
+    return shape
 
 
 def _compiled_rotation(x1: Tensor) -> Callable[..., bool] | None:
@@ -240,15 +245,10 @@ def _blocked(
     """
     if route(x1, x2, cos, sin, out1, out2) != "blocked":
         return False
-    try:
-        shape = torch.broadcast_shapes(x1.shape, x2.shape, cos.shape, sin.shape)
-    except RuntimeError:
-        return False  # the plain formula raises the usual error
+    shape = _common_shape(x1, x2, cos, sin, out1, out2)
+    if shape is None:
+        return False  # the plain formula raises the usual error, if any
     inputs = (x1, x2, cos, sin)
-    if len({t.dtype for t in (*inputs, out1, out2)}) != 1:
-        return False
-    if tuple(out1.shape) != tuple(shape) or tuple(out2.shape) != tuple(shape):
-        return False
     if any(o.dim() != len(shape) or 0 in o.stride() for o in (out1, out2)):
         return False
     itemsize = max(t.element_size() for t in (*inputs, out1, out2))
