@@ -54,6 +54,7 @@ def tier_calls(activation, monkeypatch):
     calls: list[str] = []
     spy(monkeypatch, tiers, "_run_table", calls, "table")
     spy(monkeypatch, tiers, "_run_direct", calls, "direct")
+    spy(monkeypatch, tiers, "_run_blocked", calls, "blocked", when=bool)
     real_compiled = tiers._compiled_for
 
     def compiled_for(spec, x):
@@ -77,6 +78,8 @@ def _expected_tier(activation, name: str, dtype: torch.dtype) -> str:
     tiers = _mod(activation, "_tiers")
     if dtype == torch.bfloat16 or (dtype == torch.float16 and name in UNARY):
         return "table"
+    if name in tiers.BLOCKED:
+        return "blocked"
     return "compiled" if name in tiers.COMPILED and dtype == torch.float32 else "direct"
 
 
@@ -154,6 +157,63 @@ def test_tiers_start_at_their_thresholds(activation, tier_calls):
     assert tier_calls == [tier for _, _, tier in cases]
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("name", ["gelu_fast", "gelu_new"])
+def test_blocked_tier_keeps_the_formulas_bits(
+    activation, tier_calls, low_tier_thresholds, monkeypatch, name, dtype
+):
+    """Several blocks; with three threads, a last block that ATen would split inside a
+    vector step (32,832 elements: 16,416 = 64 * 256.5 per thread) merged into the block
+    before it; blocks of 65,600 elements, which two threads would split inside a vector
+    step (32,800 each), so that input goes the direct way."""
+    fast = _mod(activation, "_fast")
+    cases = [
+        ((256, 1024), 20 * 1024, 2, "blocked"),
+        ((1113, 64), 38400, 3, "blocked"),
+        ((256, 1024), 65536 + 64, 2, "direct"),
+    ]
+    for shape, block, threads, _ in cases:
+        monkeypatch.setattr(torch, "get_num_threads", lambda threads=threads: threads)
+        monkeypatch.setattr(fast, "BLOCK_BYTES", block * torch.finfo(dtype).bits // 8)
+        x = _input(shape, dtype)
+        assert _bitwise(_run(activation, name, x), _native(activation, name, x)), shape
+    assert tier_calls == [tier for *_, tier in cases]
+    assert fast.status()[f"{name} cpu {str(dtype).removeprefix('torch.')}"]["tier"] == "blocked"
+
+
+def test_block_spans_keep_every_piece_on_atens_vector_code(activation, monkeypatch):
+    tiers = _mod(activation, "_tiers")
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    spans = tiers._block_spans(4 * 65536, 65536)
+    assert spans == [(i, i + 65536) for i in range(0, 4 * 65536, 65536)]
+    assert tiers._block_spans(1000, 512) is None  # the whole is not a multiple of 64
+    assert tiers._block_spans(4 * 65536, 65536 + 64) is None  # 32,800 per thread
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 3)
+    # a tail of 32,832 would be split 16,416 per thread: it joins the block before it
+    assert tiers._block_spans(71232, 38400) == [(0, 71232)]
+    assert tiers._block_spans(3 * 38400, 38400) == [(0, 38400), (38400, 76800), (76800, 115200)]
+
+
+def test_a_blocked_tier_that_differs_is_refused_by_its_probe(
+    activation, tier_calls, low_tier_thresholds, monkeypatch
+):
+    tiers, fast = _mod(activation, "_tiers"), _mod(activation, "_fast")
+    monkeypatch.setattr(fast, "_ADMITTED", {})
+    spec = next(s for s in _mod(activation, "_native").ACTIVATIONS if s.name == "gelu_new")
+    real = tiers.SCRATCH[spec.act]
+
+    def off_by_one_ulp(x, out, params, scratch):
+        real(x, out, params, scratch)
+        out.view(torch.int32)[-1] += 1
+
+    monkeypatch.setitem(tiers.SCRATCH, spec.act, off_by_one_ulp)
+    x = _input((256, 1024), torch.float32)
+    assert _bitwise(_run(activation, "gelu_new", x), _native(activation, "gelu_new", x))
+    assert tier_calls == ["direct"]
+    report = fast.status()["gelu_new cpu float32"]
+    assert report["tier"] == "uncompiled" and "probe results differ" in report["reason"]
+
+
 def test_aten_scalar_remainder_rounds_differently_from_its_vector_code():
     """Why ``vector_aligned`` exists: the same values, computed as a 31-element tail (scalar
     code) and inside long rows (vector code), do not all give the same float32 silu."""
@@ -190,7 +250,7 @@ def test_a_corrupted_table_is_refused_by_its_probe(
     activation, tier_calls, low_tier_thresholds, monkeypatch
 ):
     tiers, fast = _mod(activation, "_tiers"), _mod(activation, "_fast")
-    monkeypatch.setattr(_mod(activation, "_cloops"), "_ADMITTED", {})
+    monkeypatch.setattr(_mod(activation, "_fast"), "_ADMITTED", {})
     real = tiers._table_of
 
     def corrupted(name, dtype, params):
@@ -267,7 +327,7 @@ def test_rotary_c_loop_is_bitwise_for_separate_and_in_place_outputs(
         warm[..., :64], warm[..., 64:], warm[:, :1, :64], warm[:, :1, 64:], *outs, False
     )
     key = ("apply_rotary", "cpu", str(dtype).removeprefix("torch."))
-    assert cloops._ADMITTED[key] is True  # its probe passed (on this first use, or earlier)
+    assert _mod(rotary, "_fast")._ADMITTED[key] is True  # its probe passed (on this first use, or earlier)
     ran: list[bool] = []
     real = cloops.rotate
     monkeypatch.setattr(cloops, "rotate", lambda *args: ran.append(real(*args)) or ran[-1])

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ._fast import may_alias, record, same_view, status_key
+from ._fast import admit, may_alias, record, same_view, status_key
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -227,21 +227,14 @@ def library() -> ctypes.CDLL | None:
     return _LIB if isinstance(_LIB, ctypes.CDLL) else None
 
 
-_ADMITTED: dict[tuple[str, str, str], bool] = {}
-
-
 def admitted(name: str, x: Tensor, tier: str, probe: Callable[[], str | None]) -> bool:
     """Whether the C loops serve ``name`` for ``x``'s device and dtype: on first use they
-    are built and ``probe()`` must return ``None`` (the plain formula's bits); the outcome
-    is kept and recorded (as ``tier``, or the reason it is not taken)."""
-    key = status_key(name, x.device.type, x.dtype)
-    ok = _ADMITTED.get(key)
-    if ok is None:
-        started = time.perf_counter()
-        reason = "the C loops are not built" if library() is None else probe()
-        ok = _ADMITTED[key] = reason is None
-        record(key, tier if ok else "uncompiled", time.perf_counter() - started, reason)
-    return ok
+    are built and ``probe()`` must return ``None`` (see ``_fast.admit``)."""
+
+    def built_and_probed() -> str | None:
+        return "the C loops are not built" if library() is None else probe()
+
+    return admit(status_key(name, x.device.type, x.dtype), tier, built_and_probed)
 
 
 @functools.cache

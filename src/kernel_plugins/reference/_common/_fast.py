@@ -9,7 +9,10 @@ same operand layouts, but:
   (all devices: ``route`` returns ``"direct"``);
 * on the CPU, for kernels made only of exactly rounded operations (multiply, add,
   subtract) and per-row reductions, also works through the input in blocks of rows small
-  enough to stay in the cache, so each byte is read from memory once (``"blocked"``).
+  enough to stay in the cache, so each byte is read from memory once (``"blocked"``);
+  element-wise formulas with a transcendental op go in blocks only where ATen computes
+  the whole and every block with its vector code (:func:`vector_aligned`), so each
+  element meets the same code either way.
 
 Element-wise results are therefore bitwise equal to the plain formula: each element goes
 through the same kernel code (vectorised or not) as before. This uncompiled path needs
@@ -30,7 +33,9 @@ This file is shared by every reference kernel: each variant folder holds a copy 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -46,6 +51,7 @@ __all__ = [
     "bit_mismatches",
     "ENV",
     "MIN_ELEMENTS",
+    "admit",
     "blocks",
     "enabled",
     "may_alias",
@@ -221,6 +227,26 @@ def record(key: tuple[str, str, str], tier: str, seconds: float, reason: str | N
     """Note which tier serves ``key`` (kernel, device type, dtype), what choosing it cost
     the first call, and why a faster tier was not taken."""
     _STATUS[key] = {"tier": tier, "first_call_s": round(seconds, 3), "reason": reason}
+
+
+_ADMITTED: dict[tuple[str, str, str], bool] = {}
+_ADMIT_LOCK = threading.RLock()
+
+
+def admit(key: tuple[str, str, str], tier: str, probe: Callable[[], str | None]) -> bool:
+    """Whether ``tier`` serves ``key`` (:func:`status_key`): on first use ``probe()`` must
+    return ``None`` (it gave the plain formula's bits); the outcome is kept for the rest
+    of the process and recorded (as ``tier``, or ``"uncompiled"`` with the reason)."""
+    ok = _ADMITTED.get(key)
+    if ok is None:
+        with _ADMIT_LOCK:
+            ok = _ADMITTED.get(key)
+            if ok is None:
+                started = time.perf_counter()
+                reason = probe()
+                ok = _ADMITTED[key] = reason is None
+                record(key, tier if ok else "uncompiled", time.perf_counter() - started, reason)
+    return ok
 
 
 def status() -> dict[str, dict[str, Any]]:

@@ -6,7 +6,10 @@ In order of preference, for a large input outside autograd and tracing:
    in a table the plain formula filled (gated functions: bfloat16);
 2. the compiled tier (``_compiled``): the formulas in :data:`COMPILED`, fused by
    ``torch.compile`` on any device inductor supports;
-3. the direct native ops (``_direct``), which always apply.
+3. on the CPU, for the formulas in :data:`BLOCKED` (several native ops each, one of
+   them a tanh ATen computes slowly), the same native ops in cache-sized blocks, so the
+   input and the temporaries cross memory once; nothing is built for it;
+4. the direct native ops (``_direct``), which always apply.
 
 A tier serves a (function, device type, dtype) only after its probe gave bitwise the
 direct path's result on an input that covers every value (16-bit types) or a million
@@ -25,14 +28,14 @@ import torch
 
 from . import _cloops, _fast
 from ._compiled import compiled
-from ._direct import act_into
-from ._fast import bit_mismatches, compiling, on_cpu, vector_aligned
+from ._direct import SCRATCH, act_into
+from ._fast import admit, bit_mismatches, compiling, on_cpu, status_key, vector_aligned
 from ._native import ACTIVATIONS, Activation
 
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["COMPILED", "run_fast"]
+__all__ = ["BLOCKED", "COMPILED", "run_fast"]
 
 COMPILED = frozenset(
     {"silu_and_mul", "mul_and_silu", "gelu_and_mul", "fatrelu_and_mul", "gelu_quick"}
@@ -41,6 +44,12 @@ COMPILED = frozenset(
 faster than the direct ops (measured on the CPU; the probe still decides per device and
 dtype). The element-wise erf and tanh GELUs round differently when fused; ``silu`` is one
 native op already at the speed of memory on the direct path."""
+
+BLOCKED = frozenset({"gelu_fast", "gelu_new"})
+"""Element-wise formulas of several native ops that the CPU computes in blocks when no
+faster tier serves them (float32 and wider: the 16-bit types have the table tier). Each
+block goes through the same ops as the whole tensor would, and only where ATen runs its
+vector code on every element of the whole and of each block."""
 
 _BY_NAME = {spec.name: spec for spec in ACTIVATIONS}
 _PROBE_THRESHOLD = (0.3,)
@@ -172,6 +181,65 @@ def _compiled_for(spec: Activation, x: Tensor) -> Callable[..., bool] | None:
     return compiled(spec.name, body, x.device.type, x.dtype, probe)
 
 
+def _block_spans(numel: int, block: int) -> list[tuple[int, int]] | None:
+    """``[start, stop)`` pieces of ``numel`` elements, ``block`` each (the last one may be
+    merged into its neighbour), or None when the whole or a piece is not computed
+    entirely by ATen's vector code (``vector_aligned``)."""
+    if not vector_aligned(numel, numel):
+        return None
+
+    def aligned(span: tuple[int, int]) -> bool:
+        return vector_aligned(span[1] - span[0], span[1] - span[0])
+
+    spans = [(start, min(numel, start + block)) for start in range(0, numel, block)]
+    if len(spans) > 1 and not aligned(spans[-1]):
+        spans[-2:] = [(spans[-2][0], numel)]
+    return spans if all(aligned(span) for span in spans) else None
+
+
+def _run_blocked(spec: Activation, out: Tensor, x: Tensor, params: tuple[float, ...]) -> bool:
+    """The blocked tier (after :func:`_blocked_serves` admitted it), in blocks of
+    ``_fast.BLOCK_BYTES``; False (nothing written) where :func:`_in_blocks` declines."""
+    return _in_blocks(spec, out, x, params, _fast.BLOCK_BYTES // x.element_size())
+
+
+def _in_blocks(
+    spec: Activation, out: Tensor, x: Tensor, params: tuple[float, ...], block: int
+) -> bool:
+    """``spec`` of contiguous ``x`` into ``out``, ``block`` elements at a time with one
+    scratch buffer; False (nothing written) when the pieces would not keep ATen on its
+    vector code (see :func:`_block_spans`)."""
+    flat_out, flat_x = out.view(-1), x.view(-1)
+    spans = _block_spans(flat_x.numel(), block)
+    if spans is None:
+        return False
+    into = SCRATCH[spec.act]
+    scratch = flat_x.new_empty(max(stop - start for start, stop in spans))
+    for start, stop in spans:
+        into(flat_x[start:stop], flat_out[start:stop], params, scratch[: stop - start])
+    return True
+
+
+def _blocked_serves(spec: Activation, x: Tensor) -> bool:
+    """Whether the blocked tier computes ``spec`` for ``x`` (probing it on first use, with
+    blocks small enough to split the probe input)."""
+    if spec.name not in BLOCKED or not on_cpu(x) or x.dtype.itemsize < 4:
+        return False
+
+    def probe() -> str | None:
+        def run(o: Tensor, i: Tensor, p: tuple[float, ...]) -> None:
+            if not _in_blocks(spec, o, i, p, _PROBE_BLOCK):
+                raise AssertionError("the probe input does not split into aligned blocks")
+
+        return _probe(spec, x.dtype, x.device, run)
+
+    return admit(status_key(spec.name, x.device.type, x.dtype), "blocked", probe)
+
+
+_PROBE_BLOCK = 1 << 18
+"""Block size of the blocked tier's probe (its input has about 2**20 elements)."""
+
+
 def run_fast(spec: Activation, out: Tensor, x: Tensor, params: tuple[float, ...]) -> None:
     """Fill ``out`` with ``spec`` of ``x`` on the fastest tier that gives the plain
     formula's bits (the caller checked that the fast path applies: ``_ops._direct_ok``)."""
@@ -185,6 +253,9 @@ def run_fast(spec: Activation, out: Tensor, x: Tensor, params: tuple[float, ...]
             fused = _compiled_for(spec, x) if n >= _fast.COMPILED_MIN_ELEMENTS else None
             if fused is not None and fused(*_flat(spec, out, x), *params):
                 return
+    if x.is_contiguous() and n >= _fast.BLOCKED_MIN_ELEMENTS and _blocked_serves(spec, x):
+        if _run_blocked(spec, out, x, params):
+            return
     _run_direct(spec, out, x, params)
 
 
