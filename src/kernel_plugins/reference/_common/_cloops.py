@@ -67,8 +67,16 @@ static inline uint16_t kp_float_to_bf16(float f) {
     return (uint16_t)(((u & 0x7fffffffu) > 0x7f800000u) ? 0xffffu : rounded);
 }
 
+/* kp_float_to_bf16 and back, for a product of bfloat16 values: such a product is never a
+   NaN with low bits set (a NaN operand's low 16 bits are zero, a new NaN is the default
+   one), so rounding keeps any NaN a NaN, which the final kp_float_to_bf16 turns into
+   0xffff as ATen would have at this step (a NaN stays a NaN through + and -). */
 static inline float kp_round_bf16(float f) {
-    return kp_bf16_to_float(kp_float_to_bf16(f));
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 /* One chunk of a row into local results: nothing written here aliases an input, so the
@@ -87,6 +95,28 @@ static void kp_rotate_chunk_f32(const float *restrict a, const float *restrict b
     }
 }
 
+/* In place: element i of a and b is read before it is written, and nothing else is. */
+static void kp_rotate_in_place_f32(float *restrict a, float *restrict b,
+                                   const float *restrict c, const float *restrict s,
+                                   int64_t n, float sign) {
+    for (int64_t i = 0; i < n; i++) {
+        float sv = sign * s[i], av = a[i], bv = b[i];
+        a[i] = av * c[i] - bv * sv;
+        b[i] = bv * c[i] + av * sv;
+    }
+}
+
+static void kp_rotate_in_place_bf16(uint16_t *restrict a, uint16_t *restrict b,
+                                    const uint16_t *restrict c, const uint16_t *restrict s,
+                                    int64_t n, float sign) {
+    for (int64_t i = 0; i < n; i++) {
+        float av = kp_bf16_to_float(a[i]), bv = kp_bf16_to_float(b[i]);
+        float cv = kp_bf16_to_float(c[i]), sv = sign * kp_bf16_to_float(s[i]);
+        a[i] = kp_float_to_bf16(kp_round_bf16(av * cv) - kp_round_bf16(bv * sv));
+        b[i] = kp_float_to_bf16(kp_round_bf16(bv * cv) + kp_round_bf16(av * sv));
+    }
+}
+
 static void kp_rotate_chunk_bf16(const uint16_t *restrict a, const uint16_t *restrict b,
                                  const uint16_t *restrict c, const uint16_t *restrict s,
                                  uint16_t *restrict r1, uint16_t *restrict r2, int64_t n,
@@ -101,7 +131,7 @@ static void kp_rotate_chunk_bf16(const uint16_t *restrict a, const uint16_t *res
 
 /* rows [begin, end) of the outer index (at most 8 dimensions); strides[6 * ndim]: x1,
    x2, cos, sin, out1, out2. Row offsets advance like an odometer (no division per row). */
-#define KP_ROTATE(NAME, T, CHUNK_FN)                                                      \
+#define KP_ROTATE(NAME, T, CHUNK_FN, IN_PLACE_FN)                                         \
     void NAME(const T *x1, const T *x2, const T *c, const T *s, T *o1, T *o2,             \
               int64_t ndim, const int64_t *shape, const int64_t *strides, int64_t inner,  \
               int64_t conj, int64_t begin, int64_t end) {                                 \
@@ -117,6 +147,9 @@ static void kp_rotate_chunk_bf16(const uint16_t *restrict a, const uint16_t *res
         for (int64_t k = begin; k < end; k++) {                                           \
             const T *a = x1 + off[0], *b = x2 + off[1], *cc = c + off[2], *ss = s + off[3]; \
             T *p = o1 + off[4], *q = o2 + off[5];                                         \
+            if (p == a && q == b) {                                                       \
+                IN_PLACE_FN(p, q, cc, ss, inner, sign);                                   \
+            } else                                                                        \
             for (int64_t i = 0; i < inner; i += KP_CHUNK) {                              \
                 int64_t n = inner - i < KP_CHUNK ? inner - i : KP_CHUNK;                 \
                 CHUNK_FN(a + i, b + i, cc + i, ss + i, r1, r2, n, sign);                 \
@@ -133,8 +166,8 @@ static void kp_rotate_chunk_bf16(const uint16_t *restrict a, const uint16_t *res
         }                                                                                 \
     }
 
-KP_ROTATE(kp_rotate_f32, float, kp_rotate_chunk_f32)
-KP_ROTATE(kp_rotate_bf16, uint16_t, kp_rotate_chunk_bf16)
+KP_ROTATE(kp_rotate_f32, float, kp_rotate_chunk_f32, kp_rotate_in_place_f32)
+KP_ROTATE(kp_rotate_bf16, uint16_t, kp_rotate_chunk_bf16, kp_rotate_in_place_bf16)
 
 void kp_lookup(const uint16_t *restrict x, uint16_t *restrict out,
                const uint32_t *restrict table, int64_t begin, int64_t end) {

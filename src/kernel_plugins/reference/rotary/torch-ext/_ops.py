@@ -101,6 +101,9 @@ def _probe(
         q.view(-1)[:5] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])
         cos = torch.randn(256, 1, 64, generator=gen).to(dtype)
         sin = torch.randn(256, 1, 64, generator=gen).to(dtype)
+        # angles that make inf * 0, inf - inf and NaN products
+        cos.view(-1)[:4] = torch.tensor([float("inf"), 0.0, float("nan"), float("-inf")])
+        sin.view(-1)[:4] = torch.tensor([0.0, float("inf"), float("-inf"), float("nan")])
         q, cos, sin = q.to(device), cos.to(device), sin.to(device)
         x1, x2 = q[..., :64], q[..., 64:]
         for conj in (False, True):
