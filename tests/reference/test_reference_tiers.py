@@ -214,6 +214,23 @@ def test_a_blocked_tier_that_differs_is_refused_by_its_probe(
     assert report["tier"] == "uncompiled" and "probe results differ" in report["reason"]
 
 
+def test_a_blocked_probe_that_cannot_split_its_input_says_so(
+    activation, tier_calls, low_tier_thresholds, monkeypatch
+):
+    tiers, fast = _mod(activation, "_tiers"), _mod(activation, "_fast")
+    monkeypatch.setattr(fast, "_ADMITTED", {})
+    monkeypatch.setattr(tiers, "_block_spans", lambda numel, block: None)
+    x = _input((256, 1024), torch.float64)
+    assert _bitwise(_run(activation, "gelu_fast", x), _native(activation, "gelu_fast", x))
+    assert tier_calls == ["direct"]
+    report = fast.status()["gelu_fast cpu float64"]
+    assert report == {
+        "tier": "uncompiled",
+        "first_call_s": report["first_call_s"],
+        "reason": "the probe input does not split into aligned blocks",
+    }
+
+
 def test_aten_scalar_remainder_rounds_differently_from_its_vector_code():
     """Why ``vector_aligned`` exists: the same values, computed as a 31-element tail (scalar
     code) and inside long rows (vector code), do not all give the same float32 silu."""
