@@ -371,6 +371,35 @@ def test_rotary_c_loop_is_bitwise_for_separate_and_in_place_outputs(
     assert ran == [True, True, True, True]  # each call by the C loop
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_rotary_c_loop_keeps_infinities_and_nans_where_the_formula_has_them(
+    rotary, low_tier_thresholds, monkeypatch, dtype
+):
+    """Products of infinities and zeros, infinities that cancel, NaN inputs and products
+    that overflow, in both halves and in the angles; in place and into separate outputs."""
+    cloops = _mod(rotary, "_cloops")
+    ran: list[bool] = []
+    real = cloops.rotate
+    monkeypatch.setattr(cloops, "rotate", lambda *args: ran.append(real(*args)) or ran[-1])
+    gen = torch.Generator().manual_seed(5)
+    specials = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 3e38, -3e38])
+    q = _input((2, 512, 8, 128), dtype)
+    cos, sin = _input((512, 1, 64), dtype, 1), _input((512, 1, 64), dtype, 2)
+    for t in (q, cos, sin):
+        flat = t.view(-1)
+        where = torch.randint(0, flat.numel(), (flat.numel() // 50,), generator=gen)
+        flat[where] = specials[torch.randint(0, 7, where.shape, generator=gen)].to(dtype)
+    x1, x2 = q[..., :64], q[..., 64:]
+    e1, e2 = x1 * cos - x2 * sin, x2 * cos + x1 * sin
+    assert bool(e1.isnan().any()) and bool(e1.isinf().any())
+    o1, o2 = torch.empty_like(e1), torch.empty_like(e2)
+    rotary.apply_rotary(x1, x2, cos, sin, o1, o2, False)
+    assert _bitwise(o1, e1) and _bitwise(o2, e2)
+    rotary.apply_rotary(x1, x2, cos, sin, x1, x2, False)
+    assert _bitwise(x1, e1) and _bitwise(x2, e2)
+    assert ran[-2:] == [True, True]  # both by the C loop (after its probe, on first use)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(4096, 1024), (256, 8192), (4, 32, 20000)], ids=str)
 def test_fused_rmsnorm_keeps_its_documented_bound(
