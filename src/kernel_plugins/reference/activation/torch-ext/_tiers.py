@@ -45,9 +45,10 @@ faster than the direct ops (measured on the CPU; the probe still decides per dev
 dtype). The element-wise erf and tanh GELUs round differently when fused; ``silu`` is one
 native op already at the speed of memory on the direct path."""
 
-BLOCKED = frozenset({"gelu_fast", "gelu_new"})
-"""Element-wise formulas of several native ops that the CPU computes in blocks when no
-faster tier serves them (float32 and wider: the 16-bit types have the table tier). Each
+BLOCKED = frozenset(s.name for s in ACTIVATIONS if s.kind == "unary" and s.act in SCRATCH)
+"""Element-wise formulas of several native ops (those ``_direct`` runs with a scratch
+buffer: ``gelu_fast``, ``gelu_new``) that the CPU computes in blocks when no faster tier
+serves them (float32 and wider: the 16-bit types have the table tier). Each
 block goes through the same ops as the whole tensor would, and only where ATen runs its
 vector code on every element of the whole and of each block."""
 
