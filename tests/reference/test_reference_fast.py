@@ -412,3 +412,19 @@ def test_rotary_batch_invariance_holds_on_the_fast_path(rotary, rotary_blocks, l
         rotary.apply_rotary(x1[rows], x2[rows], cos[rows], sin[rows], r1, r2, False)
         assert _bitwise(o1[rows], r1) and _bitwise(o2[rows], r2)
     assert rotary_blocks == ["loops", False, False, False]  # the C loop, then plain
+
+
+def test_calls_below_every_tier_skip_the_routing_checks(rmsnorm, rotary, monkeypatch):
+    """RMSNorm and rotary have no fast path below a few million elements, so a small call
+    decides that from the sizes alone: the tracing and autograd checks of ``route`` cost
+    more than the call saves (the benchmark's small sizes measure it)."""
+    for kernel in (rmsnorm, rotary):
+        monkeypatch.setattr(_ops_module(kernel), "route", lambda *t: pytest.fail("route called"))
+    x = _input((64, 1024), torch.float32)
+    w = _input((1024,), torch.float32, 1)
+    out = rmsnorm.apply_rms_norm(x, w, 1e-6)
+    assert _bitwise(out, w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)))
+    x1, x2 = x[:, :512], x[:, 512:]
+    o1, o2 = torch.empty_like(x1), torch.empty_like(x2)
+    rotary.apply_rotary(x1, x2, x1, x2, o1, o2, False)
+    assert _bitwise(o1, x1 * x1 - x2 * x2) and _bitwise(o2, x2 * x1 + x1 * x2)

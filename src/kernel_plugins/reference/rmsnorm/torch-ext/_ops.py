@@ -58,6 +58,8 @@ def _blocked(input: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor]
     once per call: the input is read from memory once and no full-size temporary is made.
     ``None`` when the fast path does not apply (``_fast.route``) or the layout is unusual.
     """
+    if input.numel() < _fast.BLOCKED_MIN_ELEMENTS:  # what route says, without its checks' cost
+        return None
     if route(input, weight) != "blocked" or input.dim() < 1 or not input.is_contiguous():
         return None
     d = input.shape[-1]
@@ -143,11 +145,11 @@ def _probe(dtype: torch.dtype, device: torch.device) -> Callable[[Callable[..., 
 def _fused(input: Tensor, weight: Tensor, eps: float) -> tuple[Tensor, Tensor] | None:
     """The compiled tier for 16-bit inputs (where the blocked path converts every block
     back and forth), or ``None``; within the bound of :func:`within_bound`."""
+    if input.numel() < _fast.COMPILED_MIN_ELEMENTS:  # the size first: the rest costs more
+        return None
     if input.dtype not in (torch.bfloat16, torch.float16) or not compiling():
         return None
     if route(input, weight) == "eager" or not input.is_contiguous() or input.dim() < 1:
-        return None
-    if input.numel() < _fast.COMPILED_MIN_ELEMENTS:
         return None
     d = input.shape[-1]
     if (

@@ -131,11 +131,12 @@ def _looped(
 ) -> bool:
     """The rotation by the C loop (``_cloops.rotate``, CPU, float32 and bfloat16), in place
     or not, once its probe passed; False when it does not apply."""
+    # the size first: the other checks cost microseconds a small call should not pay
+    if out1.numel() + out2.numel() < _fast.LOOPS_MIN_ELEMENTS:
+        return False
     if not compiling() or x1.dtype not in _cloops.ROTATE_DTYPES:
         return False
     if route(x1, x2, cos, sin, out1, out2) == "eager" or not on_cpu(x1):
-        return False
-    if out1.numel() + out2.numel() < _fast.LOOPS_MIN_ELEMENTS:
         return False
 
     def probe() -> str | None:
@@ -156,9 +157,9 @@ def _fused(
     share no memory with the inputs or each other (rotating in place takes ``_blocked``:
     inductor's handling of outputs aliasing inputs fails on some layouts).
     """
-    if not compiling() or route(x1, x2, cos, sin, out1, out2) == "eager":
-        return False
     if out1.numel() + out2.numel() < _fast.COMPILED_MIN_ELEMENTS:
+        return False
+    if not compiling() or route(x1, x2, cos, sin, out1, out2) == "eager":
         return False
     if _common_shape(x1, x2, cos, sin, out1, out2) is None:
         return False
@@ -246,6 +247,8 @@ def _blocked(
     available (outputs that alias the inputs, which ``_fused`` leaves alone) each block is
     rotated by the fused loop into cache-resident scratch and copied out.
     """
+    if x1.numel() < _fast.BLOCKED_MIN_ELEMENTS:  # what route says, without its checks' cost
+        return False
     if route(x1, x2, cos, sin, out1, out2) != "blocked":
         return False
     shape = _common_shape(x1, x2, cos, sin, out1, out2)
