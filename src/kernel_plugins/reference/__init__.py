@@ -45,12 +45,13 @@ _VARIANT_MODULE_RE = re.compile(r"^_[a-z0-9_]+_reference_[0-9a-f]{8}_[a-z0-9_]+\
 def fast_path_status() -> dict[str, dict[str, object]]:
     """Which tier of the fast path serves each reference kernel in this process.
 
-    ``"<function> <device type> <dtype>"`` -> ``{"tier": "compiled" | "table" |
-    "uncompiled", "first_call_s": seconds the first call spent compiling and probing,
-    "reason": why a faster tier was not taken (``None`` when it was)}``, for every key a
-    compiling tier was tried for (large inputs outside autograd and tracing); other calls
-    take the plain formula or the uncompiled fast path. ``"table-loops host 16-bit"`` is
-    the C loops of the table tier. Empty before a reference kernel ran such an input.
+    ``"<function> <device type> <dtype>"`` -> ``{"tier": "c-loops" | "table" |
+    "compiled" | "blocked" | "uncompiled", "first_call_s": seconds the first call spent
+    building and probing, "reason": why a faster tier was not taken (``None`` when it
+    was)}``, for every key a probed tier was tried for (large inputs outside autograd and
+    tracing); other calls take the plain formula or the direct fast path. ``"c-loops host
+    any"`` is the build of the C loops themselves (``"built"``, or ``"uncompiled"`` with
+    the reason). Empty before a reference kernel ran such an input.
     """
     found: dict[str, dict[str, object]] = {}
     for name, module in list(sys.modules.items()):

@@ -251,6 +251,6 @@ def admit(key: tuple[str, str, str], tier: str, probe: Callable[[], str | None])
 
 def status() -> dict[str, dict[str, Any]]:
     """``"kernel device dtype"`` -> ``{"tier", "first_call_s", "reason"}`` for every key a
-    compiling tier was tried for in this process (``compiled``, ``table``, or
+    probed tier was tried for in this process (the tier that serves it, or
     ``uncompiled`` with the reason)."""
     return {" ".join(key): dict(value) for key, value in _STATUS.items()}
