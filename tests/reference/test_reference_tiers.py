@@ -231,6 +231,41 @@ def test_a_blocked_probe_that_cannot_split_its_input_says_so(
     }
 
 
+def test_admission_probes_once_per_key_even_under_concurrent_first_calls(activation, monkeypatch):
+    import threading
+    import time
+
+    fast = _mod(activation, "_fast")
+    monkeypatch.setattr(fast, "_ADMITTED", {})
+    probes: list[str] = []
+
+    def slow_probe(answer):
+        def probe():
+            probes.append(answer)
+            time.sleep(0.05)  # long enough for the other threads to arrive meanwhile
+            return answer
+
+        return probe
+
+    key = ("t-admit", "cpu", "float32")
+    results: list[bool] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(fast.admit(key, "blocked", slow_probe(None))))
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert probes == [None] and results == [True] * 4
+    assert fast.status()["t-admit cpu float32"]["tier"] == "blocked"
+    refused = ("t-refused-admit", "cpu", "float32")
+    assert fast.admit(refused, "blocked", slow_probe("wrong bits")) is False
+    assert fast.admit(refused, "blocked", slow_probe(None)) is False  # kept, not probed again
+    assert probes == [None, "wrong bits"]
+    assert fast.status()["t-refused-admit cpu float32"]["reason"] == "wrong bits"
+
+
 def test_aten_scalar_remainder_rounds_differently_from_its_vector_code():
     """Why ``vector_aligned`` exists: the same values, computed as a 31-element tail (scalar
     code) and inside long rows (vector code), do not all give the same float32 silu."""
