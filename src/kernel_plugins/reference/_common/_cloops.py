@@ -79,64 +79,55 @@ static inline float kp_round_bf16(float f) {
     return f;
 }
 
-/* One chunk of a row into local results: nothing written here aliases an input, so the
-   compiler vectorises it; the caller copies the results out (the outputs may be the
-   inputs). */
-#define KP_CHUNK 512
-
-static void kp_rotate_chunk_f32(const float *restrict a, const float *restrict b,
-                                const float *restrict c, const float *restrict s,
-                                float *restrict r1, float *restrict r2, int64_t n,
-                                float sign) {
-    for (int64_t i = 0; i < n; i++) {
-        float sv = sign * s[i];
-        r1[i] = a[i] * c[i] - b[i] * sv;
-        r2[i] = b[i] * c[i] + a[i] * sv;
-    }
+/* One element's rotation: float32, and bfloat16 rounded after every product, difference
+   and sum as eager PyTorch does. */
+static inline void kp_rot_f32(float a, float b, float c, float s, float *r1, float *r2) {
+    *r1 = a * c - b * s;
+    *r2 = b * c + a * s;
 }
 
-/* In place: element i of a and b is read before it is written, and nothing else is. */
-static void kp_rotate_in_place_f32(float *restrict a, float *restrict b,
-                                   const float *restrict c, const float *restrict s,
-                                   int64_t n, float sign) {
-    for (int64_t i = 0; i < n; i++) {
-        float sv = sign * s[i], av = a[i], bv = b[i];
-        a[i] = av * c[i] - bv * sv;
-        b[i] = bv * c[i] + av * sv;
-    }
+static inline void kp_rot_bf16(uint16_t a, uint16_t b, uint16_t c, uint16_t s, float sign,
+                               uint16_t *r1, uint16_t *r2) {
+    float av = kp_bf16_to_float(a), bv = kp_bf16_to_float(b);
+    float cv = kp_bf16_to_float(c), sv = sign * kp_bf16_to_float(s);
+    *r1 = kp_float_to_bf16(kp_round_bf16(av * cv) - kp_round_bf16(bv * sv));
+    *r2 = kp_float_to_bf16(kp_round_bf16(bv * cv) + kp_round_bf16(av * sv));
 }
 
-static void kp_rotate_in_place_bf16(uint16_t *restrict a, uint16_t *restrict b,
-                                    const uint16_t *restrict c, const uint16_t *restrict s,
-                                    int64_t n, float sign) {
-    for (int64_t i = 0; i < n; i++) {
-        float av = kp_bf16_to_float(a[i]), bv = kp_bf16_to_float(b[i]);
-        float cv = kp_bf16_to_float(c[i]), sv = sign * kp_bf16_to_float(s[i]);
-        a[i] = kp_float_to_bf16(kp_round_bf16(av * cv) - kp_round_bf16(bv * sv));
-        b[i] = kp_float_to_bf16(kp_round_bf16(bv * cv) + kp_round_bf16(av * sv));
-    }
-}
+#define KP_ROT_F32(A, B, C, S, SIGN, R1, R2) kp_rot_f32(A, B, C, (SIGN) * (S), R1, R2)
+#define KP_ROT_BF16(A, B, C, S, SIGN, R1, R2) kp_rot_bf16(A, B, C, S, SIGN, R1, R2)
 
-static void kp_rotate_chunk_bf16(const uint16_t *restrict a, const uint16_t *restrict b,
-                                 const uint16_t *restrict c, const uint16_t *restrict s,
-                                 uint16_t *restrict r1, uint16_t *restrict r2, int64_t n,
-                                 float sign) {
-    for (int64_t i = 0; i < n; i++) {
-        float av = kp_bf16_to_float(a[i]), bv = kp_bf16_to_float(b[i]);
-        float cv = kp_bf16_to_float(c[i]), sv = sign * kp_bf16_to_float(s[i]);
-        r1[i] = kp_float_to_bf16(kp_round_bf16(av * cv) - kp_round_bf16(bv * sv));
-        r2[i] = kp_float_to_bf16(kp_round_bf16(bv * cv) + kp_round_bf16(av * sv));
+/* The two row loops of a dtype: outputs apart from every input (all pointers restrict),
+   or exactly the inputs (element i of a and b is read before it is written, and nothing
+   else is); the caller checked which layout it has. Both vectorise. */
+#define KP_ROTATE_ROWS(SUFFIX, T, ROT)                                                    \
+    static void kp_rotate_apart_##SUFFIX(const T *restrict a, const T *restrict b,        \
+                                         const T *restrict c, const T *restrict s,        \
+                                         T *restrict p, T *restrict q, int64_t n,         \
+                                         float sign) {                                    \
+        for (int64_t i = 0; i < n; i++) ROT(a[i], b[i], c[i], s[i], sign, &p[i], &q[i]);  \
+    }                                                                                     \
+    static void kp_rotate_in_place_##SUFFIX(T *restrict a, T *restrict b,                 \
+                                            const T *restrict c, const T *restrict s,     \
+                                            int64_t n, float sign) {                      \
+        for (int64_t i = 0; i < n; i++) {                                                 \
+            T r1, r2;                                                                     \
+            ROT(a[i], b[i], c[i], s[i], sign, &r1, &r2);                                  \
+            a[i] = r1;                                                                    \
+            b[i] = r2;                                                                    \
+        }                                                                                 \
     }
-}
+
+KP_ROTATE_ROWS(f32, float, KP_ROT_F32)
+KP_ROTATE_ROWS(bf16, uint16_t, KP_ROT_BF16)
 
 /* rows [begin, end) of the outer index (at most 8 dimensions); strides[6 * ndim]: x1,
    x2, cos, sin, out1, out2. Row offsets advance like an odometer (no division per row). */
-#define KP_ROTATE(NAME, T, CHUNK_FN, IN_PLACE_FN)                                         \
+#define KP_ROTATE(NAME, T, SUFFIX)                                                        \
     void NAME(const T *x1, const T *x2, const T *c, const T *s, T *o1, T *o2,             \
               int64_t ndim, const int64_t *shape, const int64_t *strides, int64_t inner,  \
               int64_t conj, int64_t begin, int64_t end) {                                 \
         const float sign = conj ? -1.0f : 1.0f;                                           \
-        T r1[KP_CHUNK], r2[KP_CHUNK];                                                     \
         int64_t idx[8], off[6] = {0, 0, 0, 0, 0, 0};                                      \
         int64_t rest = begin;                                                             \
         for (int64_t d = ndim - 1; d >= 0; d--) {                                         \
@@ -147,15 +138,10 @@ static void kp_rotate_chunk_bf16(const uint16_t *restrict a, const uint16_t *res
         for (int64_t k = begin; k < end; k++) {                                           \
             const T *a = x1 + off[0], *b = x2 + off[1], *cc = c + off[2], *ss = s + off[3]; \
             T *p = o1 + off[4], *q = o2 + off[5];                                         \
-            if (p == a && q == b) {                                                       \
-                IN_PLACE_FN(p, q, cc, ss, inner, sign);                                   \
-            } else                                                                        \
-            for (int64_t i = 0; i < inner; i += KP_CHUNK) {                              \
-                int64_t n = inner - i < KP_CHUNK ? inner - i : KP_CHUNK;                 \
-                CHUNK_FN(a + i, b + i, cc + i, ss + i, r1, r2, n, sign);                 \
-                memcpy(p + i, r1, (size_t)n * sizeof(T));                                \
-                memcpy(q + i, r2, (size_t)n * sizeof(T));                                \
-            }                                                                             \
+            if (p == a && q == b)                                                         \
+                kp_rotate_in_place_##SUFFIX(p, q, cc, ss, inner, sign);                   \
+            else                                                                          \
+                kp_rotate_apart_##SUFFIX(a, b, cc, ss, p, q, inner, sign);                \
             for (int64_t d = ndim - 1; d >= 0; d--) {                                     \
                 idx[d]++;                                                                 \
                 for (int j = 0; j < 6; j++) off[j] += strides[j * ndim + d];              \
@@ -166,8 +152,8 @@ static void kp_rotate_chunk_bf16(const uint16_t *restrict a, const uint16_t *res
         }                                                                                 \
     }
 
-KP_ROTATE(kp_rotate_f32, float, kp_rotate_chunk_f32, kp_rotate_in_place_f32)
-KP_ROTATE(kp_rotate_bf16, uint16_t, kp_rotate_chunk_bf16, kp_rotate_in_place_bf16)
+KP_ROTATE(kp_rotate_f32, float, f32)
+KP_ROTATE(kp_rotate_bf16, uint16_t, bf16)
 
 void kp_lookup(const uint16_t *restrict x, uint16_t *restrict out,
                const uint32_t *restrict table, int64_t begin, int64_t end) {
