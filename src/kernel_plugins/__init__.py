@@ -69,7 +69,7 @@ __all__ = sorted([*_EXPORTS, "__version__", "errors"])
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        if name in ("errors", "testing", "layers", "hub", "variants", "device", "plugins"):
+        if name in ("errors", "layers", "hub", "variants", "device", "plugins"):
             return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module 'kernel_plugins' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -1,6 +1,6 @@
 """Process-wide record of emulated device types (no torch import).
 
-:func:`kernel_plugins.testing.emulate` records a device type here; the plugin
+:func:`kernel_plugins_testing.emulate` records a device type here; the plugin
 manager marks every :class:`~kernel_plugins.device.DeviceInfo` of a recorded type as
 ``emulated=True``, so an emulated device is never reported as real hardware, whatever
 the backend plugin itself says.

@@ -222,7 +222,7 @@ def explain_no_device() -> str | None:
 def emulate_device(count: int, facts: dict[str, Any]) -> bool | None:
     """Install stand-ins for this backend's vendor stack, for tests without hardware.
 
-    **When:** from :func:`kernel_plugins.testing.emulate`, after the core has set up an
+    **When:** from :func:`kernel_plugins_testing.emulate`, after the core has set up an
     emulated PrivateUse1 device named after the backend.
 
     **Calling convention:** asked only of the backend being emulated.

@@ -9,8 +9,12 @@ about these backends lives in their plugin distributions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["KnownPlugin", "KNOWN_PLUGINS", "INSTALL_HINTS", "known_token_owner", "builder_alias"]
+__all__ = [
+    "KnownPlugin", "KNOWN_PLUGINS", "INSTALL_HINTS", "known_token_owner", "builder_alias",
+    "import_tool",
+]
 
 
 @dataclass(frozen=True)
@@ -46,3 +50,27 @@ def known_token_owner(prefix: str) -> str | None:
 def builder_alias(name: str) -> str:
     """The backend name for a builder's name (``cann`` -> ``npu``); other names unchanged."""
     return next((n for n, p in KNOWN_PLUGINS.items() if name in p.builder_aliases), name)
+
+
+def import_tool(module: str, distribution: str, what: str) -> Any:
+    """Import ``module`` of the tool distribution ``distribution``, which ``what`` needs.
+
+    The test and authoring tools (emulation, ``check``) ship apart from the core, so a
+    plain install carries none of them.
+
+    :raises MissingDependencyError: the distribution is not installed, naming the install.
+    """
+    import importlib
+
+    from .errors import MissingDependencyError
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
+            raise
+        raise MissingDependencyError(
+            f"{what} needs the {distribution} distribution, which is not installed: "
+            f"pip install {distribution} (from a checkout: pip install ./plugins/"
+            f"{distribution.removeprefix('kernel-plugins-')})"
+        ) from None

@@ -268,7 +268,7 @@ class PrivateUse1Backend:
         accelerator_sync: fall back to ``torch.accelerator.synchronize`` when
             ``torch.<type>`` has no ``synchronize``.
         emulation: the module with ``install(count, facts) -> bool`` for
-            :func:`kernel_plugins.testing.emulate`; imported only by ``emulate_device``.
+            :func:`kernel_plugins_testing.emulate`; imported only by ``emulate_device``.
         noarch_reason: why arch variants are refused when :attr:`tokens` is None.
         vendor_optional: the device can exist without the vendor package (then
             ``load_kernel`` imports it only when it is installed).

@@ -305,7 +305,7 @@ class VendorDevices:
 
     @property
     def emulated(self) -> bool:
-        """Whether ``torch.<device_type>`` is an emulated module (kernel_plugins.testing)."""
+        """Whether ``torch.<device_type>`` is an emulated module (kernel_plugins_testing)."""
         return bool(getattr(self.module, "__kernel_plugins_emulated__", False))
 
     @property

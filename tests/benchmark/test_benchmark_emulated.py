@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from kernel_plugins.testing import run_in_fresh_interpreter
+from kernel_plugins_testing import run_in_fresh_interpreter
 
 from .conftest import ACTIVATION_REFERENCE
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import torch
+from kernel_plugins_testing import make_device_module, run_in_fresh_interpreter
+from kernel_plugins_testing._plugin_conformance import plugin_manager
 
 from kernel_plugins import plugin_kit
 from kernel_plugins.device import DeviceInfo, SystemInfo
@@ -19,8 +21,6 @@ from kernel_plugins.plugin_kit import (
     VariantTokens,
     parse_variant,
 )
-from kernel_plugins.testing import make_device_module, run_in_fresh_interpreter
-from kernel_plugins.testing._plugin_conformance import plugin_manager
 
 SYSTEM = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
 

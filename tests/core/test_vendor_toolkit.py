@@ -17,14 +17,10 @@ from typing import Any
 
 import pytest
 import torch
-
-from kernel_plugins import vendor
-from kernel_plugins.device import DeviceInfo
-from kernel_plugins.errors import KernelImportError, PluginError
-from kernel_plugins.testing import EmulationError, make_device_module, run_in_fresh_interpreter
-from kernel_plugins.testing import plugin_checks as pc
-from kernel_plugins.testing.kernel_repos import make_repo
-from kernel_plugins.testing.stand_ins import (
+from kernel_plugins_testing import EmulationError, make_device_module, run_in_fresh_interpreter
+from kernel_plugins_testing import plugin_checks as pc
+from kernel_plugins_testing.kernel_repos import make_repo
+from kernel_plugins_testing.stand_ins import (
     StandIns,
     install_stand_ins,
     merge_facts,
@@ -32,6 +28,10 @@ from kernel_plugins.testing.stand_ins import (
     torch_release,
     vendor_device_module,
 )
+
+from kernel_plugins import vendor
+from kernel_plugins.device import DeviceInfo
+from kernel_plugins.errors import KernelImportError, PluginError
 
 DEV = "kptestdev"
 VENDOR = "kp_test_vendor"
@@ -507,8 +507,8 @@ def test_fixture_kernels_load_and_refuse(manager: Any, tmp_path: Path) -> None:
 
 def test_toolkit_imports_no_torch() -> None:
     code = (
-        "import sys, kernel_plugins, kernel_plugins.vendor, kernel_plugins.testing.stand_ins,"
-        " kernel_plugins.testing.kernel_repos, kernel_plugins.testing.plugin_checks;"
+        "import sys, kernel_plugins, kernel_plugins.vendor, kernel_plugins_testing.stand_ins,"
+        " kernel_plugins_testing.kernel_repos, kernel_plugins_testing.plugin_checks;"
         " print('TORCH' if 'torch' in sys.modules else 'NO-TORCH')"
     )
     proc = run_in_fresh_interpreter(code, timeout=60)

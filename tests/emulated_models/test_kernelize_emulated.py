@@ -11,15 +11,14 @@ import os
 from pathlib import Path
 
 import pytest
-
-from kernel_plugins.testing import run_in_fresh_interpreter
+from kernel_plugins_testing import run_in_fresh_interpreter
 
 LAYERS_TESTS = Path(__file__).resolve().parents[1] / "layers"
 
 SCENARIO = r"""
 import copy, json, sys, warnings
 sys.path.insert(0, LAYERS_TESTS)
-from kernel_plugins.testing import emulate
+from kernel_plugins_testing import emulate
 emulate(NAME, devices=2)
 import torch
 import test_layers_transformer as T

@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from kernel_plugins.errors import KernelPluginsError
-from kernel_plugins.testing import run_in_fresh_interpreter
-from kernel_plugins.testing.conformance import (
+from kernel_plugins_testing import run_in_fresh_interpreter
+from kernel_plugins_testing.conformance import (
     ConformanceError,
     EmulatedBackendConformance,
     Expected,
@@ -22,6 +20,8 @@ from kernel_plugins.testing.conformance import (
     recorded,
     run_scenario,
 )
+
+from kernel_plugins.errors import KernelPluginsError
 
 ARCH = "torch213-cxx11-acme21-x86_64-linux"
 
@@ -223,7 +223,7 @@ def test_missing_settings_are_named() -> None:
 
 def test_importing_the_suite_imports_neither_torch_nor_pytest() -> None:
     code = (
-        "import sys, kernel_plugins.testing.conformance; "
+        "import sys, kernel_plugins_testing.conformance; "
         "print('torch' in sys.modules, 'pytest' in sys.modules)"
     )
     proc = run_in_fresh_interpreter(code, timeout=60)

@@ -8,8 +8,7 @@ from __future__ import annotations
 import types
 
 import pytest
-
-from kernel_plugins.testing import (
+from kernel_plugins_testing import (
     EmulatedDeviceProperties,
     EmulationError,
     configure_device_module,

@@ -9,9 +9,9 @@ import json
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from kernel_plugins.testing import run_in_fresh_interpreter
+from kernel_plugins_testing import run_in_fresh_interpreter
 
-PLUGIN = "kernel_plugins.testing.pytest_plugin"
+PLUGIN = "kernel_plugins_testing.pytest_plugin"
 
 
 def _run_pytest(folder: Path, *args: str) -> tuple[int, str]:

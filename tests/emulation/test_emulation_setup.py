@@ -11,15 +11,15 @@ import json
 import types
 
 import pytest
-
-from kernel_plugins.errors import KernelPluginsError
-from kernel_plugins.testing import (
+from kernel_plugins_testing import (
     EmulatedDevice,
     EmulationError,
     emulate,
     emulated_devices,
     run_in_fresh_interpreter,
 )
+
+from kernel_plugins.errors import KernelPluginsError
 
 from .scenario import error_of, run_scenario
 
@@ -64,20 +64,20 @@ def test_emulated_device_is_frozen() -> None:
 
 def test_run_in_fresh_interpreter_passes_env_and_captures_output() -> None:
     proc = run_in_fresh_interpreter(
-        "import os, sys, kernel_plugins.testing as t\n"
+        "import os, sys, kernel_plugins_testing as t\n"
         "print(os.environ['KP_PROBE'], 'torch' in sys.modules)\n"
         "sys.exit(3)",
         env={"KP_PROBE": "hello"},
     )
     assert proc.returncode == 3
-    # importing kernel_plugins.testing must not import torch
+    # importing kernel_plugins_testing must not import torch
     assert proc.stdout.split() == ["hello", "False"]
 
 
 NO_DEVICE = """
 import torch
 from kernel_plugins import emulation_registry as _emulation
-from kernel_plugins.testing import emulate
+from kernel_plugins_testing import emulate
 
 dev = emulate("foo", devices=0)
 check("dev", lambda: [dev.name, dev.devices])
@@ -105,7 +105,7 @@ import torch
 from kernel_plugins import plugins
 from kernel_plugins.device import BackendSpec
 from kernel_plugins.hookspecs import hookimpl
-from kernel_plugins.testing import configure_device_module, emulate
+from kernel_plugins_testing import configure_device_module, emulate
 
 calls = []
 fake = types.ModuleType("fake_accel_backend")

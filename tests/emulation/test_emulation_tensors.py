@@ -15,7 +15,7 @@ SCENARIO = """
 import copy, io
 import torch
 from kernel_plugins import emulation_registry as _emulation
-from kernel_plugins.testing import EmulationError, emulate, emulated_devices
+from kernel_plugins_testing import EmulationError, emulate, emulated_devices
 
 dev = emulate("mlu", devices=2, device_name="Test Accel 9000", capability=(5, 0),
               total_memory=1024)

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_plugins_check.buildconfig import read_build_toml
 
 from kernel_plugins import errors as E
 from kernel_plugins import hub, plugins
-from kernel_plugins.buildconfig import read_build_toml
 from kernel_plugins.detection import get_device
 from kernel_plugins.device import BackendSpec, DeviceInfo, PyDepend, parse_device
 from kernel_plugins.hookspecs import hookimpl

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from kernel_plugins.buildconfig import (
+from kernel_plugins_check.buildconfig import (
     BuildConfigIssue,
     loads_toml,
     parse_build_toml,
     validate_build_data,
 )
+
 from kernel_plugins.errors import BuildConfigError, LockfileError, MetadataError
 from kernel_plugins.integrity import check_digest
 from kernel_plugins.metadata import KernelMetadata, parse_metadata, read_metadata

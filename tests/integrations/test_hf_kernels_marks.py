@@ -17,8 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from kernel_plugins.testing import run_in_fresh_interpreter
+from kernel_plugins_testing import run_in_fresh_interpreter
 
 KERNELS_PIN = "0.17.2"
 

@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from kernel_plugins.testing import run_in_fresh_interpreter
+from kernel_plugins_testing import run_in_fresh_interpreter
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -6,8 +6,7 @@ import json
 import textwrap
 
 import pytest
-
-from kernel_plugins.testing import run_in_fresh_interpreter
+from kernel_plugins_testing import run_in_fresh_interpreter
 
 pytest.importorskip("transformers")
 

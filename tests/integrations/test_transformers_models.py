@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kernel_plugins_testing import run_in_fresh_interpreter
 
-from kernel_plugins.testing import run_in_fresh_interpreter
 from tests.support.side_by_side import result_for, run_side_by_side
 
 SCENARIO = Path(__file__).with_name("transformers_scenario.py")

@@ -12,7 +12,7 @@ import warnings
 
 NAME = sys.argv[1]
 if NAME != "cpu":
-    from kernel_plugins.testing import emulate
+    from kernel_plugins_testing import emulate
 
     emulate(NAME, devices=2)
 

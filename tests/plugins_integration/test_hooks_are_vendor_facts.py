@@ -38,7 +38,7 @@ def test_hooks_module_is_about_fifty_lines_on_the_kit(plugin: str) -> None:
     core = [line for line in text.splitlines() if line.startswith("from kernel_plugins.")]
     assert core and all(line.startswith("from kernel_plugins.plugin_kit import") for line in core)
     assert "PrivateUse1Backend(" in text and ".hookimpls())" in text
-    assert "kernel_plugins.testing" not in text  # emulation stays out of the runtime path
+    assert "kernel_plugins_testing" not in text  # emulation stays out of the runtime path
 
 
 @pytest.mark.parametrize(("a", "b"), list(combinations(KIT_PLUGINS, 2)))
@@ -49,7 +49,7 @@ def test_no_line_of_substance_is_repeated_across_plugins(a: str, b: str) -> None
 @pytest.mark.parametrize("plugin", (*KIT_PLUGINS, "neuron"))
 def test_emulation_stays_out_of_the_runtime_path(plugin: str) -> None:
     """Importing and registering the hooks imports no test-only module (only emulate_device does)."""
-    from kernel_plugins.testing import run_in_fresh_interpreter
+    from kernel_plugins_testing import run_in_fresh_interpreter
 
     proc = run_in_fresh_interpreter(
         "import sys\n"
@@ -57,7 +57,7 @@ def test_emulation_stays_out_of_the_runtime_path(plugin: str) -> None:
         "from kernel_plugins.plugins import PluginManager\n"
         f"PluginManager(entry_points=False).register(hooks, name='{plugin}')\n"
         "hooks.detect_device()\n"
-        "print(sorted(m for m in sys.modules if m.startswith('kernel_plugins.testing') or m.endswith('.emulation')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kernel_plugins_testing') or m.endswith('.emulation')))\n"
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

@@ -15,8 +15,8 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
+from kernel_plugins_testing import run_in_fresh_interpreter
 
-from kernel_plugins.testing import run_in_fresh_interpreter
 from tests.reference.samples import bitwise as _bitwise
 from tests.reference.samples import sample_input as _input
 from tests.reference.samples import spy
@@ -302,7 +302,7 @@ def test_rotary_swapped_outputs_and_small_inputs(rotary, rotary_blocks, low_tier
 ROUTING = r"""
 import json, os, sys, warnings
 import torch
-from kernel_plugins.testing import emulate
+from kernel_plugins_testing import emulate
 NAME = sys.argv[1]
 emulate(NAME, devices=1)
 import kernel_plugins

@@ -15,8 +15,8 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
+from kernel_plugins_testing import run_in_fresh_interpreter
 
-from kernel_plugins.testing import run_in_fresh_interpreter
 from tests.reference.samples import bitwise as _bitwise
 from tests.reference.samples import sample_input as _input
 from tests.reference.samples import spy

@@ -3,7 +3,7 @@
 Stand-ins are put in place with ``monkeypatch``: a ``torch_mlu`` module in
 ``sys.modules``, ``torch.mlu``, ``torch.version.mlu`` and ``NEUWARE_HOME``. The
 standard checks come from the conformance suite
-(:class:`~kernel_plugins.testing.conformance.PluginConformance`); the tests after it
+(:class:`~kernel_plugins_testing.conformance.PluginConformance`); the tests after it
 are the Cambricon-specific ones.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 from kernel_plugins.errors import PluginError
-from kernel_plugins.testing.conformance import PluginConformance, PluginFacts
+from kernel_plugins_testing.conformance import PluginConformance, PluginFacts
 
 from kernel_plugins_mlu import hooks
 from kernel_plugins_mlu.emulation import build_stand_ins
@@ -185,7 +185,7 @@ def test_hand_made_stack_shaped_like_the_vendor(
 
 
 def test_unknown_emulation_fact_is_refused(tmp_path: Path) -> None:
-    from kernel_plugins.testing import EmulationError
+    from kernel_plugins_testing import EmulationError
 
     with pytest.raises(EmulationError, match="cluster_count"):
         build_stand_ins(1, {"clusters": 4}, workdir=tmp_path)

@@ -2,7 +2,7 @@
 
 One fresh interpreter runs ``mlu_scenario.py`` (the PrivateUse1 rename is once per
 process). The standard checks come from the conformance suite
-(:class:`~kernel_plugins.testing.conformance.EmulatedBackendConformance`); the tests
+(:class:`~kernel_plugins_testing.conformance.EmulatedBackendConformance`); the tests
 below it are the Cambricon-specific ones.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel_plugins.testing.conformance import EmulatedBackendConformance, Expected
+from kernel_plugins_testing.conformance import EmulatedBackendConformance, Expected
 
 
 class TestMluEmulated(EmulatedBackendConformance):

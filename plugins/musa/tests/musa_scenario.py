@@ -1,6 +1,6 @@
 """Full-emulation scenario of the musa backend (run by ``test_musa_emulated.py``).
 
-See :mod:`kernel_plugins.testing.plugin_checks` for the generic checks.
+See :mod:`kernel_plugins_testing.plugin_checks` for the generic checks.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kernel_plugins.testing import plugin_checks as pc
-from kernel_plugins.testing.kernel_repos import make_repo
+from kernel_plugins_testing import plugin_checks as pc
+from kernel_plugins_testing.kernel_repos import make_repo
 
 
 def main() -> pc.Recorder:

@@ -3,7 +3,7 @@
 Stand-ins are put in place with ``monkeypatch``: a ``torch_musa`` module in
 ``sys.modules`` (the same object as ``torch.musa``, as with the real package) and
 ``torch.version.musa``. The standard checks come from the conformance suite
-(:class:`~kernel_plugins.testing.conformance.PluginConformance`); the tests after it
+(:class:`~kernel_plugins_testing.conformance.PluginConformance`); the tests after it
 are the MUSA-specific ones.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 from kernel_plugins.errors import PluginError
-from kernel_plugins.testing.conformance import PluginConformance, PluginFacts
+from kernel_plugins_testing.conformance import PluginConformance, PluginFacts
 
 from kernel_plugins_musa import hooks
 from kernel_plugins_musa.emulation import build_stand_ins
@@ -145,7 +145,7 @@ def test_unavailable_stack_is_no_device(monkeypatch: pytest.MonkeyPatch, no_stac
 
 
 def test_bad_emulation_facts_are_refused() -> None:
-    from kernel_plugins.testing import EmulationError
+    from kernel_plugins_testing import EmulationError
 
     with pytest.raises(EmulationError, match="known facts: .*runtime"):
         build_stand_ins(1, {"sdk": "4030"})

@@ -4,7 +4,7 @@ The PrivateUse1 name cannot be changed twice in one process, so these tests repl
 ``torch._C._get_privateuse1_backend_name`` and ``torch.accelerator`` with stand-ins
 through ``monkeypatch``; the real rename is exercised in ``test_neuron_emulated.py``.
 The standard checks come from the conformance suite
-(:class:`~kernel_plugins.testing.conformance.PluginConformance`); the tests after it
+(:class:`~kernel_plugins_testing.conformance.PluginConformance`); the tests after it
 are the Neuron-specific ones.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from kernel_plugins.errors import PluginError
-from kernel_plugins.testing.conformance import PluginConformance, PluginFacts
+from kernel_plugins_testing.conformance import PluginConformance, PluginFacts
 
 from kernel_plugins_neuron import hooks
 from kernel_plugins_neuron.emulation import build_stand_ins
@@ -153,7 +153,7 @@ def test_neuron_device_count_order(monkeypatch: pytest.MonkeyPatch, no_stack: No
 
 
 def test_capability_is_not_a_neuron_fact() -> None:
-    from kernel_plugins.testing import EmulationError
+    from kernel_plugins_testing import EmulationError
 
     with pytest.raises(EmulationError, match="no compute capability"):
         build_stand_ins(1, {"capability": (2, 0)})

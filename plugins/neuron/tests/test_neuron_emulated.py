@@ -3,7 +3,7 @@
 One fresh interpreter runs ``neuron_scenario.py`` (the PrivateUse1 rename is once per
 process). The emulation matches the native TorchNeuron backend only, never the older
 XLA stack. The standard checks come from the conformance suite
-(:class:`~kernel_plugins.testing.conformance.EmulatedBackendConformance`); the tests
+(:class:`~kernel_plugins_testing.conformance.EmulatedBackendConformance`); the tests
 below it are the Neuron-specific ones.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel_plugins.testing.conformance import EmulatedBackendConformance, Expected
+from kernel_plugins_testing.conformance import EmulatedBackendConformance, Expected
 
 
 class TestNeuronEmulated(EmulatedBackendConformance):

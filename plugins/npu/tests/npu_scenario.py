@@ -1,6 +1,6 @@
 """Full-emulation scenario of the npu backend (run by ``test_npu_emulated.py``).
 
-See :mod:`kernel_plugins.testing.plugin_checks` for the generic checks.
+See :mod:`kernel_plugins_testing.plugin_checks` for the generic checks.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kernel_plugins.testing import plugin_checks as pc
+from kernel_plugins_testing import plugin_checks as pc
 
 
 def main() -> pc.Recorder:

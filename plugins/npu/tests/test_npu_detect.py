@@ -3,7 +3,7 @@
 Stand-ins are put in place with ``monkeypatch``: a ``torch_npu`` module in
 ``sys.modules``, ``torch.npu`` and ``torch.version.cann``. The standard checks come
 from the conformance suite
-(:class:`~kernel_plugins.testing.conformance.PluginConformance`); the tests after it
+(:class:`~kernel_plugins_testing.conformance.PluginConformance`); the tests after it
 are the Ascend-specific ones.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 from kernel_plugins.errors import PluginError
-from kernel_plugins.testing.conformance import PluginConformance, PluginFacts
+from kernel_plugins_testing.conformance import PluginConformance, PluginFacts
 
 from kernel_plugins_npu import hooks
 from kernel_plugins_npu.emulation import build_stand_ins
@@ -143,7 +143,7 @@ def test_hand_made_stack_shaped_like_the_vendor(
 
 
 def test_capability_is_not_an_npu_fact() -> None:
-    from kernel_plugins.testing import EmulationError
+    from kernel_plugins_testing import EmulationError
 
     with pytest.raises(EmulationError, match="no compute capability"):
         build_stand_ins(1, {"capability": (2, 0)})

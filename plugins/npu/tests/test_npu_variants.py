@@ -10,9 +10,9 @@ from kernel_plugins import plugins
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.resolving import resolve_variants
 from kernel_plugins.sources import local_variants
-from kernel_plugins.testing.conformance import plugin_manager, process_manager
-from kernel_plugins.testing.kernel_repos import make_repo
 from kernel_plugins.variants import parse_variant
+from kernel_plugins_testing.conformance import plugin_manager, process_manager
+from kernel_plugins_testing.kernel_repos import make_repo
 
 from kernel_plugins_npu import hooks
 

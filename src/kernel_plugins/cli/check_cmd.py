@@ -28,8 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check and print: problems on stdout (``file: key: message (fix: ...)``), then notes."""
-    from ..check import check
+    from ..known_plugins import import_tool
 
+    check = import_tool("kernel_plugins_check", "kernel-plugins-check", "kernel-plugins check").check
     report = check(args.target, revision=args.revision, version=args.version)
     if args.json:
         print_json(report.to_dict())

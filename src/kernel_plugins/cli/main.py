@@ -123,9 +123,9 @@ def _emulate_if_asked(args: argparse.Namespace) -> None:
     name = getattr(args, "emulate", None)
     if name:
         _check_emulate(name)
-        from ..testing import emulate
+        from ..known_plugins import import_tool
 
-        emulate(name)
+        import_tool("kernel_plugins_testing", "kernel-plugins-testing", "--emulate").emulate(name)
         print(
             f"note: {name!r} is EMULATED on the CPU for this command; nothing here describes "
             "real hardware",

@@ -14,7 +14,7 @@ Faithful to what ``torch_mlu`` shows PyTorch (see the package README):
 
 :func:`build_stand_ins` makes them without installing anything (detection-level
 simulation: tests put them in place with ``monkeypatch``). The ``emulate_device`` hook
-calls :func:`install` after :func:`kernel_plugins.testing.emulate` has set up the
+calls :func:`install` after :func:`kernel_plugins_testing.emulate` has set up the
 PrivateUse1 ``mlu`` device. Every default is illustrative, not a product's data
 sheet; nothing here says anything about real hardware.
 """
@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kernel_plugins.testing.stand_ins import (
+from kernel_plugins_testing.stand_ins import (
     StandIns,
     install_stand_ins,
     merge_facts,
@@ -45,7 +45,7 @@ __all__ = ["DEFAULT_FACTS", "StandIns", "build_stand_ins", "install"]
 NAME = "mlu"
 VENDOR = "torch_mlu"
 
-#: Facts :func:`kernel_plugins.testing.emulate` accepts for ``mlu``, with their defaults.
+#: Facts :func:`kernel_plugins_testing.emulate` accepts for ``mlu``, with their defaults.
 #: ``version`` None means ``1.22.0+torch<installed torch>``; ``toolkit`` None means no
 #: readable CNToolkit version.
 DEFAULT_FACTS: dict[str, Any] = {
@@ -107,9 +107,9 @@ def build_stand_ins(
 
     :param count: number of devices (0: the stack is present without devices).
     :param facts: overrides of :data:`DEFAULT_FACTS` (unknown names raise
-        :class:`~kernel_plugins.testing.EmulationError`).
+        :class:`~kernel_plugins_testing.EmulationError`).
     :param device_module: an emulated ``torch.mlu`` to configure; None builds a new one
-        with :func:`kernel_plugins.testing.make_device_module`.
+        with :func:`kernel_plugins_testing.make_device_module`.
     :param workdir: where to write the stand-in Neuware folder (default: a temporary
         folder removed at exit).
     """
@@ -135,7 +135,7 @@ def build_stand_ins(
 def install(count: int, facts: Mapping[str, Any]) -> bool:
     """Install the stand-ins into this process, next to the emulated ``torch.mlu``.
 
-    Called by the ``emulate_device`` hook; :func:`kernel_plugins.testing.emulate` must
+    Called by the ``emulate_device`` hook; :func:`kernel_plugins_testing.emulate` must
     have created the PrivateUse1 ``mlu`` device first.
     """
     return install_stand_ins(

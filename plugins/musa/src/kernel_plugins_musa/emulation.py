@@ -12,7 +12,7 @@ Faithful to what ``torch_musa`` shows PyTorch (see the package README):
 
 :func:`build_stand_ins` makes them without installing anything (detection-level
 simulation); the ``emulate_device`` hook calls :func:`install` after
-:func:`kernel_plugins.testing.emulate` has set up the PrivateUse1 ``musa`` device.
+:func:`kernel_plugins_testing.emulate` has set up the PrivateUse1 ``musa`` device.
 Defaults are illustrative, not a product's data sheet.
 """
 
@@ -23,7 +23,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from kernel_plugins.testing.stand_ins import (
+from kernel_plugins_testing.stand_ins import (
     StandIns,
     install_stand_ins,
     merge_facts,
@@ -37,7 +37,7 @@ __all__ = ["DEFAULT_FACTS", "StandIns", "build_stand_ins", "install"]
 NAME = "musa"
 VENDOR = "torch_musa"
 
-#: Facts :func:`kernel_plugins.testing.emulate` accepts for ``musa``, with their defaults.
+#: Facts :func:`kernel_plugins_testing.emulate` accepts for ``musa``, with their defaults.
 #: ``runtime`` is ``torch.version.musa`` (None: not set).
 DEFAULT_FACTS: dict[str, Any] = {
     "device_name": "MTT S4000",
@@ -61,9 +61,9 @@ def build_stand_ins(
 
     :param count: number of devices (0: the stack is present without devices).
     :param facts: overrides of :data:`DEFAULT_FACTS` (unknown names raise
-        :class:`~kernel_plugins.testing.EmulationError`).
+        :class:`~kernel_plugins_testing.EmulationError`).
     :param device_module: an emulated ``torch.musa`` to configure; None builds a new one
-        with :func:`kernel_plugins.testing.make_device_module`.
+        with :func:`kernel_plugins_testing.make_device_module`.
     """
     merged = merge_facts(
         NAME, facts or {}, DEFAULT_FACTS, string_facts=("runtime", "version"), string_example="4030"
@@ -104,7 +104,7 @@ def build_stand_ins(
 def install(count: int, facts: Mapping[str, Any]) -> bool:
     """Install the stand-ins into this process, on the emulated ``torch.musa``.
 
-    Called by the ``emulate_device`` hook; :func:`kernel_plugins.testing.emulate` must
+    Called by the ``emulate_device`` hook; :func:`kernel_plugins_testing.emulate` must
     have created the PrivateUse1 ``musa`` device first.
     """
     return install_stand_ins(

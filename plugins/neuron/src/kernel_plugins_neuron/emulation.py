@@ -1,7 +1,7 @@
 """Stand-ins for the AWS Neuron stack (native TorchNeuron backend), for tests without Trainium.
 
 What is emulated, faithful to the native backend (see the package README): a
-PrivateUse1 device named ``neuron`` (set up by :func:`kernel_plugins.testing.emulate`),
+PrivateUse1 device named ``neuron`` (set up by :func:`kernel_plugins_testing.emulate`),
 which ``torch.accelerator`` reports, plus a ``torch_neuronx`` package in ``sys.modules``
 with ``__version__``. The exact ``torch.neuron.*`` names are unverified, so nothing
 vendor-specific is added to ``torch.neuron`` beyond the generic device module. ``nki``
@@ -16,21 +16,21 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from kernel_plugins.testing.stand_ins import (
+from kernel_plugins.vendor import torch_major_minor
+from kernel_plugins_testing.stand_ins import (
     StandIns,
     install_stand_ins,
     merge_facts,
     stand_in_package,
     vendor_device_module,
 )
-from kernel_plugins.vendor import torch_major_minor
 
 __all__ = ["DEFAULT_FACTS", "StandIns", "build_stand_ins", "install"]
 
 NAME = "neuron"
 VENDOR = "torch_neuronx"
 
-#: Facts :func:`kernel_plugins.testing.emulate` accepts for ``neuron``, with their defaults.
+#: Facts :func:`kernel_plugins_testing.emulate` accepts for ``neuron``, with their defaults.
 #: ``version`` None means ``<installed torch major.minor>.0``.
 DEFAULT_FACTS: dict[str, Any] = {
     "device_name": "Trainium2",
@@ -56,9 +56,9 @@ def build_stand_ins(
 
     :param count: number of devices (0: the stack is present without devices).
     :param facts: overrides of :data:`DEFAULT_FACTS` (unknown names raise
-        :class:`~kernel_plugins.testing.EmulationError`).
+        :class:`~kernel_plugins_testing.EmulationError`).
     :param device_module: an emulated ``torch.neuron`` to configure; None builds a new one
-        with :func:`kernel_plugins.testing.make_device_module`.
+        with :func:`kernel_plugins_testing.make_device_module`.
     """
     merged = merge_facts(
         NAME,
@@ -80,7 +80,7 @@ def build_stand_ins(
 def install(count: int, facts: Mapping[str, Any]) -> bool:
     """Install the stand-in into this process, next to the emulated ``torch.neuron``.
 
-    Called by the ``emulate_device`` hook; :func:`kernel_plugins.testing.emulate` must
+    Called by the ``emulate_device`` hook; :func:`kernel_plugins_testing.emulate` must
     have created the PrivateUse1 ``neuron`` device first.
     """
     return install_stand_ins(

@@ -11,7 +11,7 @@ Faithful to what ``torch_npu`` shows PyTorch (see the package README):
 
 :func:`build_stand_ins` makes them without installing anything (detection-level
 simulation); the ``emulate_device`` hook calls :func:`install` after
-:func:`kernel_plugins.testing.emulate` has set up the PrivateUse1 ``npu`` device.
+:func:`kernel_plugins_testing.emulate` has set up the PrivateUse1 ``npu`` device.
 Defaults are illustrative, not a product's data sheet. Ascend devices report no
 compute capability, so ``capability`` is not an accepted fact.
 """
@@ -22,7 +22,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from kernel_plugins.testing.stand_ins import (
+from kernel_plugins_testing.stand_ins import (
     StandIns,
     install_stand_ins,
     merge_facts,
@@ -36,7 +36,7 @@ __all__ = ["DEFAULT_FACTS", "StandIns", "build_stand_ins", "install"]
 NAME = "npu"
 VENDOR = "torch_npu"
 
-#: Facts :func:`kernel_plugins.testing.emulate` accepts for ``npu``, with their defaults.
+#: Facts :func:`kernel_plugins_testing.emulate` accepts for ``npu``, with their defaults.
 #: ``cann`` is ``torch.version.cann``; ``version`` None means the installed torch's version.
 DEFAULT_FACTS: dict[str, Any] = {
     "device_name": "Ascend910B2",
@@ -66,9 +66,9 @@ def build_stand_ins(
 
     :param count: number of devices (0: the stack is present without devices).
     :param facts: overrides of :data:`DEFAULT_FACTS` (unknown names raise
-        :class:`~kernel_plugins.testing.EmulationError`).
+        :class:`~kernel_plugins_testing.EmulationError`).
     :param device_module: an emulated ``torch.npu`` to configure; None builds a new one
-        with :func:`kernel_plugins.testing.make_device_module`.
+        with :func:`kernel_plugins_testing.make_device_module`.
     """
     merged = merge_facts(
         NAME,
@@ -105,7 +105,7 @@ def build_stand_ins(
 def install(count: int, facts: Mapping[str, Any]) -> bool:
     """Install the stand-ins into this process, next to the emulated ``torch.npu``.
 
-    Called by the ``emulate_device`` hook; :func:`kernel_plugins.testing.emulate` must
+    Called by the ``emulate_device`` hook; :func:`kernel_plugins_testing.emulate` must
     have created the PrivateUse1 ``npu`` device first.
     """
     return install_stand_ins(

@@ -21,8 +21,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..known_plugins import known_token_owner
-from ..variants import parse_variant
+from kernel_plugins.known_plugins import known_token_owner
+from kernel_plugins.variants import parse_variant
 
 __all__ = ["make_repo"]
 

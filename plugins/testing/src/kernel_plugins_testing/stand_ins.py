@@ -1,7 +1,7 @@
 """Building blocks for a backend plugin's vendor stand-ins (its ``emulation`` module).
 
 A plugin's ``emulate_device`` hook puts stand-ins for its vendor stack next to the
-``torch.<name>`` module that :func:`kernel_plugins.testing.emulate` registered: a
+``torch.<name>`` module that :func:`kernel_plugins_testing.emulate` registered: a
 vendor package in ``sys.modules``, vendor attributes on ``torch.<name>`` and
 ``torch.version``, sometimes environment variables. The steps every plugin takes
 are here; the plugin writes only its facts, its device properties and its vendor
@@ -149,10 +149,10 @@ def vendor_device_module(
 
     :param count: number of devices; with 0 the module has no device properties.
     :param properties: the properties every device reports (a ``name`` and the vendor
-        fields), see :func:`kernel_plugins.testing.configure_device_module`.
+        fields), see :func:`kernel_plugins_testing.configure_device_module`.
     :param extra: vendor functions and values to set on the module.
     :param device_module: the emulated ``torch.<backend>`` to configure; None builds a
-        new one with :func:`kernel_plugins.testing.make_device_module`.
+        new one with :func:`kernel_plugins_testing.make_device_module`.
     """
     props: list[object] = [dict(properties)] if count > 0 else []
     if device_module is None:
@@ -164,7 +164,7 @@ def vendor_device_module(
 def not_emulated(vendor_module: str, name: str) -> Callable[..., Any]:
     """A stand-in for the vendor operator ``vendor_module.name``: importing it works (as
     libraries do at import time), calling it raises
-    :class:`~kernel_plugins.testing.EmulationError` (emulation runs no vendor kernels)."""
+    :class:`~kernel_plugins_testing.EmulationError` (emulation runs no vendor kernels)."""
 
     def operator(*args: Any, **kwargs: Any) -> Any:
         raise EmulationError(
@@ -212,7 +212,7 @@ def install_stand_ins(
 
     :return: True (the ``emulate_device`` hook's "installed").
     :raises EmulationError: ``torch.<backend>`` is missing or not emulated; the
-        message says to call :func:`kernel_plugins.testing.emulate` first.
+        message says to call :func:`kernel_plugins_testing.emulate` first.
     """
     import torch
 
@@ -220,7 +220,7 @@ def install_stand_ins(
     if module is None or not getattr(module, "__kernel_plugins_emulated__", False):
         raise EmulationError(
             f"torch.{backend} is missing or is not an emulated module: emulate the device "
-            f"with kernel_plugins.testing.emulate('{backend}'), which calls this hook"
+            f"with kernel_plugins_testing.emulate('{backend}'), which calls this hook"
         )
     stand = build(module)
     sys.modules[vendor_module] = stand.package

@@ -1,4 +1,4 @@
-"""The hook-level half of the conformance suite (see :mod:`kernel_plugins.testing.conformance`).
+"""The hook-level half of the conformance suite (see :mod:`kernel_plugins_testing.conformance`).
 
 :class:`PluginConformance` tests a backend plugin's hooks with its vendor stand-ins put
 in place by ``monkeypatch``: no PrivateUse1 device is created, so it runs in the same
@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import KernelPluginsError
+from kernel_plugins.errors import KernelPluginsError
 
 if TYPE_CHECKING:
     import pytest
 
-    from ..plugins import PluginManager
+    from kernel_plugins.plugins import PluginManager
+
     from .stand_ins import StandIns
 
 __all__ = ["PluginConformance", "PluginFacts", "plugin_manager", "process_manager"]
@@ -149,7 +150,7 @@ def plugin_manager(
 
     :raises KernelPluginsError: the manager rejected the plugin (with its failures).
     """
-    from ..plugins import PluginManager
+    from kernel_plugins.plugins import PluginManager
 
     dist = distribution or f"kernel-plugins-{name}"
     pm = PluginManager(entry_points=False)
@@ -164,7 +165,7 @@ def plugin_manager(
 @contextmanager
 def process_manager(manager: PluginManager) -> Iterator[PluginManager]:
     """Make ``manager`` the process-wide plugin manager for the ``with`` block."""
-    from .. import plugins
+    from kernel_plugins import plugins
 
     old = plugins.reset_manager(manager)
     try:
@@ -217,8 +218,8 @@ class PluginConformance:
 
     def test_explain_leaves_other_tokens_to_the_core(self) -> None:
         """``explain_variant`` says nothing about noarch or other backends' variants."""
-        from ..device import DeviceInfo, SystemInfo
-        from ..variants import parse_variant
+        from kernel_plugins.device import DeviceInfo, SystemInfo
+        from kernel_plugins.variants import parse_variant
 
         p = self._facts()
         device = DeviceInfo(
@@ -259,7 +260,7 @@ class PluginConformance:
         import pytest
         import torch
 
-        from ..errors import PluginError
+        from kernel_plugins.errors import PluginError
 
         p = self._facts()
         p.hide(monkeypatch)
@@ -289,5 +290,5 @@ class PluginConformance:
 
         p = self._facts()
         p.hide(monkeypatch)
-        with pytest.raises(EmulationError, match="kernel_plugins.testing.emulate"):
+        with pytest.raises(EmulationError, match="kernel_plugins_testing.emulate"):
             p.hooks.emulate_device(count=1, facts={})

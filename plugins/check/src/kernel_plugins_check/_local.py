@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..buildconfig import BuildToml, loads_toml, validate_build_data
-from ..errors import KernelPluginsError, SourceError
+from kernel_plugins.errors import KernelPluginsError, SourceError
+
 from ._report import CheckReport, Problem, _Ctx
 from ._variant import _check_variant
+from .buildconfig import BuildToml, loads_toml, validate_build_data
 
 
 def check_path(

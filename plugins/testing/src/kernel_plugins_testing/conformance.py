@@ -5,7 +5,7 @@ test module subclasses them, fills in what its vendor reports, and pytest collec
 the inherited tests once per plugin:
 
 * :class:`EmulatedBackendConformance` checks what a scenario script recorded on the
-  plugin's EMULATED device (see :mod:`kernel_plugins.testing.plugin_checks`):
+  plugin's EMULATED device (see :mod:`kernel_plugins_testing.plugin_checks`):
   detection marked emulated, a model's forward equal to the CPU's, loading the arch
   (or noarch) variant, the "no compatible variant" reasons, the reference fallback,
   kernelize, synchronize and the ``list-backends`` row. The facts it expects are a
@@ -19,7 +19,7 @@ the inherited tests once per plugin:
 Example (``tests/test_mlu_emulated.py`` of a plugin)::
 
     from pathlib import Path
-    from kernel_plugins.testing.conformance import EmulatedBackendConformance, Expected
+    from kernel_plugins_testing.conformance import EmulatedBackendConformance, Expected
 
     class TestMluEmulated(EmulatedBackendConformance):
         scenario = Path(__file__).with_name("mlu_scenario.py")
@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import KernelPluginsError
+from kernel_plugins.errors import KernelPluginsError
+
 from ._plugin_conformance import (
     PluginConformance,
     PluginFacts,
@@ -87,7 +88,7 @@ class Expected:
         device_name: ``DeviceInfo.name`` (None: not checked).
         distribution: the plugin's distribution (default ``kernel-plugins-<backend>``).
         arch_variants: True when the backend loads arch variants (the scenario ran
-            :func:`~kernel_plugins.testing.plugin_checks.check_variant_selection`, so
+            :func:`~kernel_plugins_testing.plugin_checks.check_variant_selection`, so
             ``load_arch`` and ``kernelize`` use the recorded ``arch_variant``); False
             when it loads noarch variants only (they use ``torch-<device_type>``).
         noarch_key: the result key of the load that must fall to a noarch variant.
@@ -144,7 +145,7 @@ def run_scenario(
 
     The script runs as ``__main__`` with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (plus
     ``env``) and must print a ``RESULT:<json>`` line, as
-    :meth:`~kernel_plugins.testing.plugin_checks.Recorder.emit` does; the last one wins.
+    :meth:`~kernel_plugins_testing.plugin_checks.Recorder.emit` does; the last one wins.
 
     :raises ConformanceError: the script exited non-zero or printed no result line
         (the message has its exit status, stdout and stderr).
@@ -178,7 +179,7 @@ class EmulatedBackendConformance:
     :meth:`results`; every test then checks one part of what it recorded. Add
     vendor-specific tests as methods, reading values with :meth:`recorded`.
 
-    The scenario must record (see :mod:`kernel_plugins.testing.plugin_checks`):
+    The scenario must record (see :mod:`kernel_plugins_testing.plugin_checks`):
     ``stand_ins`` and ``device``/``device_index`` (:func:`start_scenario`), ``model``,
     ``load_arch``, the noarch load under :attr:`Expected.noarch_key`, ``no_variant``,
     ``fallback``, ``kernelize``, ``synchronize`` and, unless ``Expected(cli=False)``,

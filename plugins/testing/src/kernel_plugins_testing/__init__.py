@@ -122,7 +122,7 @@ def _owning_backend(manager: Any, name: str) -> str | None:
 def _ask_plugin(name: str, devices: int, facts: dict[str, Any]) -> bool:
     """Let the backend plugin that owns ``name`` install its vendor stand-ins."""
     try:
-        from ..plugins import get_manager
+        from kernel_plugins.plugins import get_manager
 
         manager = get_manager()
         backend = _owning_backend(manager, name)
@@ -179,7 +179,7 @@ def emulate(name: str, devices: int | None = None, **vendor_facts: Any) -> Emula
             raise EmulationError(
                 f"cannot emulate {name!r}: this process already emulates {other!r}, and PyTorch "
                 "allows one PrivateUse1 device name per process. Use a fresh interpreter "
-                "(kernel_plugins.testing.run_in_fresh_interpreter, or one pytest run per device)."
+                "(kernel_plugins_testing.run_in_fresh_interpreter, or one pytest run per device)."
             )
         from ._privateuse1 import install_privateuse1_device, installed_privateuse1_device
 
@@ -193,7 +193,7 @@ def emulate(name: str, devices: int | None = None, **vendor_facts: Any) -> Emula
                 name, devices, properties=_generic_properties(name, vendor_facts)
             )
             install_privateuse1_device(name, devices, module)
-        from .. import emulation_registry
+        from kernel_plugins import emulation_registry
 
         emulation_registry.mark_emulated(name, devices)
         handled = _ask_plugin(name, devices, dict(vendor_facts))

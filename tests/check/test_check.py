@@ -1,4 +1,4 @@
-"""``kernel_plugins.check``: each check of a kernel repository, on disk and on the Hub."""
+"""``kernel_plugins_check``: each check of a kernel repository, on disk and on the Hub."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+from kernel_plugins_check import Problem, check, check_path
 
-from kernel_plugins.check import Problem, check, check_path
 from kernel_plugins.errors import SourceError
 from kernel_plugins.integrity import compute_digest
 

@@ -1,7 +1,7 @@
 """pytest plugin of kernel-plugins (entry point ``pytest11``: ``kernel_plugins``).
 
 * ``--emulate-device NAME`` emulates the accelerator ``NAME`` on the CPU for the whole
-  run (:func:`kernel_plugins.testing.emulate`); one name per run, since PyTorch allows
+  run (:func:`kernel_plugins_testing.emulate`); one name per run, since PyTorch allows
   one PrivateUse1 name per process.
 * A ``<backend>_only`` marker for every installed backend (``cuda_only``,
   ``mlu_only``...): such a test is skipped unless that device is detected (an
@@ -65,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
     name = config.getoption("--emulate-device", default=None)
     if name:
         try:
-            from kernel_plugins.testing import emulate
+            from kernel_plugins_testing import emulate
 
             emulate(name)
         except Exception as e:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import SourceError
+from kernel_plugins.errors import SourceError
+
 from ._hub import check_hub
 from ._local import check_path
 from ._report import CheckReport
@@ -23,14 +24,14 @@ def check(
     :raises SourceError: the path does not exist or is not a folder, the name is ambiguous,
         or the Hub repo cannot be resolved (see :func:`kernel_plugins.hub.resolve`).
     """
-    from ..sources import find, parse_name
+    from kernel_plugins.sources import find, parse_name
 
     if isinstance(target, Path) or parse_name(target).path is not None:
         if revision is not None or version is not None:
             raise SourceError(
                 f"{target} is a local folder; --revision / --version apply only to Hub repos"
             )
-    from ..detection import get_device
+    from kernel_plugins.detection import get_device
 
     source = find(target, device=get_device(None), revision=revision, version=version)
     if source.kind == "local":

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import SourceError
+from kernel_plugins.errors import SourceError
+
 from ._local import check_path
 from ._report import _RENAME_FIX, CheckReport, Problem
 
@@ -21,7 +22,7 @@ def check_hub(
 
     :raises SourceError: bad repo id / revision / version, or the repo cannot be fetched.
     """
-    from .. import hub
+    from kernel_plugins import hub
 
     ref = hub.resolve(repo_id, revision=revision, version=version)
     names = hub.list_variant_names(ref)
@@ -52,7 +53,7 @@ def _fetch_build_toml(ref: Any) -> Path | None:
     """Download ``build.toml`` of ``ref`` when the repository has one."""
     from huggingface_hub import hf_hub_download
 
-    from ..errors import HubError
+    from kernel_plugins.errors import HubError
 
     try:
         return Path(

@@ -256,7 +256,7 @@ class BuildToml:
 
 def canonical_backend(name: str) -> str:
     """The kernel-plugins backend name for a builder backend name (``cann`` -> ``npu``)."""
-    from ..known_plugins import builder_alias
+    from kernel_plugins.known_plugins import builder_alias
 
     return builder_alias(name)
 
@@ -268,8 +268,8 @@ def known_backends() -> dict[str, str]:
     :data:`~kernel_plugins.known_plugins.KNOWN_PLUGINS` (not necessarily installed), and
     their kernel-builder aliases.
     """
-    from ..known_plugins import KNOWN_PLUGINS
-    from ..plugins import get_manager
+    from kernel_plugins.known_plugins import KNOWN_PLUGINS
+    from kernel_plugins.plugins import get_manager
 
     out = {name: rec.origin() for name, rec in get_manager().backends().items()}
     for name, plugin in KNOWN_PLUGINS.items():

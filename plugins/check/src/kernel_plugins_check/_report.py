@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..buildconfig import BuildToml, known_backends
-from ..known_plugins import known_token_owner
+from kernel_plugins.known_plugins import known_token_owner
+
+from .buildconfig import BuildToml, known_backends
 
 _RENAME_FIX = (
     "rename the folder to a variant name such as torch-cpu, torch-cuda or "
@@ -85,7 +86,7 @@ class _Ctx:
     """What the variant checks share: known backends, the manager, build.toml, roots."""
 
     def __init__(self, root: Path, link_root: Path, build: BuildToml | None) -> None:
-        from ..plugins import get_manager
+        from kernel_plugins.plugins import get_manager
 
         self.root = root
         self.link_root = link_root

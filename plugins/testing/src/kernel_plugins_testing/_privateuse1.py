@@ -518,7 +518,7 @@ def install_privateuse1_device(name: str, count: int, module: types.ModuleType) 
             raise EmulationError(
                 f"cannot emulate device {name!r}: this process already emulates {current!r}, "
                 "and PyTorch allows one PrivateUse1 device name per process. Run the code for "
-                f"{name!r} in a fresh interpreter (kernel_plugins.testing."
+                f"{name!r} in a fresh interpreter (kernel_plugins_testing."
                 "run_in_fresh_interpreter, or one pytest run per device)."
             )
         if count < 0:

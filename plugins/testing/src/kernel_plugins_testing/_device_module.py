@@ -1,6 +1,6 @@
 """A generic ``torch.<name>``-shaped module for an emulated accelerator (no torch import).
 
-:func:`make_device_module` builds the module :func:`kernel_plugins.testing.emulate`
+:func:`make_device_module` builds the module :func:`kernel_plugins_testing.emulate`
 registers as ``torch.<name>``; backend plugins add their vendor attributes to it
 (with :func:`configure_device_module`) from their ``emulate_device`` hook.
 """

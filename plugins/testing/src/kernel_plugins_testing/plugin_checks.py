@@ -77,7 +77,7 @@ def start_scenario(device: str, devices: int = 2, **facts: Any) -> Recorder:
     """Emulate ``devices`` devices of type ``device`` and run the first checks.
 
     Silences NumPy's "Failed to initialize NumPy" warning, calls
-    :func:`kernel_plugins.testing.emulate` with ``facts``, records ``stand_ins``
+    :func:`kernel_plugins_testing.emulate` with ``facts``, records ``stand_ins``
     (whether the plugin installed its vendor stand-ins), then :func:`check_device`.
 
     :return: the :class:`Recorder` for the scenario's further checks.
@@ -97,7 +97,7 @@ def arch_variant(token: str) -> str:
     ``torch<major><minor>-<cxx11|cxx98>-<token>-<cpu>-<os>``, e.g.
     ``torch213-cxx11-mlu313-x86_64-linux`` (imports torch).
     """
-    from ..loader import system_info
+    from kernel_plugins.loader import system_info
 
     s = system_info()
     if s.torch_version is None:
@@ -108,7 +108,7 @@ def arch_variant(token: str) -> str:
 
 def check_device(rec: Recorder, device: str) -> None:
     """``device``: ``get_device(device).to_dict()``; ``device_index``: the index of ``<device>:1``."""
-    from ..detection import get_device
+    from kernel_plugins.detection import get_device
 
     rec.check("device", lambda: get_device(device).to_dict())
     rec.check("device_index", lambda: get_device(f"{device}:1").index)
@@ -145,7 +145,7 @@ def check_load(rec: Recorder, device: str, repo: Path, key: str = "load_arch") -
     """
     import torch
 
-    from ..loader import load
+    from kernel_plugins.loader import load
 
     def run() -> dict[str, Any]:
         mod = load(repo, device=device)
@@ -162,15 +162,15 @@ def check_load(rec: Recorder, device: str, repo: Path, key: str = "load_arch") -
 
 def check_loaded_variant(rec: Recorder, key: str, device: str, repo: Path) -> None:
     """``key``: the ``VARIANT`` of ``repo`` as loaded for ``device``."""
-    from ..loader import load
+    from kernel_plugins.loader import load
 
     rec.check(key, lambda: load(repo, device=device).VARIANT)
 
 
 def check_no_variant(rec: Recorder, device: str, repo: Path) -> None:
     """``no_variant``: the text of the NoCompatibleVariantError for ``repo`` (or ``"loaded"``)."""
-    from ..errors import NoCompatibleVariantError
-    from ..loader import load
+    from kernel_plugins.errors import NoCompatibleVariantError
+    from kernel_plugins.loader import load
 
     def run() -> str:
         try:
@@ -191,7 +191,7 @@ def check_reference_fallback(rec: Recorder, device: str, repo: Path) -> None:
     import torch
     import torch.nn.functional as F
 
-    from ..loader import load
+    from kernel_plugins.loader import load
 
     def run() -> dict[str, Any]:
         os.environ["LOCAL_KERNELS"] = f"kernels-community/activation={repo}"
@@ -222,7 +222,7 @@ def _silu_and_mul_layer() -> Any:
     import torch
     import torch.nn.functional as F
 
-    from ..layers import use_kernel_forward_from_hub
+    from kernel_plugins.layers import use_kernel_forward_from_hub
 
     @use_kernel_forward_from_hub("SiluAndMul")
     class SiluAndMul(torch.nn.Module):
@@ -240,7 +240,13 @@ def check_kernelize(rec: Recorder, device: str, repo: Path) -> None:
     """
     import torch
 
-    from ..layers import LocalLayerRepository, Mode, kernel_choice, kernelize, use_kernel_mapping
+    from kernel_plugins.layers import (
+        LocalLayerRepository,
+        Mode,
+        kernel_choice,
+        kernelize,
+        use_kernel_mapping,
+    )
 
     def run() -> dict[str, Any]:
         torch.manual_seed(1)
@@ -279,7 +285,7 @@ def check_capability_range(
 
     Records ``{"path"}``: the folder of the chosen kernel.
     """
-    from ..layers import (
+    from kernel_plugins.layers import (
         CapabilityRange,
         LocalLayerRepository,
         Mode,
@@ -311,7 +317,7 @@ def check_variant_selection(
     """The loading checks of a backend whose arch variants carry a versioned token.
 
     Writes three repositories under ``workdir`` with :func:`make_repo
-    <kernel_plugins.testing.kernel_repos.make_repo>` (``full``: both tokens, a CUDA
+    <kernel_plugins_testing.kernel_repos.make_repo>` (``full``: both tokens, a CUDA
     arch variant, ``torch-<device>``, ``torch-cuda``, ``torch-universal``; ``noarch``:
     ``other_token``, ``torch-<device>``, universal; ``cuda-only``: nothing for
     ``device``) and records ``arch_variant`` (the name for ``arch_token``), then
@@ -343,8 +349,8 @@ def check_synchronize(rec: Recorder, device: str) -> None:
     """``synchronize``: ``[handled, synchronize calls the emulated module counted]``."""
     import torch
 
-    from ..detection import get_device
-    from ..plugins import get_manager
+    from kernel_plugins.detection import get_device
+    from kernel_plugins.plugins import get_manager
 
     def run() -> list[Any]:
         info = get_device(device)
@@ -363,7 +369,7 @@ def check_cli(rec: Recorder, device: str) -> None:
     """
 
     def run() -> dict[str, Any]:
-        from ..cli import main as cli_main
+        from kernel_plugins.cli import main as cli_main
 
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

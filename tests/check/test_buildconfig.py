@@ -6,14 +6,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from kernel_plugins.buildconfig import (
+from kernel_plugins_check.buildconfig import (
     MAX_BUILD_TOML_BYTES,
     loads_toml,
     parse_build_toml,
     read_build_toml,
     validate_build_data,
 )
+
 from kernel_plugins.errors import BuildConfigError
 
 from ._support import BUILD_TOML, CORPUS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import KernelPluginsError
+from kernel_plugins.errors import KernelPluginsError
 
 __all__ = ["EmulationError"]
 
@@ -12,6 +12,6 @@ class EmulationError(KernelPluginsError):
 
     Raised for an invalid device name or count, a second PrivateUse1 name in the same
     process (PyTorch allows one; use a fresh interpreter, e.g.
-    :func:`kernel_plugins.testing.run_in_fresh_interpreter`), or a device type that a
+    :func:`kernel_plugins_testing.run_in_fresh_interpreter`), or a device type that a
     real vendor stack already owns.
     """

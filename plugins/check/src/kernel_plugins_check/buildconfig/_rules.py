@@ -104,7 +104,7 @@ def _semantic_issues(data: Mapping[str, Any], known: Mapping[str, str]) -> list[
 
 
 def _repo_id_issue(key: str, repo_id: str) -> list[BuildConfigIssue]:
-    from ..hub import validate_repo_id
+    from kernel_plugins.hub import validate_repo_id
 
     try:
         validate_repo_id(repo_id)

@@ -14,11 +14,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..buildconfig import canonical_backend
-from ..errors import VariantNameError
-from ..metadata import MAX_METADATA_BYTES, KernelMetadata
-from ..variants import Variant, parse_variant
+from kernel_plugins.errors import VariantNameError
+from kernel_plugins.metadata import MAX_METADATA_BYTES, KernelMetadata
+from kernel_plugins.variants import Variant, parse_variant
+
 from ._report import _RENAME_FIX, _Ctx
+from .buildconfig import canonical_backend
 
 
 def _check_variant(ctx: _Ctx, name: str, folder: Path) -> None:
@@ -63,8 +64,8 @@ def _check_links(ctx: _Ctx, folder: Path) -> None:
     """Report what loading refuses in the folder, and shipped bytecode, with the loader's
     own walker: links leading out of the variant (in huggingface_hub's cache, links into the
     repository's ``blobs/`` are how files are stored), links to folders, special files."""
-    from ..errors import IntegrityError
-    from ..integrity import walk_variant
+    from kernel_plugins.errors import IntegrityError
+    from kernel_plugins.integrity import walk_variant
 
     roots = [ctx.link_root / "blobs"] if ctx.link_root != ctx.root else []
     refused: list[IntegrityError] = []
@@ -188,8 +189,8 @@ def _check_agreement(
 
 
 def _check_python_depends(ctx: _Ctx, mfile: Path, meta: KernelMetadata, backend: str) -> None:
-    from ..importer import GENERIC_PYTHON_DEPENDS
-    from ..known_plugins import INSTALL_HINTS
+    from kernel_plugins.importer import GENERIC_PYTHON_DEPENDS
+    from kernel_plugins.known_plugins import INSTALL_HINTS
 
     rec = ctx.manager.backends().get(backend)
     known = {**GENERIC_PYTHON_DEPENDS, **(rec.spec.python_depends if rec else {})}
@@ -212,8 +213,8 @@ def _check_python_depends(ctx: _Ctx, mfile: Path, meta: KernelMetadata, backend:
 
 
 def _check_digest(ctx: _Ctx, folder: Path, meta: KernelMetadata) -> None:
-    from ..errors import IntegrityError
-    from ..integrity import check_digest
+    from kernel_plugins.errors import IntegrityError
+    from kernel_plugins.integrity import check_digest
 
     fixes = {
         "missing": "restore the file or rebuild the variant",
