@@ -16,7 +16,7 @@ from kernel_plugins_check.buildconfig import (
 
 from kernel_plugins.errors import BuildConfigError
 
-from ._support import BUILD_TOML, CORPUS
+from tests.hardening._support import BUILD_TOML, CORPUS
 
 CORPUS_FILES = sorted(CORPUS.glob("*.build.toml"))
 pytestmark = pytest.mark.usefixtures("builtin_manager")

@@ -14,7 +14,7 @@ from kernel_plugins_check import Problem, check, check_path
 from kernel_plugins.errors import SourceError
 from kernel_plugins.integrity import compute_digest
 
-from ._support import BUILD_TOML, CORPUS, make_repo, make_variant, metadata, tree_state
+from tests.hardening._support import BUILD_TOML, CORPUS, make_repo, make_variant, metadata, tree_state
 
 pytestmark = pytest.mark.usefixtures("builtin_manager")
 
