@@ -52,7 +52,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "under cProfile (reports next to the results)",
     )
     p.add_argument(
-        "--only", help="comma-separated measurements: import, inproc, loads, list-backends"
+        "--only", help="comma-separated measurements: import, local, inproc, loads, list-backends"
     )
     return p.parse_args(argv)
 
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     keys = {
         "import": "import",
+        "first local load": "local",
         "in-process": "inproc",
         "loads": "loads",
         "list-backends": "list-backends",

@@ -2,7 +2,7 @@
 # A tour of kernel-plugins: install what it needs to run (scripts/install.sh, nothing
 # test-only), show the installed backends, then resolve, load and benchmark the example
 # kernel in examples/relu for this machine's device. DEMO_SKIP_INSTALL=1 skips the
-# install step when .venv is ready.
+# install step when .venv is ready (or, without .venv, uses the kernel-plugins on PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,8 +14,13 @@ if [ "${DEMO_SKIP_INSTALL:-0}" != 1 ]; then
   step "1. Install kernel-plugins, torch (CPU) and the backend plugins into .venv"
   bash scripts/install.sh
 fi
-# shellcheck disable=SC1091
-. .venv/bin/activate
+if [ -f .venv/bin/activate ]; then
+  # shellcheck disable=SC1091
+  . .venv/bin/activate
+elif ! command -v kernel-plugins >/dev/null; then
+  echo "error: no .venv here and no kernel-plugins on PATH; run: bash scripts/install.sh" >&2
+  exit 1
+fi
 
 step "2. Installed backends, and why each has a device or not"
 kernel-plugins list-backends

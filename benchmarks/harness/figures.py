@@ -180,6 +180,39 @@ def measure_import(ctx: Context) -> list[dict[str, Any]]:
     ]
 
 
+def measure_local(ctx: Context) -> list[dict[str, Any]]:
+    """Import plus the first load of the local repository, fresh process, torch excluded."""
+    from .inputs import KERNEL_NAME
+
+    task = {
+        "task": "local",
+        "repo_path": str(ctx.repo_path),
+        "package_name": KERNEL_NAME.replace("-", "_"),
+    }
+    out: dict[str, list[dict[str, Any]]] = {e.package: [] for e in ctx.envs()}
+    for i in range(ctx.runs):
+        for e in ctx.envs():
+            out[e.package].append(probe(e, {**task, **_profile(ctx, e, "local", i)}))
+    kp, kn = out["kernel_plugins"], out.get("kernels")
+    return [
+        figure(
+            "first local load",
+            "fresh process: import the package, then load the local repository (first load; "
+            "excludes the torch import)",
+            "s",
+            _pick(kp, "first_s"),
+            kn and _pick(kn, "first_s"),
+            target={"text": "<= 0.4x of kernels", "kind": "ratio", "max": 0.4},
+            extra={
+                "import_s": {p: statistics.median(_pick(r, "import_s")) for p, r in out.items()},
+                "load_s": {p: statistics.median(_pick(r, "load_s")) for p, r in out.items()},
+                "heavy_modules": {p: r[0]["heavy_modules"] for p, r in out.items()},
+            },
+            notes=_variant_notes({p: {x["variant"] for x in r} for p, r in out.items()}),
+        )
+    ]
+
+
 def measure_list_backends(ctx: Context) -> list[dict[str, Any]]:
     """``kernel-plugins list-backends`` against ``python -c "import torch"`` (same env)."""
     env = _clean_env()
@@ -445,6 +478,7 @@ def _inproc_figures(out: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
 #: The measurements in the order they run: (name, function, needs the loopback Hub).
 MEASURES: list[tuple[str, Callable[[Context], list[dict[str, Any]]], bool]] = [
     ("import", measure_import, False),
+    ("first local load", measure_local, False),
     ("in-process (kernelize, call overhead, resolution)", measure_inproc, False),
     ("loads (cold, warm)", measure_loads, True),
     ("list-backends", measure_list_backends, False),

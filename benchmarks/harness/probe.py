@@ -8,12 +8,14 @@ Tasks:
 
 * ``load``: import torch (timed apart), then import the package and load ``repo_id`` at
   ``revision`` or ``version`` (timed: ``load_s``); call the kernel once to prove it works.
+* ``local``: import torch (timed apart), then import the package and load the local
+  repository ``repo_path`` (timed together: ``first_s``; apart: ``import_s``, ``load_s``).
 * ``inproc``: in one process, kernelize a model with ``layers`` marked layers (first call,
   then ``repeats`` more), time calls of a kernelized layer against calling the kernel's
   forward directly, and resolve the variant names in ``names_file`` (first, then repeats).
 
 ``profile`` (optional) names a file: the region named by ``profile_region`` (``load``,
-``kernelize``, ``resolution``) then runs under cProfile and the top functions are written
+``local``, ``kernelize``, ``resolution``) then runs under cProfile and the top functions are written
 there.
 """
 
@@ -72,6 +74,39 @@ def _load(task: dict[str, Any]) -> dict[str, Any]:
     out = torch.empty(2, 4)
     module.silu_and_mul(out, torch.ones(2, 8))
     return {"torch_s": torch_s, "load_s": load_s, "variant": Path(module.__file__).parent.name}
+
+
+def _local(task: dict[str, Any]) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    import torch
+
+    torch_s = time.perf_counter() - t0
+    c1 = time.process_time()
+    t1 = time.perf_counter()
+    with _maybe_profile(task, "local"):
+        if task["package"] == "kernel_plugins":
+            import kernel_plugins
+
+            t2 = time.perf_counter()
+            module = kernel_plugins.load(Path(task["repo_path"]), device="cpu")
+        else:
+            import kernels
+
+            t2 = time.perf_counter()
+            module = kernels.get_local_kernel(Path(task["repo_path"]))
+    t3 = time.perf_counter()
+    cpu = time.process_time() - c1
+    out = torch.empty(2, 4)
+    module.silu_and_mul(out, torch.ones(2, 8))
+    return {
+        "torch_s": torch_s,
+        "import_s": t2 - t1,
+        "load_s": t3 - t2,
+        "first_s": t3 - t1,
+        "first_cpu_s": cpu,
+        "variant": Path(module.__file__).parent.name,
+        "heavy_modules": sorted(m for m in ("pydantic", "huggingface_hub") if m in sys.modules),
+    }
 
 
 def _api(package: str) -> Any:
@@ -229,7 +264,7 @@ def main() -> int:
 
     warnings.simplefilter("ignore")
     task = json.loads(sys.argv[1])
-    result = {"load": _load, "inproc": _inproc}[task["task"]](task)
+    result = {"load": _load, "local": _local, "inproc": _inproc}[task["task"]](task)
     sys.stdout.write(f"{MARK} {json.dumps(result)}\n")
     return 0
 

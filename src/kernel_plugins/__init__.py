@@ -22,9 +22,9 @@ _EXPORTS: dict[str, str] = {
     # loading
     "load": "loader",
     "resolve_variants": "loader",
-    "loaded_kernels": "importer",
-    "Provenance": "importer",
-    "KernelLoad": "importer",
+    "loaded_kernels": "registry",
+    "Provenance": "provenance",
+    "KernelLoad": "provenance",
     # devices
     "get_device": "detection",
     "detect_devices": "detection",
@@ -85,10 +85,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .detection import detect_devices, get_device
     from .device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
     from .hookspecs import hookimpl
-    from .importer import KernelLoad, Provenance, loaded_kernels
     from .loader import load, resolve_variants
     from .metadata import KernelMetadata
     from .plugins import get_manager
+    from .provenance import KernelLoad, Provenance
+    from .registry import loaded_kernels
     from .variants import (
         Decision,
         Resolution,

@@ -2,15 +2,17 @@
 
 Each function takes what one plugin's hook returned and either gives back the value the
 core may use or says what is wrong, naming the plugin (:meth:`BackendRecord.origin`), the
-hook and what was expected. The plugin manager (:mod:`kernel_plugins.plugins`) calls the
-hooks; this module never touches pluggy.
+hook and what was expected; :func:`marked_hooks` says which hooks a plugin object offers.
+The plugin manager (:mod:`kernel_plugins.plugins`) calls the hooks; this module never
+touches pluggy.
 """
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 
-from . import emulation_registry
+from . import emulation_registry, hookspecs
 from ._plugin_records import BackendRecord, DetectOutcome, strict_mode
 from .device import BackendSpec, DeviceInfo
 from .errors import PluginError
@@ -101,3 +103,38 @@ def kernel_module(rec: BackendRecord, module: object) -> ModuleType | None:
             f"{rec.origin()}: load_kernel returned {type(module).__name__}, expected a module"
         )
     return module
+
+
+def marked_hooks(plugin: object) -> set[str]:
+    """Names of the attributes of ``plugin`` marked with :data:`hookspecs.hookimpl`."""
+    marker = f"{hookspecs.PROJECT_NAME}_impl"
+    names = set()
+    for attr in dir(plugin):
+        try:
+            value = getattr(plugin, attr, None)
+        except Exception:  # noqa: BLE001 - a property that raises is not a hook
+            continue
+        if callable(value) and hasattr(value, marker):
+            names.add(attr)
+    return names
+
+
+def describe_plugin(plugin: object) -> str:
+    """``module x.hooks``, ``class X`` or ``X object``: what an entry point gave."""
+    if isinstance(plugin, ModuleType):
+        return f"module {plugin.__name__}"
+    return f"{type(plugin).__name__} object" if not isinstance(plugin, type) else f"class {plugin.__name__}"
+
+
+def folder_problem(path: object) -> str | None:
+    """Why ``path`` is not a kernel repository folder a plugin may answer, or None."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        return f"{type(path).__name__} ({path!r:.80})"
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        return "an empty path"
+    if not os.path.isabs(text):
+        return f"the relative path {text!r:.120} (it would depend on the working directory)"
+    if not os.path.isdir(text):
+        return f"{text!r:.120}, which is not an existing folder"
+    return None

@@ -1,8 +1,9 @@
-"""The records the plugin manager keeps about backends, and the strict-mode switch.
+"""The records the plugin manager keeps about backends, and its environment switches.
 
 :class:`BackendRecord` is an installed backend, :class:`PluginFailure` a plugin problem
-that was reported and skipped, :class:`DetectOutcome` what one backend's detection found.
-All three are re-exported by :mod:`kernel_plugins.plugins`.
+that was reported and skipped, :class:`DetectOutcome` what one backend's detection found,
+:class:`HookFailure` one hook call that raised. The switches are ``KERNEL_PLUGINS_STRICT``
+(:func:`strict_mode`) and ``KERNEL_PLUGINS_LOAD`` (:func:`allowlist`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from ._suggest import did_you_mean
 from .device import BackendSpec, DeviceInfo
+from .errors import KernelPluginsError, PluginError
+
+
+def origin(name: str, distribution: str | None, version: str | None) -> str:
+    """``plugin 'mlu' (kernel-plugins-mlu 0.1.0)``: who a message is about."""
+    return f"plugin '{name}' ({distribution or 'unknown distribution'} {version or '?'})"
 
 
 def strict_mode() -> bool:
@@ -41,8 +49,7 @@ class BackendRecord:
 
     def origin(self) -> str:
         """``plugin 'mlu' (kernel-plugins-mlu 0.1.0)``."""
-        dist = self.distribution or "unknown distribution"
-        return f"plugin '{self.name}' ({dist} {self.version or '?'})"
+        return origin(self.name, self.distribution, self.version)
 
 
 @dataclass(frozen=True)
@@ -61,8 +68,8 @@ class PluginFailure:
 
     def describe(self) -> str:
         """One line naming who failed, where, and the original error."""
-        dist = f"{self.distribution or 'unknown distribution'} {self.version or '?'}"
-        return f"plugin '{self.name}' ({dist}) failed in {self.stage}: {self.message}"
+        who = origin(self.name, self.distribution, self.version)
+        return f"{who} failed in {self.stage}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -85,3 +92,53 @@ class DetectOutcome:
 
 def _describe_exc(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
+
+
+class HookFailure(Exception):
+    """A backend's hook raised (anything but Ctrl-C, ``SystemExit`` included).
+
+    Attributes: origin (who, :meth:`BackendRecord.origin`), hook (its name), error (what
+    the hook raised).
+    """
+
+    def __init__(self, origin: str, hook: str, error: BaseException) -> None:
+        self.origin, self.hook, self.error = origin, hook, error
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        """``plugin 'x' (dist 1.0) failed in detect_device: ValueError: ...``."""
+        return f"{self.origin} failed in {self.hook}: {_describe_exc(self.error)}"
+
+    def plugin_error(self, *, keep_ours: bool = False) -> KernelPluginsError:
+        """The error to raise for it: a :class:`PluginError` chained to the original.
+
+        :param keep_ours: give back an error of this library that the hook raised as it
+            is (a plugin helper's own :class:`PluginError` or ``KernelImportError``).
+        """
+        if keep_ours and isinstance(self.error, KernelPluginsError):
+            return self.error
+        err = PluginError(self.message)
+        err.__cause__ = self.error
+        return err
+
+
+def allowlist() -> set[str] | None:
+    """The backend names ``KERNEL_PLUGINS_LOAD`` allows (empty: built-ins only; None: all)."""
+    raw = os.environ.get("KERNEL_PLUGINS_LOAD")
+    if raw is None:
+        return None
+    return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def check_allowlist(allow: set[str], installed: set[str], builtins: set[str]) -> None:
+    """Refuse a ``KERNEL_PLUGINS_LOAD`` entry that names no installed backend (a typo)."""
+    known = installed | builtins
+    unknown = sorted(allow - known)
+    if unknown:
+        hints = "".join(did_you_mean(name, known) for name in unknown)
+        raise PluginError(
+            f"KERNEL_PLUGINS_LOAD names {', '.join(map(repr, unknown))}, which no installed "
+            f"backend provides;{hints} installed plugins: {', '.join(sorted(installed)) or 'none'}. "
+            "Fix the variable (empty: built-in backends only) or install the plugin"
+        )

@@ -104,7 +104,14 @@ def get_device(device: object = None) -> DeviceInfo:
         f"{rec.origin()}: " + (f"error: {err}" if err else (why or "no device present"))
         for rec, err, why in errors
     )
+    hint = ""
+    if not any(rec.builtin for rec in records):  # out-of-tree backends can be emulated
+        hint = (
+            f" Without the hardware, try it EMULATED on the CPU: kernel-plugins --emulate "
+            f"{req.device_type} ... on the command line, kernel_plugins_testing.emulate("
+            f"{req.device_type!r}) in Python (pip install kernel-plugins-testing)."
+        )
     raise NoDeviceError(
         f"no {req.device_type!r} device is available: {details}. Check that the vendor driver and "
-        "PyTorch extension are installed and a device is visible."
+        f"PyTorch extension are installed and a device is visible.{hint}"
     )

@@ -27,6 +27,7 @@ __all__ = [
     "LocalDiskError",
     "AmbiguousNameError",
     "IntegrityError",
+    "SignatureError",
     "TrustError",
     "LockfileError",
     "LayerError",
@@ -121,6 +122,11 @@ class AmbiguousNameError(SourceError, ValueError):
 
 class IntegrityError(KernelPluginsError):
     """Files of a variant do not match their pinned hash or metadata digest."""
+
+
+class SignatureError(IntegrityError):
+    """A build's sigstore signature is missing where required, broken, does not verify, or
+    names a signer the policy does not allow (see ``docs/signatures.md``)."""
 
 
 class TrustError(KernelPluginsError, PermissionError):

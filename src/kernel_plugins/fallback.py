@@ -14,20 +14,28 @@ API. It stands in, **with a warning** and provenance ``reference``, only when al
 - it declares every property in ``require``.
 
 Otherwise the original error is raised, listing every source tried and why it failed.
+:class:`ReferencePolicy` only picks the next source and judges it; the loader runs the
+one pipeline on it (:func:`kernel_plugins.loader.load_source`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ._warn import warn_user
-from .device import DeviceInfo, SystemInfo
+from .device import DeviceInfo
 from .errors import FallbackError, HubError, KernelPluginsError, OfflineError
 from .plugins import strict_mode
 from .sources import KernelSource
 
-__all__ = ["reference_fallback", "requirements_of", "check_requirements"]
+if TYPE_CHECKING:
+    from .metadata import KernelMetadata
+
+__all__ = ["ReferencePolicy", "requirements_of", "check_requirements"]
 
 
 def requirements_of(require: Iterable[str] | None) -> frozenset[str]:
@@ -73,86 +81,87 @@ def _with_sources(
     return new
 
 
-def reference_fallback(
-    source: KernelSource,
-    info: DeviceInfo,
-    system: SystemInfo,
-    requirements: frozenset[str],
-    fallback: str,
-    error: KernelPluginsError,
-) -> ModuleType:
-    """Serve the bundled reference kernel in place of ``source``, or raise ``error``.
+@dataclass(frozen=True)
+class ReferencePolicy:
+    """The reference policy of one ``load`` call: it picks the source that may stand in for
+    a failed one (:meth:`next_source`); :func:`kernel_plugins.loader.load_source` runs it.
 
-    :raises KernelPluginsError: ``error`` itself (with the sources tried) when no reference
-        may stand in; :class:`FallbackError` when one exists but was refused.
+    Attributes: fallback (``"reference"`` or ``"error"``), requirements (``require``).
     """
-    from .reference import reference_repo
 
-    try:
-        ref_path = reference_repo(source.short_name, (info.backend,)) if source.kind != "local" else None
-    except OSError as e:  # the reference cache cannot be written
-        raise _with_sources(error, source, [f"reference kernel {source.short_name!r}: {e}"]) from error
-    if ref_path is None:
-        if source.notes:
-            raise _with_sources(error, source, []) from error
-        raise error
-    refused: str | None = None
-    if source.exact_pin:
-        pin = f"revision={source.revision!r}" if source.revision is not None else (
-            f"lockfile={str(source.lockfile)!r}"
+    fallback: str = "reference"
+    requirements: frozenset[str] = frozenset()
+
+    def next_source(
+        self, source: KernelSource, info: DeviceInfo, error: KernelPluginsError
+    ) -> KernelSource:
+        """The bundled reference kernel's source, to try after ``source`` failed with ``error``.
+
+        :raises KernelPluginsError: ``error`` itself (with the sources tried) when no
+            reference may stand in; :class:`FallbackError` when one exists but is refused.
+        """
+        from .reference import reference_repo
+
+        try:
+            ref_path = reference_repo(source.short_name, (info.backend,)) if source.kind != "local" else None
+        except OSError as e:  # the reference cache cannot be written
+            raise _with_sources(error, source, [f"reference kernel {source.short_name!r}: {e}"]) from error
+        if ref_path is None:
+            if source.notes:
+                raise _with_sources(error, source, []) from error
+            raise error
+        refused: str | None = None
+        if source.exact_pin:
+            pin = f"revision={source.revision!r}" if source.revision is not None else (
+                f"lockfile={str(source.lockfile)!r}"
+            )
+            refused = f"{pin} is an exact pin: it means that code or an error"
+        elif self.fallback == "error" or strict_mode():
+            refused = "fallback='error'" if self.fallback == "error" else "KERNEL_PLUGINS_STRICT=1"
+        if refused is not None:
+            line = f"reference kernel {source.short_name!r} ({ref_path}): not used ({refused})"
+            raise _with_sources(error, source, [line], FallbackError) from error
+        return KernelSource(
+            "reference", source.repo_id or source.label, source.repo_id, Path(str(ref_path)),
+            source.short_name, version=source.version,
+            notes=(f"reference fallback: {_what_failed(error, info)}",),
         )
-        refused = f"{pin} is an exact pin: it means that code or an error"
-    elif fallback == "error" or strict_mode():
-        refused = "fallback='error'" if fallback == "error" else "KERNEL_PLUGINS_STRICT=1"
-    if refused is not None:
-        line = f"reference kernel {source.short_name!r} ({ref_path}): not used ({refused})"
-        raise _with_sources(error, source, [line], FallbackError) from error
-    what = _what_failed(error, info)
-    module = _load_reference(source, ref_path, info, system, what, error)
-    try:
-        check_requirements(module, requirements)
-    except KernelPluginsError as e:
-        raise type(e)(f"{error}\nThe reference fallback does not qualify either: {e}") from error
-    warn_user(
-        f"using the portable reference kernel for {source.short_name!r} on {info.torch_device}: "
-        f"{what}. Results come from plain PyTorch ops, not an optimised kernel. Pass "
-        "fallback='error' to refuse.",
-        UserWarning,
-    )
-    return module
 
+    def check(self, ref_source: KernelSource, metadata: KernelMetadata) -> None:
+        """Before import: the reference implements the API ``version=N`` asked for.
 
-def _load_reference(
-    source: KernelSource,
-    ref_path: object,
-    info: DeviceInfo,
-    system: SystemInfo,
-    what: str,
-    error: KernelPluginsError,
-) -> ModuleType:
-    """Run the pipeline on the reference repository; check the API version before importing."""
-    from pathlib import Path
+        :raises FallbackError: it implements another version.
+        """
+        if ref_source.version is not None and metadata.version != ref_source.version:
+            raise FallbackError(
+                f"implements API version {metadata.version}, not the version="
+                f"{ref_source.version} asked for"
+            )
 
-    from .fetching import fetch, offer
-    from .importer import import_verified
-    from .resolving import choose
-    from .verification import verify
+    def failed(
+        self, source: KernelSource, ref_source: KernelSource, e: KernelPluginsError,
+        error: KernelPluginsError,
+    ) -> KernelPluginsError:
+        """``error`` with the reference's failure ``e`` among the sources tried."""
+        label = f"reference kernel {source.short_name!r} ({ref_source.path})"
+        cls = FallbackError if isinstance(e, FallbackError) else None
+        return _with_sources(error, source, [f"{label}: {e}"], cls)
 
-    ref_source = KernelSource(
-        "reference", source.repo_id or source.label, source.repo_id, Path(str(ref_path)),
-        source.short_name,
-    )
-    label = f"reference kernel {source.short_name!r} ({ref_path})"
-    try:
-        off = offer(ref_source)
-        best = choose(off.where, off.variants, info, system, kind="reference")
-        verified = verify(fetch(off, best))
-    except KernelPluginsError as e:
-        raise _with_sources(error, source, [f"{label}: {e}"]) from error
-    if source.version is not None and verified.metadata.version != source.version:
-        line = (
-            f"{label}: implements API version {verified.metadata.version}, not the "
-            f"version={source.version} asked for"
+    def accept(
+        self, module: ModuleType, source: KernelSource, info: DeviceInfo, error: KernelPluginsError
+    ) -> ModuleType:
+        """The imported reference ``module``, once it declares every required property.
+
+        :raises ContractError: it does not (the message starts with ``error``).
+        """
+        try:
+            check_requirements(module, self.requirements)
+        except KernelPluginsError as e:
+            raise type(e)(f"{error}\nThe reference fallback does not qualify either: {e}") from error
+        warn_user(
+            f"using the portable reference kernel for {source.short_name!r} on {info.torch_device}: "
+            f"{_what_failed(error, info)}. Results come from plain PyTorch ops, not an optimised "
+            "kernel. Pass fallback='error' to refuse.",
+            UserWarning,
         )
-        raise _with_sources(error, source, [line], FallbackError) from error
-    return import_verified(verified, info, notes=(f"reference fallback: {what}",))
+        return module

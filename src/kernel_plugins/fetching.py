@@ -9,25 +9,29 @@ Two steps of loading live here (see ``docs/loading.md``):
 - :func:`fetch`: the local folder of the chosen variant. For the Hub one process per node
   downloads it into huggingface_hub's cache (see :mod:`kernel_plugins.hub`).
 
+``download`` and ``verify`` enter the line at a commit they already hold:
+:func:`commit_offer` offers it without a request, and :func:`cached` finds a variant of
+it in the cache without downloading.
+
 Neither reads the files of a variant: verification does, once (:mod:`.verification`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import LockfileError
-from .sources import KernelSource, local_variants
+from .sources import KernelSource, hub_source, local_variants
 from .variants import validate_variant_name
 
 if TYPE_CHECKING:
     from .hub import HubRef
     from .lock import KernelLock
 
-__all__ = ["Offer", "Fetched", "offer", "fetch"]
+__all__ = ["Offer", "Fetched", "offer", "commit_offer", "fetch", "cached"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,18 @@ def offer(source: KernelSource, *, trust_remote_code: bool = False) -> Offer:
         where = source.label if source.label == str(source.path) else f"{source.label} ({source.path})"
         return Offer(source, where, tuple(found.variants), dict(found.variants))
     return _hub_offer(source, trust_remote_code)
+
+
+def commit_offer(
+    ref: HubRef,
+    variants: Iterable[str],
+    *,
+    lock: KernelLock | None = None,
+    lock_path: Path | None = None,
+) -> Offer:
+    """The offer of ``variants`` of a Hub commit already resolved; makes no request and
+    checks no trust (the caller did)."""
+    return Offer(hub_source(ref.repo_id), str(ref), tuple(variants), ref=ref, lock=lock, lock_path=lock_path)
 
 
 def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
@@ -141,9 +157,11 @@ def fetch(off: Offer, variant: str, *, progress: bool = True) -> Fetched:
     :raises SourceError / HubError / LocalDiskError: it cannot be fetched.
     """
     validate_variant_name(variant)
-    if off.ref is None:
-        return Fetched(off, variant, off.folders[variant])
     from . import distributed, hub
+
+    if off.ref is None:  # a folder; in a huggingface_hub cache snapshot, its links lead to blobs/
+        folder = off.folders[variant]
+        return Fetched(off, variant, folder, hub.snapshot_blobs(folder))
 
     ref = off.ref
     path = distributed.once_per_node(
@@ -151,3 +169,13 @@ def fetch(off: Offer, variant: str, *, progress: bool = True) -> Fetched:
         what=f"the download of {ref.repo_id} {variant}",
     )
     return Fetched(off, variant, path, (hub.blobs_folder(ref),))
+
+
+def cached(off: Offer, variant: str) -> Fetched | None:
+    """The cached folder of ``variant`` of the Hub offer ``off`` (None when absent); never
+    downloads."""
+    from . import hub
+
+    assert off.ref is not None
+    path = hub.cached_variants(off.ref).get(variant)
+    return None if path is None else Fetched(off, variant, path, (hub.blobs_folder(off.ref),))

@@ -1,9 +1,11 @@
 """Hook specifications every backend plugin implements.
 
-A backend plugin is a module with functions decorated by :data:`hookimpl`, found
-through the ``kernel_plugins`` entry-point group (the entry-point name is the
-backend name). One module serves one backend. The built-in backends (cpu, cuda,
-rocm, xpu, metal) are plugins of exactly this kind.
+A backend plugin is an object whose methods are decorated by :data:`hookimpl` (a
+module of such functions works too), named by an entry point of the
+``kernel_plugins`` group (``mlu = "kernel_plugins_mlu.hooks:MLU"``; the entry-point
+name is the backend name). One object serves one backend. The built-in backends (cpu,
+cuda, rocm, xpu, metal) are plugin objects of exactly this kind. The examples below show
+the hooks as methods.
 
 Each docstring follows one order: summary, when it is called, calling convention,
 parameters, return value, example.
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from .device import BackendSpec, DeviceInfo, SystemInfo
-    from .importer import KernelLoad
+    from .provenance import KernelLoad
     from .variants import Variant
 
 __all__ = ["hookspec", "hookimpl", "PROJECT_NAME"]
@@ -48,7 +50,7 @@ def backend_spec() -> BackendSpec:  # type: ignore[empty-body]
     Example::
 
         @hookimpl
-        def backend_spec():
+        def backend_spec(self):
             return BackendSpec(name="mlu", device_type="mlu", display_name="Cambricon MLU",
                                priority=50, arch_tokens=("mlu",))
     """
@@ -72,7 +74,7 @@ def detect_device() -> DeviceInfo | None:
     Example::
 
         @hookimpl
-        def detect_device():
+        def detect_device(self):
             if importlib.util.find_spec("torch_mlu") is None:
                 return None
             ...
@@ -99,7 +101,7 @@ def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:  # type:
     Example::
 
         @hookimpl
-        def list_variants(device, system):
+        def list_variants(self, device, system):
             return arch_variant_names(system, ["mlu313"]) + noarch_variant_names("mlu")
     """
 
@@ -123,7 +125,7 @@ def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) ->
     Example::
 
         @hookimpl
-        def explain_variant(device, system, variant):
+        def explain_variant(self, device, system, variant):
             return version_token_reason("MLU runtime", variant, "mlu", device_version, "exact")
     """
 
@@ -141,14 +143,14 @@ def load_kernel(device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
     return a module to serve the kernel yourself.
 
     :param device: the device the kernel is loaded for.
-    :param load: a :class:`~kernel_plugins.importer.KernelLoad` (repo id, variant name,
+    :param load: a :class:`~kernel_plugins.provenance.KernelLoad` (repo id, variant name,
         variant path, validated metadata, module name to import under).
     :return: the kernel module, or None.
 
     Example::
 
         @hookimpl
-        def load_kernel(device, load):
+        def load_kernel(self, device, load):
             import torch_mlu  # noqa: F401  the kernel's .so links against it
             return None
     """
@@ -164,12 +166,15 @@ def locate_kernel(repo_id: str, device: DeviceInfo) -> Path | None:
 
     :param repo_id: the requested ``org/name``.
     :param device: the device the kernel is loaded for.
-    :return: path of a kernel repository folder (holding ``build/``), or None.
+    :return: the absolute path of a kernel repository folder (holding ``build/``), or
+        None. Anything else (``""``, a relative path, a file, a missing folder) is this
+        plugin's error: it is reported and the plugin skipped, never resolved against
+        the working directory.
 
     Example::
 
         @hookimpl
-        def locate_kernel(repo_id, device):
+        def locate_kernel(self, repo_id, device):
             if repo_id == "acme/mlu-ops":
                 return Path(__file__).parent / "kernels" / "mlu-ops"
             return None
@@ -190,7 +195,7 @@ def synchronize(device: DeviceInfo) -> bool | None:
     Example::
 
         @hookimpl
-        def synchronize(device):
+        def synchronize(self, device):
             torch.mlu.synchronize()
             return True
     """
@@ -213,7 +218,7 @@ def explain_no_device() -> str | None:
     Example::
 
         @hookimpl
-        def explain_no_device():
+        def explain_no_device(self):
             return None if module_installed("torch_mlu") else "torch_mlu is not installed"
     """
 
@@ -234,7 +239,7 @@ def emulate_device(count: int, facts: dict[str, Any]) -> bool | None:
     Example::
 
         @hookimpl
-        def emulate_device(count, facts):
+        def emulate_device(self, count, facts):
             sys.modules["torch_mlu"] = make_stand_in(...)
             return True
     """

@@ -1,4 +1,4 @@
-"""Import a verified variant as a Python package under its metadata ``id``.
+"""Import a verified variant as the Python package ``kernel_plugins._kernels.<id>``.
 
 The package is imported from the bytes that were verified (:mod:`.verification`), never
 from the files on disk again: a finder placed first on ``sys.meta_path`` serves every
@@ -8,11 +8,10 @@ from memory, so no bytecode (``__pycache__``, ``*.pyc``, unchecked hash-based py
 included) is read or written; native extension modules are loaded from their private
 verified copy (see :mod:`kernel_plugins.integrity.snapshot`).
 
-Module names: a kernel's ``id`` must not replace or shadow another module: one already
-imported, one of the standard library, or one an installed package provides
-(:func:`check_module_name`, which costs no file read). Two builds of one kernel have
-different ids, so they load side by side; the identical build loaded again (from another
-copy, say) is the same module.
+Module names: every kernel lives under the private namespace of :mod:`.registry`, so its
+``id`` never meets a top-level module name. Two builds of one kernel have different ids,
+so they load side by side; the identical build loaded again (from another copy, say) is
+the same module; a different build claiming the same id is refused.
 
 A failed import (any exception, ``SystemExit`` from kernel code included) leaves nothing
 in ``sys.modules`` and is not remembered, so the next load raises again.
@@ -24,16 +23,18 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from ._warn import warn_user
 from .device import BackendSpec, PyDepend
 from .errors import KernelImportError, MetadataError, MissingDependencyError
 from .metadata import KernelMetadata
+from .provenance import KernelLoad, Provenance
+from .registry import NAMESPACE, _Kernel, _kernel_of, _kernels, _lock, module_name, record_loaded
+from .variants import UNIVERSAL
 
 if TYPE_CHECKING:
     from .device import DeviceInfo
@@ -42,14 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "import_verified",
-    "KernelLoad",
-    "Provenance",
     "GENERIC_PYTHON_DEPENDS",
     "check_python_depends",
-    "check_module_name",
     "import_snapshot",
-    "loaded_kernels",
-    "record_loaded",
 ]
 
 #: ``python-depends`` names every backend may use.
@@ -58,69 +54,6 @@ GENERIC_PYTHON_DEPENDS: dict[str, PyDepend] = {
     "numpy": PyDepend("numpy", "numpy"),
     "triton": PyDepend("triton", "triton"),
 }
-
-
-@dataclass(frozen=True)
-class KernelLoad:
-    """What is about to be imported (handed to the ``load_kernel`` hook).
-
-    Attributes:
-        repo_id: ``org/name`` or the local path the kernel came from.
-        variant: the variant name. path: the variant folder.
-        metadata: validated ``metadata.json``. module_name: the name to import under.
-    """
-
-    repo_id: str
-    variant: str
-    path: Path
-    metadata: KernelMetadata
-    module_name: str
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where a loaded kernel came from (``module.__kernel_provenance__``).
-
-    Attributes:
-        source: ``local``, ``local-kernels``, ``hub``, ``plugin`` or ``reference``.
-        repo_id: ``org/name`` (or the path for local sources). revision: what was asked.
-        sha: the resolved commit sha (Hub), else None. variant: the variant loaded.
-        backend, device_type: who it was loaded for. emulated: the device is emulated.
-        path: the variant folder. module_name: ``sys.modules`` key.
-        notes: remarks such as "reference fallback: no variant for mlu".
-    """
-
-    source: str
-    repo_id: str
-    variant: str
-    backend: str
-    device_type: str
-    emulated: bool
-    path: str
-    module_name: str
-    revision: str | None = None
-    sha: str | None = None
-    notes: tuple[str, ...] = field(default=())
-
-    def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
-
-
-@dataclass
-class _Kernel:
-    """A kernel package this process imported: its snapshot and where its code lives."""
-
-    name: str
-    snapshot: VariantSnapshot
-    base: str  # the package folder inside the variant ("" flat, "<python_name>" nested)
-    key: str
-    module: ModuleType | None = None
-
-
-_lock = threading.RLock()
-_kernels: dict[str, _Kernel] = {}
-_loaded: list[Provenance] = []
 
 
 def check_python_depends(metadata: KernelMetadata, spec: BackendSpec, *, where: str) -> None:
@@ -138,38 +71,6 @@ def check_python_depends(metadata: KernelMetadata, spec: BackendSpec, *, where: 
                 f"kernel {metadata.name!r} ({where}) needs the Python package {dep.pip!r} "
                 f"(import {dep.module!r}), which is not installed: pip install {dep.pip}"
             )
-
-
-def check_module_name(name: str, *, where: str) -> None:
-    """Refuse a kernel ``id`` that would replace or shadow a module outside the kernel.
-
-    A name this process already imported as a kernel passes (the importer then reuses
-    the identical build or refuses a different one). Costs no file read of the variant.
-
-    :raises KernelImportError: the name is already imported, is a standard-library module,
-        or an installed package provides it.
-    """
-    with _lock:
-        if name in _kernels:
-            return
-    what = None
-    if name in sys.modules:
-        what = f"a module of that name is already imported ({getattr(sys.modules[name], '__file__', None) or 'built in'})"
-    elif name in sys.stdlib_module_names or name in sys.builtin_module_names:
-        what = "it is a module of the Python standard library"
-    else:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None:
-            what = f"an installed module has that name ({spec.origin or 'namespace package'})"
-    if what is not None:
-        raise KernelImportError(
-            f"{where}: the kernel's metadata id {name!r} cannot be used as its module name: "
-            f"{what}. Loading it would replace or shadow that module, so it was refused before "
-            "any of its files were read; rebuild the kernel with a unique id."
-        )
 
 
 def _package_base(snapshot: VariantSnapshot, metadata: KernelMetadata) -> str:
@@ -217,13 +118,19 @@ class _SourceLoader(importlib.abc.InspectLoader):
 
 
 class _SnapshotFinder(importlib.abc.MetaPathFinder):
-    """Serves every module below an imported kernel's package from its snapshot."""
+    """Serves the kernels' namespace and every module below a kernel from its snapshot."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         """A spec from the snapshot; ModuleNotFoundError for names the snapshot lacks."""
-        kernel = _kernels.get(fullname.partition(".")[0])  # no lock: a kernel may import in threads
+        if fullname == NAMESPACE:
+            spec = importlib.machinery.ModuleSpec(
+                fullname, _SourceLoader(None, f"<{NAMESPACE}>", True), is_package=True
+            )
+            spec.submodule_search_locations = []
+            return spec
+        kernel = _kernel_of(fullname)
         if kernel is None:
             return None
         return _spec(kernel, fullname)
@@ -234,7 +141,7 @@ _finder = _SnapshotFinder()
 
 def _spec(kernel: _Kernel, fullname: str) -> importlib.machinery.ModuleSpec:
     snap = kernel.snapshot
-    parts = fullname.split(".")[1:]
+    parts = fullname[len(kernel.name):].split(".")[1:]
     stem = "/".join(p for p in (kernel.base, *parts) if p)
     folder = snap.root / stem if stem else snap.root
     init = f"{stem}/__init__.py" if stem else "__init__.py"
@@ -283,6 +190,9 @@ def _install_finder() -> None:
 def _drop_modules(name: str) -> None:
     for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
         del sys.modules[key]
+    parent = sys.modules.get(NAMESPACE)
+    if parent is not None and hasattr(parent, name.rpartition(".")[2]):
+        delattr(parent, name.rpartition(".")[2])
 
 
 def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
@@ -290,11 +200,16 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
 
     The identical build already imported under that name is returned as it is.
 
-    :raises KernelImportError: another build holds the name, the module name is taken by a
-        module outside the kernel, or the kernel's code raised anything while importing
+    :raises KernelImportError: another build holds the name, the name is outside the
+        kernels' namespace, or the kernel's code raised anything while importing
         (``SystemExit`` included; nothing is left in ``sys.modules``).
     """
     name = load.module_name
+    if not name.startswith(NAMESPACE + ".") or "." in name[len(NAMESPACE) + 1:]:
+        raise KernelImportError(
+            f"cannot import {load.path} as {name!r}: kernels are imported as "
+            f"{NAMESPACE}.<id> only"
+        )
     key = snapshot.content_key()
     with _lock:
         kernel = _kernels.get(name)
@@ -306,7 +221,6 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
                 f"loaded from {kernel.snapshot.root} with different files. Two different builds "
                 "claim the same build id; remove one copy or rebuild with a unique id."
             )
-        check_module_name(name, where=str(load.path))
         base = _package_base(snapshot, load.metadata)
         kernel = _Kernel(name, snapshot, base, key)
         _kernels[name] = kernel
@@ -328,38 +242,12 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
         return module
 
 
-def imported_kernel(name: str) -> ModuleType | None:
-    """The kernel module imported under ``name`` by this process, or None."""
-    with _lock:
-        kernel = _kernels.get(name)
-        return kernel.module if kernel is not None else None
-
-
-def record_loaded(module: ModuleType, provenance: Provenance) -> None:
-    """Attach provenance to ``module`` and remember it for :func:`loaded_kernels`."""
-    try:
-        module.__kernel_provenance__ = provenance  # type: ignore[attr-defined]
-    except (AttributeError, TypeError):  # pragma: no cover - exotic module objects
-        pass
-    with _lock:
-        if provenance not in _loaded:
-            _loaded.append(provenance)
-
-
-def loaded_kernels() -> list[Provenance]:
-    """Provenance of every kernel this process loaded, in load order."""
-    with _lock:
-        return list(_loaded)
-
-
 def import_verified(
     verified: VerifiedVariant, device: DeviceInfo, *, notes: tuple[str, ...] = ()
 ) -> ModuleType:
     """The import step of loading: check ``python-depends``, give the device's backend its
     ``load_kernel`` say, import the verified snapshot, and record provenance."""
-    from ._warn import warn_user
     from .plugins import get_manager
-    from .variants import UNIVERSAL
 
     fetched = verified.fetched
     source = fetched.offer.source
@@ -379,11 +267,13 @@ def import_verified(
             "the code supports)",
             DeprecationWarning,
         )
-    load = KernelLoad(source.label, variant, path, metadata, metadata.id)
+    load = KernelLoad(source.label, variant, path, metadata, module_name(metadata.id))
     module = get_manager().load_kernel(device, load)
     if module is None:
         module = import_snapshot(load, verified.snapshot)
     ref = fetched.offer.ref
+    if fetched.offer.lock_path is not None:  # say which lock file chose the code
+        notes = (*notes, f"locked by {fetched.offer.lock_path}")
     record_loaded(
         module,
         Provenance(
@@ -400,7 +290,7 @@ def import_verified(
             ),
             sha=None if ref is None else ref.sha,
             notes=notes,
+            metadata=metadata,
         ),
     )
     return module
-

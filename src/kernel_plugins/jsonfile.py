@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
-__all__ = ["JSONFileError", "read_json", "parse_json"]
+__all__ = ["JSONFileError", "read_json", "parse_json", "read_regular_file"]
+
+# O_NONBLOCK: opening a FIFO or a device named like our file must not wait for a writer.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
 
 class JSONFileError(ValueError):
@@ -46,16 +50,37 @@ def parse_json(data: bytes, *, where: str, max_bytes: int) -> object:
         raise JSONFileError(f"{where}: malformed JSON: values are nested too deeply") from None
 
 
-def read_json(path: str | os.PathLike[str], *, max_bytes: int) -> object:
-    """Read and decode a JSON file, refusing one larger than ``max_bytes`` before reading it.
+def read_regular_file(path: str | os.PathLike[str], *, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path``, refusing anything else (a FIFO, a device, a
+    folder) before reading it, and a file larger than ``max_bytes``.
 
     :raises OSError: the file cannot be opened or read (callers decide what that means).
-    :raises JSONFileError: see :func:`parse_json`.
+    :raises JSONFileError: not a regular file, or too large.
     """
     p = Path(path)
-    with open(p, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > max_bytes:
-            raise JSONFileError(f"{p}: {size} bytes, larger than the {max_bytes} allowed")
-        data = f.read(max_bytes + 1)
-    return parse_json(data, where=str(p), max_bytes=max_bytes)
+    fd = os.open(p, _OPEN_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise JSONFileError(f"{p}: not a regular file; refusing to read it")
+        if st.st_size > max_bytes:
+            raise JSONFileError(f"{p}: {st.st_size} bytes, larger than the {max_bytes} allowed")
+        chunks: list[bytes] = []
+        left = max_bytes + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_json(path: str | os.PathLike[str], *, max_bytes: int) -> object:
+    """Read and decode a JSON file (a regular file only), refusing one larger than
+    ``max_bytes`` before reading it.
+
+    :raises OSError: the file cannot be opened or read (callers decide what that means).
+    :raises JSONFileError: see :func:`read_regular_file` and :func:`parse_json`.
+    """
+    data = read_regular_file(path, max_bytes=max_bytes)
+    return parse_json(data, where=str(path), max_bytes=max_bytes)

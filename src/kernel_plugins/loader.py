@@ -7,8 +7,9 @@
 
 Each step has one home and hands a value to the next; none calls back into its caller.
 When the source yields no fitting variant or the Hub cannot be used, the reference policy
-(:mod:`.fallback`) decides whether a bundled reference kernel may stand in; when nothing
-loads, the error lists every source tried and why it failed. See ``docs/loading.md``.
+(:mod:`.fallback`) picks the next source, a bundled reference kernel, and
+:func:`load_source` runs the same steps on it; when nothing loads, the error lists every
+source tried and why it failed. See ``docs/loading.md``.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from typing import Literal
 
 from .detection import get_device, system_info
 from .device import DeviceInfo, SystemInfo
-from .errors import HubError, NoCompatibleVariantError
-from .fallback import check_requirements, reference_fallback, requirements_of
+from .errors import HubError, KernelPluginsError, NoCompatibleVariantError
+from .fallback import ReferencePolicy, check_requirements, requirements_of
 from .fetching import fetch, offer
 from .importer import import_verified
 from .resolving import choose, resolve_variants
 from .sources import KernelSource, find
-from .verification import verify
+from .verification import VerifiedVariant, verify
 
 __all__ = ["load", "load_source", "resolve_variants", "system_info", "FallbackPolicy"]
 
@@ -85,10 +86,8 @@ def load(
         name, device=info, revision=revision, version=version, lockfile=lockfile,
         repo_type=repo_type,
     )
-    try:
-        module = load_source(source, info, system, trust_remote_code=trust_remote_code)
-    except (NoCompatibleVariantError, HubError) as e:
-        return reference_fallback(source, info, system, requirements, fallback, e)
+    policy = ReferencePolicy(fallback, requirements)
+    module = load_source(source, info, system, trust_remote_code=trust_remote_code, fallback=policy)
     check_requirements(module, requirements)
     return module
 
@@ -99,14 +98,34 @@ def load_source(
     system: SystemInfo,
     *,
     trust_remote_code: bool = False,
-    notes: tuple[str, ...] = (),
+    fallback: ReferencePolicy | None = None,
 ) -> ModuleType:
     """Run the pipeline for one source: offer, choose, fetch, verify, import.
 
-    :raises NoCompatibleVariantError: no variant fits the device.
+    When it fails because no variant fits or the Hub cannot be used, ``fallback`` picks
+    the next source (or raises) and the same steps run on that one.
+
+    :raises NoCompatibleVariantError: no variant fits the device (and none stands in).
     :raises KernelPluginsError: any step failed (trust, pin, fetch, integrity, import).
     """
+    try:
+        return import_verified(_verified(source, info, system, trust_remote_code), info, notes=source.notes)
+    except (NoCompatibleVariantError, HubError) as error:
+        if fallback is None:
+            raise
+        nxt = fallback.next_source(source, info, error)
+        try:
+            verified = _verified(nxt, info, system, False)
+            fallback.check(nxt, verified.metadata)
+        except KernelPluginsError as e:
+            raise fallback.failed(source, nxt, e, error) from error
+        return fallback.accept(import_verified(verified, info, notes=nxt.notes), source, info, error)
+
+
+def _verified(
+    source: KernelSource, info: DeviceInfo, system: SystemInfo, trust_remote_code: bool
+) -> VerifiedVariant:
+    """Offer, choose, fetch and verify: everything before the import."""
     off = offer(source, trust_remote_code=trust_remote_code)
     best = choose(off.where, off.variants, info, system, kind=source.kind)
-    verified = verify(fetch(off, best))
-    return import_verified(verified, info, notes=(*source.notes, *notes))
+    return verify(fetch(off, best))

@@ -1,15 +1,18 @@
 """The plugin manager: the only module that touches entry points and ``pm.hook``.
 
-Backends (built-in and third-party) are pluggy plugins. Loading is lazy (the first
-call that needs a backend) and idempotent. A plugin that fails to import, whose hook
-raises or returns the wrong type, or that claims a backend name another plugin has,
-is recorded as a :class:`PluginFailure` (name, distribution, version, original
-error) and skipped; ``KERNEL_PLUGINS_STRICT=1`` raises :class:`PluginError` instead.
+Backends (built-in and third-party) are pluggy plugin objects whose hooks are methods
+(or a module of hook functions). An entry point in the ``kernel_plugins`` group names
+the object (``mlu = "kernel_plugins_mlu.hooks:MLU"``). Loading is lazy (the first call
+that needs a backend) and idempotent. A plugin that fails to import, whose hook raises
+or returns the wrong type, or that claims a backend name another plugin has, is recorded
+as a :class:`PluginFailure` (name, distribution, version, original error) and skipped;
+``KERNEL_PLUGINS_STRICT=1`` raises :class:`PluginError` instead.
 ``KERNEL_PLUGINS_LOAD`` (comma-separated backend names; empty = built-ins only)
 limits which entry points are loaded.
 
-The records kept about backends live in ``_plugin_records``; what a plugin's hooks return
-is checked in ``_hook_results`` before the core uses it.
+Every hook call goes through :meth:`PluginManager._ask`, so that whatever a plugin raises
+(``SystemExit`` too; Ctrl-C goes through) is that plugin's error. The records kept about
+backends live in ``_plugin_records``; what a hook returns is checked in ``_hook_results``.
 """
 
 from __future__ import annotations
@@ -19,22 +22,33 @@ import importlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pluggy
 
 from . import hookspecs
-from ._hook_results import backend_spec_problem, detect_outcome, kernel_module, variant_names
+from ._hook_results import (
+    backend_spec_problem,
+    describe_plugin,
+    detect_outcome,
+    folder_problem,
+    kernel_module,
+    marked_hooks,
+    variant_names,
+)
 from ._plugin_records import (
     BackendRecord,
     DetectOutcome,
+    HookFailure,
     PluginFailure,
     _describe_exc,
+    allowlist,
+    check_allowlist,
+    origin,
     strict_mode,
 )
-from ._suggest import did_you_mean
 from .device import DeviceInfo, SystemInfo
 from .errors import PluginError
 
@@ -52,15 +66,16 @@ __all__ = [
 
 log = logging.getLogger("kernel_plugins")
 
-#: Entry-point group a backend distribution registers its hooks module in.
+#: Entry-point group a backend distribution registers its plugin object in.
 ENTRY_POINT_GROUP = "kernel_plugins"
-#: Modules of the backends that ship inside the core, registered like any plugin.
+#: The plugin objects of the backends that ship inside the core (``module:attribute``),
+#: registered like any plugin.
 BUILTIN_BACKENDS = {
-    "cpu": "kernel_plugins.backends.cpu",
-    "cuda": "kernel_plugins.backends.cuda",
-    "rocm": "kernel_plugins.backends.rocm",
-    "xpu": "kernel_plugins.backends.xpu",
-    "metal": "kernel_plugins.backends.metal",
+    "cpu": "kernel_plugins.backends.cpu:CPU",
+    "cuda": "kernel_plugins.backends.cuda:CUDA",
+    "rocm": "kernel_plugins.backends.rocm:ROCM",
+    "xpu": "kernel_plugins.backends.xpu:XPU",
+    "metal": "kernel_plugins.backends.metal:METAL",
 }
 _CORE_DIST = "kernel-plugins"
 
@@ -90,25 +105,28 @@ class PluginManager:
         with self._lock:
             if self._loaded:
                 return
-            allow = _allowlist() if self._use_entry_points else None
+            allow = allowlist() if self._use_entry_points else None
             if allow is not None:  # checked on every call until fixed: a typo is an error
                 from importlib.metadata import entry_points
 
-                _check_allowlist(allow, {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+                check_allowlist(
+                    allow, {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)},
+                    set(BUILTIN_BACKENDS),
+                )
             self._loaded = True
             if self._use_builtins:
-                for name, modname in BUILTIN_BACKENDS.items():
-                    module = importlib.import_module(modname)
-                    self._add(module, name, _CORE_DIST, _core_version(), builtin=True)
+                for name, target in BUILTIN_BACKENDS.items():
+                    modname, _, attr = target.partition(":")
+                    plugin = getattr(importlib.import_module(modname), attr)
+                    self._add(plugin, name, _CORE_DIST, _core_version(), builtin=True)
             if self._use_entry_points:
                 self._load_entry_points()
 
     def _load_entry_points(self) -> None:
         from importlib.metadata import entry_points
 
-        allow = _allowlist()
-        eps = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
-        for ep in eps:
+        allow = allowlist()
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
             dist = getattr(ep, "dist", None)
             dist_name = getattr(dist, "name", None) if dist is not None else None
             dist_version = getattr(dist, "version", None) if dist is not None else None
@@ -116,22 +134,23 @@ class PluginManager:
                 log.debug("skipping plugin %s: not in KERNEL_PLUGINS_LOAD", ep.name)
                 continue
             try:
-                module = ep.load()
+                plugin = ep.load()
+            except KeyboardInterrupt:
+                raise
             except BaseException as e:  # noqa: BLE001 - any import failure is reported
-                _reraise_interrupt(e)
                 self._fail(ep.name, dist_name, dist_version, "import", _describe_exc(e), e)
                 continue
-            self._add(module, ep.name, dist_name, dist_version, builtin=False)
+            self._add(plugin, ep.name, dist_name, dist_version, builtin=False)
 
     def register(
         self,
-        module: object,
+        plugin: object,
         *,
         name: str,
         distribution: str | None = None,
         version: str | None = None,
     ) -> BackendRecord | None:
-        """Register a backend hooks module by hand (tests, in-process plugins).
+        """Register a backend plugin object (or hooks module) by hand (tests, in-process plugins).
 
         Returns the record, or None when the plugin was rejected (see :meth:`failures`).
         """
@@ -139,7 +158,7 @@ class PluginManager:
         with self._lock:
             self._detected.clear()
             self._callers.clear()
-            return self._add(module, name, distribution, version, builtin=False)
+            return self._add(plugin, name, distribution, version, builtin=False)
 
     def unregister(self, name: str) -> None:
         """Remove a backend registered under ``name`` (no error when absent)."""
@@ -151,44 +170,46 @@ class PluginManager:
             self._callers.clear()
 
     def _add(
-        self, module: object, name: str, dist: str | None, version: str | None, *, builtin: bool
+        self, plugin: object, name: str, dist: str | None, version: str | None, *, builtin: bool
     ) -> BackendRecord | None:
+        def fail(stage: str, message: str, exc: BaseException | None = None) -> None:
+            self._fail(name, dist, version, stage, message, exc)
+
         if name in self._records:
-            other = self._records[name]
-            self._fail(
-                name, dist, version, "register",
-                f"backend name {name!r} is already provided by {other.origin()}; uninstall one of "
-                "the two distributions",
-            )
+            other = self._records[name].origin()
+            fail("register", f"backend name {name!r} is already provided by {other}; uninstall "
+                 "one of the two distributions")
             return None
-        unknown = _unknown_hooks(module, self._pm)
-        if unknown:
-            self._fail(
-                name, dist, version, "register",
-                f"implements hooks that do not exist: {', '.join(unknown)} (known hooks: "
-                f"{', '.join(sorted(h for h in dir(self._pm.hook) if not h.startswith('_')))})",
-            )
+        hooks = marked_hooks(plugin)
+        unknown = sorted(h for h in hooks if not hasattr(self._pm.hook, h))
+        if unknown or "backend_spec" not in hooks:
+            known = ", ".join(sorted(h for h in dir(self._pm.hook) if not h.startswith("_")))
+            what = (f"implements hooks that do not exist: {', '.join(unknown)}" if unknown else
+                    f"has no backend_spec hook (hooks found on {describe_plugin(plugin)}: "
+                    f"{', '.join(sorted(hooks)) or 'none'}; is the entry point naming the "
+                    "plugin object?)")
+            fail("register", f"{what} (known hooks: {known})")
             return None
         try:
-            self._pm.register(module, name=f"kernel_plugins.{name}")
+            self._pm.register(plugin, name=f"kernel_plugins.{name}")
         except BaseException as e:  # noqa: BLE001 - pluggy validation or duplicate
-            _reraise_interrupt(e)
-            self._fail(name, dist, version, "register", _describe_exc(e), e)
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            fail("register", _describe_exc(e), e)
             return None
         try:
-            spec = self._subset("backend_spec", module)()
-            spec = spec[0] if isinstance(spec, list) and spec else spec
-        except BaseException as e:  # noqa: BLE001
-            _reraise_interrupt(e)
-            self._pm.unregister(module)
-            self._fail(name, dist, version, "backend_spec", _describe_exc(e), e)
+            who = origin(name, dist, version)
+            spec = self._ask("backend_spec", who, self._subset("backend_spec", plugin))
+        except HookFailure as f:
+            self._pm.unregister(plugin)
+            fail("backend_spec", _describe_exc(f.error), f.error)
             return None
         problem = backend_spec_problem(spec, name)
         if problem is not None:
-            self._pm.unregister(module)
-            self._fail(name, dist, version, "backend_spec", problem)
+            self._pm.unregister(plugin)
+            fail("backend_spec", problem)
             return None
-        rec = BackendRecord(spec, module, dist, version, builtin)
+        rec = BackendRecord(spec, plugin, dist, version, builtin)
         self._records[name] = rec
         return rec
 
@@ -207,17 +228,38 @@ class PluginManager:
         log.warning("%s; skipping it", failure.describe())
         self._failures.append(failure)
 
-    def _subset(self, hook: str, plugin: object) -> Callable[..., Any]:
+    def _subset(self, hook: str, plugin: object) -> Any:
         others = [p for p in self._pm.get_plugins() if p is not plugin]
         return self._pm.subset_hook_caller(hook, remove_plugins=others)
 
-    def _owner_caller(self, hook: str, backend: str) -> Callable[..., Any]:
+    def _ask(self, hook: str, origin: str, caller: Any, **kwargs: Any) -> Any:
+        """Call one plugin's ``hook``: the one isolation every hook call goes through.
+
+        Whatever the hook raises but Ctrl-C (``SystemExit`` and ``GeneratorExit`` too)
+        becomes a :class:`HookFailure` naming the plugin and the hook; each caller decides
+        whether that is an error, a skipped plugin or a missing answer. The answer of a
+        hook that is not ``firstresult`` (a list of one) is unwrapped.
+        """
+        try:
+            result = caller(**kwargs)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - a plugin's failure is its own
+            raise HookFailure(origin, hook, e) from e
+        if isinstance(result, list) and not getattr(self._pm.hook, hook).spec.opts.get(
+            "firstresult"
+        ):
+            return result[0] if result else None
+        return result
+
+    def _ask_owner(self, hook: str, backend: str, **kwargs: Any) -> Any:
+        """:meth:`_ask` for the backend ``backend``'s own implementation of ``hook``."""
+        rec = self.record(backend)
         key = (hook, backend)
         caller = self._callers.get(key)
         if caller is None:
-            caller = self._subset(hook, self.record(backend).plugin)
-            self._callers[key] = caller
-        return caller
+            caller = self._callers[key] = self._subset(hook, rec.plugin)
+        return self._ask(hook, rec.origin(), caller, **kwargs)
 
     # ------------------------------------------------------------------ queries
     def backends(self) -> dict[str, BackendRecord]:
@@ -263,14 +305,11 @@ class PluginManager:
 
     def _detect(self, rec: BackendRecord) -> DetectOutcome:
         try:
-            result = self._owner_caller("detect_device", rec.name)()
-        except BaseException as e:  # noqa: BLE001 - shown as this backend's error
-            _reraise_interrupt(e)
+            result = self._ask_owner("detect_device", rec.name)
+        except HookFailure as f:  # shown as this backend's error
             if strict_mode():
-                raise PluginError(
-                    f"{rec.origin()} failed in detect_device: {_describe_exc(e)}"
-                ) from e
-            return DetectOutcome(rec.name, None, f"detect_device raised {_describe_exc(e)}")
+                raise f.plugin_error() from f.error
+            return DetectOutcome(rec.name, None, f"detect_device raised {_describe_exc(f.error)}")
         outcome = detect_outcome(rec, result)
         if outcome.status == "no device" and outcome.error is None:
             outcome = dataclasses.replace(outcome, reason=self._no_device_reason(rec))
@@ -279,11 +318,10 @@ class PluginManager:
     def _no_device_reason(self, rec: BackendRecord) -> str | None:
         """The backend's ``explain_no_device`` answer; None when it has none or fails."""
         try:
-            reason = self._owner_caller("explain_no_device", rec.name)()
-        except Exception as e:  # noqa: BLE001 - the reason is informational
-            log.debug("%s failed in explain_no_device: %s", rec.origin(), _describe_exc(e))
+            reason = self._ask_owner("explain_no_device", rec.name)
+        except HookFailure as f:  # the reason is informational
+            log.debug("%s", f.message)
             return None
-        reason = reason[0] if isinstance(reason, list) and reason else reason
         return reason if isinstance(reason, str) and reason.strip() else None
 
     def detect_all(self, *, refresh: bool = False) -> dict[str, DetectOutcome]:
@@ -293,68 +331,60 @@ class PluginManager:
     # ------------------------------------------------------------- owner hooks
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
         """The owner backend's accepted variant names, best first (validated)."""
-        rec = self.record(device.backend)
         try:
-            result = self._owner_caller("list_variants", rec.name)(device=device, system=system)
-        except BaseException as e:  # noqa: BLE001
-            _reraise_interrupt(e)
-            raise PluginError(f"{rec.origin()} failed in list_variants: {_describe_exc(e)}") from e
-        return variant_names(rec, result[0] if result else [])
+            result = self._ask_owner("list_variants", device.backend, device=device, system=system)
+        except HookFailure as f:
+            raise f.plugin_error() from f.error
+        return variant_names(self.record(device.backend), [] if result is None else result)
 
     def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Any) -> str | None:
         """The owner's reason for rejecting ``variant`` (None when it has none)."""
-        rec = self.record(device.backend)
         try:
-            reason = self._owner_caller("explain_variant", rec.name)(
-                device=device, system=system, variant=variant
+            reason = self._ask_owner(
+                "explain_variant", device.backend, device=device, system=system, variant=variant
             )
-        except BaseException as e:  # noqa: BLE001
-            _reraise_interrupt(e)
-            return f"(backend '{rec.name}' could not explain: {_describe_exc(e)})"
+        except HookFailure as f:
+            return f"(backend '{device.backend}' could not explain: {_describe_exc(f.error)})"
         return reason if isinstance(reason, str) else None
 
     def load_kernel(self, device: DeviceInfo, load: Any) -> ModuleType | None:
         """The owner's ``load_kernel`` answer (None: the core imports the variant)."""
-        rec = self.record(device.backend)
         try:
-            module = self._owner_caller("load_kernel", rec.name)(device=device, load=load)
-        except BaseException as e:
-            _reraise_interrupt(e)
-            from .errors import KernelPluginsError
+            module = self._ask_owner("load_kernel", device.backend, device=device, load=load)
+        except HookFailure as f:
+            raise f.plugin_error(keep_ours=True) from f.error
+        return kernel_module(self.record(device.backend), module)
 
-            if isinstance(e, KernelPluginsError):
-                raise
-            raise PluginError(f"{rec.origin()} failed in load_kernel: {_describe_exc(e)}") from e
-        return kernel_module(rec, module)
+    def locate_kernel(self, repo_id: str, device: DeviceInfo) -> Path | None:
+        """A kernel repository folder some plugin ships for ``repo_id``, or None.
 
-    def locate_kernel(self, repo_id: str, device: DeviceInfo) -> Any:
-        """A kernel repository path some plugin ships for ``repo_id``, or None."""
+        Only an absolute path of an existing folder is an answer; anything else (``""``,
+        a relative path, a file, a raised exception) is that plugin's error: reported
+        and skipped, so that a load never uses the working directory by accident.
+        """
         for rec in self.backends().values():
             try:
-                path = self._owner_caller("locate_kernel", rec.name)(repo_id=repo_id, device=device)
-            except BaseException as e:  # noqa: BLE001
-                _reraise_interrupt(e)
-                self._fail(rec.name, rec.distribution, rec.version, "locate_kernel", _describe_exc(e), e)
+                path = self._ask_owner("locate_kernel", rec.name, repo_id=repo_id, device=device)
+            except HookFailure as f:
+                self._fail(rec.name, rec.distribution, rec.version, "locate_kernel",
+                           _describe_exc(f.error), f.error)
                 continue
             if path is None:
                 continue
-            if isinstance(path, str) or (isinstance(path, os.PathLike) and not isinstance(path, bytes)):
-                return path
-            self._fail(
-                rec.name, rec.distribution, rec.version, "locate_kernel",
-                f"locate_kernel returned {type(path).__name__} ({path!r:.80}), expected a path "
-                "(str or os.PathLike) or None",
-            )
+            problem = folder_problem(path)
+            if problem is None:
+                return Path(os.fspath(path))
+            self._fail(rec.name, rec.distribution, rec.version, "locate_kernel",
+                       f"locate_kernel returned {problem}; expected None or the absolute path "
+                       "of a kernel repository folder")
         return None
 
     def synchronize(self, device: DeviceInfo) -> bool:
         """Ask the owner to synchronise ``device``; True when it did."""
-        rec = self.record(device.backend)
         try:
-            return bool(self._owner_caller("synchronize", rec.name)(device=device))
-        except BaseException as e:
-            _reraise_interrupt(e)
-            raise PluginError(f"{rec.origin()} failed in synchronize: {_describe_exc(e)}") from e
+            return bool(self._ask_owner("synchronize", device.backend, device=device))
+        except HookFailure as f:
+            raise f.plugin_error() from f.error
 
     def emulate_device(self, backend: str, count: int, facts: dict[str, Any]) -> bool:
         """Ask ``backend`` to install emulated vendor stand-ins; False when none exist."""
@@ -363,57 +393,14 @@ class PluginManager:
             return False
         self._detected.pop(backend, None)
         try:
-            return bool(self._owner_caller("emulate_device", backend)(count=count, facts=facts))
-        except BaseException as e:
-            _reraise_interrupt(e)
-            from .errors import KernelPluginsError
-
-            if isinstance(e, KernelPluginsError):
-                raise
-            raise PluginError(
-                f"{self._records[backend].origin()} failed in emulate_device: {_describe_exc(e)}"
-            ) from e
+            return bool(self._ask_owner("emulate_device", backend, count=count, facts=facts))
+        except HookFailure as f:
+            raise f.plugin_error(keep_ours=True) from f.error
 
     def clear_detection(self) -> None:
         """Forget cached detection results (after emulating a device, for instance)."""
         with self._lock:
             self._detected.clear()
-
-
-def _reraise_interrupt(e: BaseException) -> None:
-    """Let Ctrl-C through; every other exception of a plugin (SystemExit included) is its error."""
-    if isinstance(e, KeyboardInterrupt):
-        raise e
-
-
-def _unknown_hooks(module: object, pm: pluggy.PluginManager) -> list[str]:
-    names = []
-    for attr in dir(module):
-        fn = getattr(module, attr, None)
-        if callable(fn) and hasattr(fn, f"{hookspecs.PROJECT_NAME}_impl"):
-            if not hasattr(pm.hook, attr):
-                names.append(attr)
-    return names
-
-
-def _allowlist() -> set[str] | None:
-    raw = os.environ.get("KERNEL_PLUGINS_LOAD")
-    if raw is None:
-        return None
-    return {part.strip() for part in raw.split(",") if part.strip()}
-
-
-def _check_allowlist(allow: set[str], installed: set[str]) -> None:
-    """Refuse a ``KERNEL_PLUGINS_LOAD`` entry that names no installed backend (a typo)."""
-    known = installed | set(BUILTIN_BACKENDS)
-    unknown = sorted(allow - known)
-    if unknown:
-        hints = "".join(did_you_mean(name, known) for name in unknown)
-        raise PluginError(
-            f"KERNEL_PLUGINS_LOAD names {', '.join(map(repr, unknown))}, which no installed "
-            f"backend provides;{hints} installed plugins: {', '.join(sorted(installed)) or 'none'}. "
-            "Fix the variable (empty: built-in backends only) or install the plugin"
-        )
 
 
 def _core_version() -> str | None:

@@ -44,6 +44,7 @@ __all__ = [
     "default_org",
     "parse_name",
     "find",
+    "hub_source",
     "parse_local_kernels",
     "local_variants",
 ]
@@ -114,6 +115,21 @@ class KernelSource:
         if self.label == str(self.path):
             return f"{self.kind} {self.path}"
         return f"{self.kind} {self.label} ({self.path})"
+
+
+def hub_source(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    version: int | None = None,
+    lockfile: Path | None = None,
+    repo_type: str | None = None,
+    notes: tuple[str, ...] = (),
+) -> KernelSource:
+    """The Hub source of the repository id ``repo_id``, with its pins (no
+    ``LOCAL_KERNELS`` override or plugin copy is considered: see :func:`find`)."""
+    short = repo_id.rpartition("/")[2]
+    return KernelSource("hub", repo_id, repo_id, None, short, revision, version, lockfile, repo_type, notes)
 
 
 def _is_path_spelling(text: str) -> bool:
@@ -215,9 +231,7 @@ def find(
         return KernelSource("local", str(parsed.path), None, parsed.path, parsed.short_name)
     repo_id = parsed.repo_id
     assert repo_id is not None
-    hub = KernelSource(
-        "hub", repo_id, repo_id, None, parsed.short_name, revision, version, lock, repo_type
-    )
+    hub = hub_source(repo_id, revision=revision, version=version, lockfile=lock, repo_type=repo_type)
     override = parse_local_kernels().get(repo_id)
     if override is not None:
         if pinned:
@@ -233,9 +247,9 @@ def find(
     if hub.exact_pin:
         why = "revision" if revision is not None else "lockfile"
         note = f"a copy shipped by a backend plugin ({shipped}) was not used: {why}= pins a Hub commit"
-        return KernelSource(
-            "hub", repo_id, repo_id, None, parsed.short_name, revision, version, lock, repo_type,
-            (note,),
+        return hub_source(
+            repo_id, revision=revision, version=version, lockfile=lock, repo_type=repo_type,
+            notes=(note,),
         )
     return KernelSource("plugin", repo_id, repo_id, Path(shipped), parsed.short_name)
 

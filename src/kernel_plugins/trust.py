@@ -68,6 +68,15 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
         return
     org = repo_id.split("/", 1)[0]
     listed = ", ".join(trusted_entries())
+    look_alike = _look_alike(org)
+    if look_alike is not None:  # a typo, or typosquatting: never advise trusting it
+        name = repo_id.split("/", 1)[1] if "/" in repo_id else ""
+        raise TrustError(
+            f"Refusing to load kernel code from {repo_id!r}: did you mean "
+            f"{look_alike!r} ({look_alike}/{name})? The organisation {org!r} is not trusted "
+            f"and its name is close to the trusted {look_alike!r}: check the spelling. A "
+            f"look-alike name is how typosquatting brings in someone else's code."
+        )
     raise TrustError(
         f"Refusing to load kernel code from {repo_id!r}: the organisation {org!r} is not "
         f"trusted (trusted: {listed}). A kernel runs as code inside this process. If you "
@@ -76,3 +85,15 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
         f"{TRUSTED_ORGS_ENV}={org} (comma-separated; an entry may also name one repository, "
         f"e.g. {repo_id})."
     )
+
+
+def _look_alike(org: str) -> str | None:
+    """The trusted organisation that ``org`` differs from by a small edit, or None."""
+    import difflib
+
+    orgs = {e.split("/", 1)[0] for e in trusted_entries()}
+    low = {o.lower(): o for o in orgs}
+    if org.lower() in low:
+        return None
+    match = difflib.get_close_matches(org.lower(), list(low), n=1, cutoff=0.85)
+    return low[match[0]] if match else None

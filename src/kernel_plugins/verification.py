@@ -1,8 +1,7 @@
 """Read a fetched variant once and verify it: the step between fetching and importing.
 
-:func:`verify` reads ``metadata.json`` first (capped, validated) and refuses a module name
-that would replace or shadow another module before anything else is read. Then every file
-is read once and hashed in the same pass (:func:`kernel_plugins.integrity.read_variant`)
+:func:`verify` reads ``metadata.json`` first (capped, validated). Then every file is read
+once and hashed in the same pass (:func:`kernel_plugins.integrity.read_variant`)
 and checked:
 
 - Hub variants against the commit's file listing (cached by huggingface_hub, else the
@@ -19,11 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .errors import MetadataError
-from .fetching import Fetched
+from .fetching import Fetched, Offer, fetch
 from .integrity import (
     VariantCheck,
     VariantSnapshot,
@@ -36,10 +33,6 @@ from .integrity.digest import digest_algorithm
 from .integrity.varianthash import FileHash
 from .jsonfile import JSONFileError, parse_json
 from .metadata import MAX_METADATA_BYTES, KernelMetadata, parse_metadata
-
-if TYPE_CHECKING:
-    from .hub import HubRef
-    from .lock import KernelLock
 
 __all__ = ["VerifiedVariant", "verify", "read_verified_metadata", "check_cached", "fetch_checked"]
 
@@ -83,14 +76,10 @@ def verify(fetched: Fetched) -> VerifiedVariant:
     """Read a fetched variant once and check it (see the module docs).
 
     :raises MetadataError: ``metadata.json`` is missing or invalid.
-    :raises KernelImportError: its ``id`` would replace or shadow another module.
     :raises IntegrityError: a file does not match, or a link or entry is refused; nothing
         from the variant may be imported.
     """
-    from .importer import check_module_name
-
     metadata, raw = read_verified_metadata(fetched)
-    check_module_name(metadata.id, where=str(fetched.path))
     ref = fetched.offer.ref
     algorithms = ["sha256"]
     if ref is not None:
@@ -170,7 +159,7 @@ def check_cached(
     """Check a cached Hub variant without importing it (``kernel-plugins verify``).
 
     Like :func:`verify`, but an invalid ``metadata.json`` is reported as a problem of the
-    check rather than raised, and the module name is not looked at.
+    check rather than raised.
 
     :raises IntegrityError: a link or entry of the folder is refused.
     """
@@ -195,27 +184,15 @@ def check_cached(
     return check
 
 
-def fetch_checked(
-    ref: HubRef,
-    variant: str,
-    *,
-    lock: KernelLock | None = None,
-    lock_path: Path | None = None,
-    progress: bool = True,
-) -> Fetched:
-    """Download one variant of a pinned commit and check it, without importing it.
+def fetch_checked(off: Offer, variant: str, *, progress: bool = True) -> Fetched:
+    """Fetch one variant of a Hub offer and check it, without importing it.
 
     Used by ``kernel-plugins download``: the same fetch and checks as loading (listing, the
-    lock's hash when ``lock`` pins the variant, the metadata digest), and the record of
-    the first successful check.
+    lock's hash when the offer's lock pins the variant, the metadata digest), and the
+    record of the first successful check.
 
     :raises IntegrityError: the files do not match; SourceError / HubError: no download.
     """
-    from .fetching import Offer, fetch
-    from .sources import KernelSource
-
-    src = KernelSource("hub", ref.repo_id, ref.repo_id, None, ref.repo_id.split("/", 1)[1])
-    off = Offer(src, str(ref), (variant,), ref=ref, lock=lock, lock_path=lock_path)
     fetched = fetch(off, variant, progress=progress)
     check = check_cached(fetched)
     check.raise_for_problems()

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import inspect
+import json
+import os
+import shutil
+import threading
 import warnings
 from pathlib import Path
 
@@ -12,9 +16,10 @@ from torch import nn
 
 import kernel_plugins.compat.kernels as kernels
 from kernel_plugins.device import DeviceInfo
-from kernel_plugins.errors import TrustError
+from kernel_plugins.errors import LayerError, OfflineError, TrustError
 from kernel_plugins.layers import kernel_choice, mapping
 from kernel_plugins.reference import reference_repo
+from tests.support.kernels import make_variant
 
 # The public names of kernels 0.17 (its ``__all__``).
 KERNELS_017 = {
@@ -97,8 +102,8 @@ def test_layer_repository_load_returns_the_layer_class_with_the_fallback_warning
     assert local.__name__ == "GeluAndMul"
 
 
-def test_trust_is_enforced_on_every_path(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def test_trust_is_enforced_on_every_path(hub_offline, hf_cache):
+    hub_offline(True)
     untrusted = kernels.LayerRepository("someone/act", layer_name="SiluAndMul", version=1)
     with pytest.raises(TrustError, match="someone/act"):
         untrusted.load()
@@ -117,7 +122,7 @@ def test_trust_is_enforced_on_every_path(monkeypatch):
     listed = kernels.LayerRepository(
         "someone/act", layer_name="SiluAndMul", version=1, trust_remote_code=["someone/act"]
     )
-    with pytest.raises(Exception) as info:
+    with pytest.raises(OfflineError, match="nothing of someone/act is in the local cache") as info:
         listed.load()
     assert not isinstance(info.value, TrustError)
 
@@ -156,7 +161,7 @@ def test_kernelize_with_a_local_repository_and_the_fallback_flags():
     assert kernel_choice(model[1]).uses_kernel
     assert torch.equal(model(x), expected)
     with kernels.use_kernel_mapping({}, inherit_mapping=False):
-        with pytest.raises(Exception, match="SiluAndMul"):
+        with pytest.raises(LayerError, match="no kernel fits layer `SiluAndMul`"):
             kernels.kernelize(model, mode=kernels.Mode.INFERENCE, use_fallback=kernels.KernelizeFallback.NONE)
         kernels.kernelize(model, mode=kernels.Mode.INFERENCE, use_fallback=kernels.KernelizeFallback.ALL)
     assert not kernel_choice(model[1]).uses_kernel
@@ -199,9 +204,72 @@ def test_loaded_kernels_and_metadata():
     loaded = [k for k in kernels.get_loaded_kernels() if k.module is module]
     assert loaded and loaded[0].metadata.name == "activation" and loaded[0].repo_info is None
     meta = kernels.Metadata.read_from_file(Path(module.__kernel_provenance__.path) / "metadata.json")
-    assert meta.id == module.__name__
+    assert module.__name__.split(".")[-1] == meta.id
     with pytest.raises(ValueError, match="not valid JSON"):
         kernels.Metadata.from_bytes(b"{")
+
+
+def test_loaded_kernels_report_the_verified_metadata_not_the_files_of_now(tmp_path):
+    repo = tmp_path / "repo"
+    vdir = make_variant(repo, "torch-cpu", name="verified-meta")
+    verified = json.loads((vdir / "metadata.json").read_text())
+    module = kernels.get_local_kernel(repo)
+
+    def reported() -> kernels.Metadata:
+        (only,) = [k.metadata for k in kernels.get_loaded_kernels() if k.module is module]
+        return only
+
+    edited = {**verified, "name": "edited-afterwards", "license": "none", "version": 9}
+    (vdir / "metadata.json").write_text(json.dumps(edited))
+    meta = reported()
+    assert (meta.name, meta.license, meta.version) == ("verified-meta", "Apache-2.0", 1)
+    shutil.rmtree(repo)  # a cache cleanup: nothing left on disk
+    meta = reported()
+    assert meta.name == "verified-meta" and meta.id == verified["id"]
+    assert module.__name__.split(".")[-1] == meta.id
+
+
+def test_install_kernel_works_offline_for_that_call_only(monkeypatch, hf_cache):
+    """local_files_only=True reaches the Hub layer of its own call; the process environment
+    and other threads stay online."""
+    from huggingface_hub import constants
+
+    from kernel_plugins import hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    real_resolve = hub.resolve
+    inside, other_looked = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+    errors: list[BaseException] = []
+
+    def resolve(*args, **kwargs):
+        seen["install"] = hub.is_offline()
+        inside.set()
+        assert other_looked.wait(30)
+        return real_resolve(*args, **kwargs)
+
+    def install() -> None:
+        try:
+            kernels.install_kernel("kernels-community/not-cached", version=1, local_files_only=True)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            errors.append(e)
+
+    monkeypatch.setattr(hub, "resolve", resolve)
+    worker = threading.Thread(target=install)
+    worker.start()
+    try:
+        assert inside.wait(30)
+        seen["other thread"] = hub.is_offline()
+        seen["environment"] = os.environ.get("HF_HUB_OFFLINE")
+    finally:
+        other_looked.set()
+        worker.join(60)
+    assert seen == {"install": True, "other thread": False, "environment": None}
+    # the real resolve ran offline: nothing of the repository is cached, so it says so
+    assert len(errors) == 1 and isinstance(errors[0], OfflineError), errors
+    assert "not-cached" in str(errors[0])
+    assert not hub.is_offline()
 
 
 def test_get_kernel_dep_outside_loading_and_user_agent_type():
@@ -226,3 +294,59 @@ def test_errors_have_the_types_and_phrases_of_kernels(monkeypatch):
     with kernels.use_kernel_mapping({"SiluAndMul": {"cpu": repo}}):
         with pytest.raises(ValueError, match="not from a trusted publisher"):
             kernels.kernelize(SiluAndMul(), mode=kernels.Mode.INFERENCE, device="cpu")
+
+
+def _hf_cache_snapshot(cache: Path, repo_folder: str, files: dict[str, str]) -> Path:
+    """The layout huggingface_hub's cache has (what ``hf download`` prints): the files of
+    ``snapshots/<sha>/`` are relative links into the repository's own ``blobs/``."""
+    import hashlib
+
+    repo = cache / repo_folder
+    snapshot = repo / "snapshots" / ("ab" * 20)
+    (repo / "blobs").mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        blob = hashlib.sha256(text.encode()).hexdigest()
+        (repo / "blobs" / blob).write_text(text)
+        link = snapshot / rel
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(repo / "blobs" / blob, link.parent))
+    return snapshot
+
+
+def _snapshot_files(kernel_id: str) -> dict[str, str]:
+    meta = {"name": "snapshot-k", "id": kernel_id, "version": 1, "license": "Apache-2.0",
+            "python-depends": [], "backend": {"type": "cpu"}}
+    return {"build/torch-cpu/metadata.json": json.dumps(meta),
+            "build/torch-cpu/__init__.py": "VALUE = 11\n"}  # fmt: skip
+
+
+def test_get_local_kernel_loads_a_huggingface_hub_cache_snapshot(tmp_path):
+    snapshot = _hf_cache_snapshot(
+        tmp_path / "hub", "kernels--org--snapshot-k", _snapshot_files("_snapshot_k_cache")
+    )
+    module = kernels.get_local_kernel(snapshot)
+    assert module.VALUE == 11
+    assert module.__kernel_provenance__.path == str(snapshot / "build" / "torch-cpu")
+
+
+def test_snapshot_links_may_lead_only_into_their_own_repositorys_blobs(tmp_path):
+    """Links into another repository's blobs, or a folder that is not laid out as a cache
+    snapshot, stay refused."""
+    from kernel_plugins.errors import IntegrityError
+
+    cache = tmp_path / "hub"
+    other = _hf_cache_snapshot(cache, "kernels--org--other", _snapshot_files("_snapshot_k_other"))
+    mine = cache / "kernels--org--mine" / "snapshots" / ("cd" * 20)
+    (mine.parent.parent / "blobs").mkdir(parents=True)
+    shutil.copytree(other, mine, symlinks=False)  # real files first ...
+    init = mine / "build" / "torch-cpu" / "__init__.py"
+    init.unlink()  # ... then one link into the blobs of org/other
+    init.symlink_to(os.path.relpath((other / "build/torch-cpu/__init__.py").resolve(), init.parent))
+    with pytest.raises(IntegrityError, match="outside the variant folder"):
+        kernels.get_local_kernel(mine)
+    # the same links, in a folder whose name is not a commit sha: not a cache snapshot
+    plain = _hf_cache_snapshot(tmp_path / "x", "kernels--org--plain", _snapshot_files("_snap_plain"))
+    renamed = plain.parent / "not-a-sha"
+    plain.rename(renamed)
+    with pytest.raises(IntegrityError, match="outside the variant folder"):
+        kernels.get_local_kernel(renamed)

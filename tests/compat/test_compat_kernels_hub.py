@@ -77,6 +77,33 @@ def test_install_kernel_returns_the_variant_folder(manager, hub_env, repos):
     assert path.name == "torch-cpu" and (path / "metadata.json").is_file()
 
 
+def test_install_kernel_local_files_only_uses_the_cache_alone(manager, hub_env, repos):
+    from kernel_plugins.errors import OfflineError
+
+    with pytest.raises(OfflineError, match="kernels-community/compat-k"):
+        kernels.install_kernel("kernels-community/compat-k", version=1, local_files_only=True)
+    assert hub_env.requests == []
+    online = kernels.install_kernel("kernels-community/compat-k", version=1)
+    hub_env.clear_requests()
+    offline = kernels.install_kernel("kernels-community/compat-k", version=1, local_files_only=True)
+    assert offline == online and hub_env.requests == []
+
+
+def test_get_local_kernel_on_the_folder_hf_download_prints(manager, hub_env, repos):
+    """A huggingface_hub cache snapshot: its files are links into the repository's blobs/."""
+    from pathlib import Path
+
+    from huggingface_hub import snapshot_download
+
+    snapshot = Path(snapshot_download(
+        "kernels-community/compat-k", repo_type="kernel", revision="v1",
+        allow_patterns=["build/torch-cpu/*"],
+    ))  # fmt: skip
+    assert (snapshot / "build" / "torch-cpu" / "__init__.py").is_symlink()
+    module = kernels.get_local_kernel(snapshot)
+    assert module.VALUE == 7 and module.__kernel_provenance__.source == "local"
+
+
 def test_layer_repository_load_and_kernelize_with_trust(manager, hub_env, repos):
     repo = kernels.LayerRepository("kernels-community/compat-k", layer_name="Double", version=1)
     assert repo.load().__name__ == "Double"
@@ -105,7 +132,10 @@ def test_locked_kernels(manager, hub_env, repos, tmp_path, monkeypatch):
     lockfile = project / "kernels.lock"
     locked = kernels.get_locked_kernel("kernels-community/compat-k", lockfile=lockfile)
     assert locked.VALUE == 7 and locked.__kernel_provenance__.sha
-    monkeypatch.chdir(project)  # lockfile=None: the nearest kernels.lock (here: the cwd's)
+    # lockfile=None: the nearest kernels.lock (here: the cwd's); tmp_path lies in the temp
+    # folder, which lock discovery never searches, so that rule is lifted here
+    monkeypatch.setattr("kernel_plugins.lock._discovery._temp_roots", lambda: [])
+    monkeypatch.chdir(project)
     assert kernels.load_kernel("kernels-community/compat-k", lockfile=None).VALUE == 7
     repo = kernels.LockedLayerRepository("kernels-community/compat-k", layer_name="Double")
     assert repo.load().__name__ == "Double"

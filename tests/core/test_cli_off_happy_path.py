@@ -163,9 +163,9 @@ def test_builtin_backends_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
     from kernel_plugins.backends import cuda
 
     monkeypatch.setattr(torch.version, "cuda", None)
-    assert "(torch.version.cuda is None); install a torch build for CUDA" in cuda.explain_no_device()
+    assert "(torch.version.cuda is None); install a torch build for CUDA" in cuda.CUDA.explain_no_device()
     monkeypatch.setattr(torch.version, "cuda", "12.8")
-    assert cuda.explain_no_device() == (
+    assert cuda.CUDA.explain_no_device() == (
         "the CUDA driver sees 0 devices (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
     )
 

@@ -15,6 +15,7 @@ from kernel_plugins import plugin_kit
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.errors import KernelImportError
 from kernel_plugins.plugin_kit import (
+    Emulation,
     PrivateUse1Backend,
     RuntimeReading,
     RuntimeVersion,
@@ -52,26 +53,23 @@ def _device(runtime: str | None = "3.1", **changes: Any) -> DeviceInfo:
                       **changes)
 
 
-def _hooks_module(backend: PrivateUse1Backend) -> types.ModuleType:
-    module = types.ModuleType("kp_kit_hooks")
-    vars(module).update(backend.hookimpls())
-    return module
+HOOKS = {
+    "backend_spec", "detect_device", "explain_no_device", "list_variants", "explain_variant",
+    "load_kernel", "synchronize", "emulate_device",
+}
 
 
 def test_every_hook_reaches_the_plugin_manager() -> None:
-    """Each generated hook is marked, so the manager registers all seven for the backend."""
-    backend = _backend(emulation="kp_kit_emulation")
-    pm = plugin_manager(_hooks_module(backend), name="kitdev")
+    """The backend object is the plugin: each hook method is registered for it."""
+    backend = _backend(emulation=Emulation(facts={}))
+    pm = plugin_manager(backend, name="kitdev")
     registered = {
-        hook
-        for hook in backend.hookimpls()
-        if any(impl.plugin_name == "kernel_plugins.kitdev"
-               for impl in getattr(pm._pm.hook, hook).get_hookimpls())
+        hook.name
+        for hook in pm._pm.get_hookcallers(backend) or []
+        if any(impl.plugin is backend for impl in hook.get_hookimpls())
     }
-    assert registered == set(backend.hookimpls()) == {
-        "backend_spec", "detect_device", "explain_no_device", "list_variants", "explain_variant",
-        "load_kernel", "synchronize", "emulate_device",
-    }
+    assert registered == HOOKS
+    assert pm.record("kitdev").plugin is backend
     spec = pm.record("kitdev").spec
     assert (spec.display_name, spec.arch_tokens, spec.priority) == ("Kit Device", ("kit",), 95)
 
@@ -223,14 +221,29 @@ def test_load_kernel_imports_the_vendor_or_explains(monkeypatch: pytest.MonkeyPa
     assert _backend(vendor_optional=True).load_kernel(_device(), load) is None  # type: ignore[arg-type]
 
 
-def test_emulation_is_imported_only_by_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[int, dict[str, Any]]] = []
-    emulation = types.ModuleType("kp_kit_emulation")
-    emulation.install = lambda count, facts: calls.append((count, facts)) or True  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "kp_kit_emulation", emulation)
-    assert _backend(emulation="kp_kit_emulation").emulate_device(2, {"a": 1}) is True
-    assert calls == [(2, {"a": 1})]
+def test_emulation_facts_go_to_the_testing_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook hands the declared facts to kernel-plugins-testing, which builds the stand-ins."""
+    from kernel_plugins_testing import stand_ins
+
+    calls: list[tuple[object, int, dict[str, Any]]] = []
+    monkeypatch.setattr(
+        stand_ins, "install_declared", lambda b, count, facts: calls.append((b, count, facts)) or True
+    )
+    backend = _backend(emulation=Emulation(facts={"a": 0}))
+    assert backend.emulate_device(2, {"a": 1}) is True
+    assert calls == [(backend, 2, {"a": 1})]
     assert _backend().emulate_device(2, {}) is None
+
+
+def test_emulation_without_the_testing_distribution_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kernel_plugins.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "kernel_plugins_testing", None)
+    monkeypatch.setitem(sys.modules, "kernel_plugins_testing.stand_ins", None)
+    with pytest.raises(MissingDependencyError, match="pip install kernel-plugins-testing"):
+        _backend(emulation=Emulation(facts={})).emulate_device(1, {})
 
 
 def test_importing_the_kit_imports_no_torch() -> None:

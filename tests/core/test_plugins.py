@@ -187,3 +187,151 @@ def test_device_by_torch_device_and_index(manager):
     assert get_device(torch.device("cpu")).backend == "cpu"
     assert get_device("cpu:0").index == 0
     assert get_device("cpu:0").torch_device == "cpu:0"
+
+
+# -- one isolation for every hook call (issue: explain_no_device calling sys.exit) ---------
+
+
+def _exits(*args, **kwargs):
+    raise SystemExit(4)
+
+
+def test_explain_no_device_calling_sys_exit_kills_nothing(manager, capsys, tmp_path):
+    """list-backends, get_device() and load() go on; the reason is simply unknown."""
+    import kernel_plugins
+    from kernel_plugins.cli.main import main
+
+    manager.register(fake_backend("quitter", detect=lambda: None,
+                                  extra_hooks={"explain_no_device": hookimpl(_exits)}),
+                     name="quitter")
+    outcome = manager.detect("quitter")
+    assert (outcome.status, outcome.error, outcome.reason) == ("no device", None, None)
+    assert main(["list-backends"]) == 0
+    import re
+
+    assert re.search(r"^quitter\s.*\bno device\b", capsys.readouterr().out, re.M)
+    with pytest.raises(NoDeviceError):
+        get_device("quitter")
+    assert get_device().backend == "cpu"
+    from tests.loading.helpers import write_variant
+
+    write_variant(tmp_path / "k", {"__init__.py": "VALUE = 1\n"})
+    assert kernel_plugins.load(tmp_path / "k", device="cpu").VALUE == 1
+
+
+@pytest.mark.parametrize("hook", ["synchronize", "explain_variant", "load_kernel", "emulate_device"])
+def test_every_owner_hook_turns_sys_exit_into_that_plugins_error(manager, hook):
+    from kernel_plugins.variants import parse_variant
+
+    manager.register(fake_backend("quitter", extra_hooks={hook: hookimpl(_exits)}), name="quitter")
+    device = manager.detect("quitter").device
+    if hook == "explain_variant":
+        reason = manager.explain_variant(device, None, parse_variant("torch-universal"))
+        assert reason == "(backend 'quitter' could not explain: SystemExit: 4)"
+        return
+    call = {
+        "synchronize": lambda: manager.synchronize(device),
+        "load_kernel": lambda: manager.load_kernel(device, None),
+        "emulate_device": lambda: manager.emulate_device("quitter", 1, {}),
+    }[hook]
+    with pytest.raises(PluginError, match=f"plugin 'quitter' .* failed in {hook}: SystemExit: 4"):
+        call()
+
+
+def test_backend_spec_calling_sys_exit_is_a_registration_failure(manager):
+    assert manager.register(fake_backend("quitter", extra_hooks={"backend_spec": hookimpl(_exits)}),
+                            name="quitter") is None
+    (failure,) = manager.failures()
+    assert (failure.stage, failure.message) == ("backend_spec", "SystemExit: 4")
+
+
+# -- locate_kernel answers (issue: "" made a load use the working directory) -------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        ("", "an empty path"),
+        ("  ", "an empty path"),
+        ("relative/kernel", "the relative path 'relative/kernel'"),
+        (".", "the relative path '.'"),
+        ("FILE", "which is not an existing folder"),
+        ("MISSING", "which is not an existing folder"),
+        (b"/tmp", "bytes"),
+    ],
+)
+def test_locate_kernel_must_answer_an_absolute_folder(manager, tmp_path, monkeypatch, answer, fragment):
+    from kernel_plugins.sources import find
+
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "build").mkdir()  # the working directory looks like a kernel repository
+    monkeypatch.chdir(tmp_path)
+    answer = {"FILE": str(tmp_path / "file"), "MISSING": str(tmp_path / "gone")}.get(answer, answer)
+    manager.register(fake_backend("shipper", count=0, extra_hooks={
+        "locate_kernel": hookimpl(lambda repo_id, device: answer)}), name="shipper")
+    assert manager.locate_kernel("acme/x", get_device("cpu")) is None
+    assert find("acme/x", device=get_device("cpu")).kind == "hub"
+    failures = [f for f in manager.failures() if f.stage == "locate_kernel"]
+    assert len(failures) == 2  # one per question: the plugin is skipped, never trusted
+    for failure in failures:
+        assert failure.name == "shipper" and fragment in failure.message
+        assert "expected None or the absolute path of a kernel repository folder" in failure.message
+
+
+def test_locate_kernel_folder_is_used(manager, tmp_path):
+    folder = tmp_path / "shipped"
+    folder.mkdir()
+    manager.register(fake_backend("shipper", count=0, extra_hooks={
+        "locate_kernel": hookimpl(lambda repo_id, device: str(folder))}), name="shipper")
+    assert manager.locate_kernel("acme/x", get_device("cpu")) == folder
+    assert manager.failures() == []
+
+
+# -- a plugin whose hooks did not register is reported as failing -----------------------
+
+
+def test_plugin_object_without_hooks_is_named_as_failing(with_entry_points):
+    import types
+
+    empty = types.ModuleType("kernel_plugins_broken.hooks")  # e.g. its hooks never got defined
+    pm = with_entry_points([FakeEntryPoint("broken", lambda: empty)])
+    assert "broken" not in pm.backends()
+    (failure,) = pm.failures()
+    assert failure.stage == "register"
+    assert "has no backend_spec hook" in failure.message
+    assert "module kernel_plugins_broken.hooks: none" in failure.message
+    assert "returned list" not in failure.message
+
+
+def test_plugin_object_with_hook_methods_registers(with_entry_points):
+    from kernel_plugins.device import BackendSpec
+
+    class Backend:
+        @hookimpl
+        def backend_spec(self):
+            return BackendSpec(name="obj", device_type="obj", display_name="Obj", priority=1)
+
+        @hookimpl
+        def detect_device(self):
+            return DeviceInfo(backend="obj", device_type="obj", count=1)
+
+    plugin = Backend()
+    pm = with_entry_points([FakeEntryPoint("obj", lambda: plugin)])
+    assert pm.backends()["obj"].plugin is plugin
+    assert pm.detect("obj").status == "available"
+
+
+def test_emulate_names_the_failed_plugin_or_the_distribution(with_entry_points, capsys):
+    import types
+
+    from kernel_plugins.cli.main import main
+
+    with_entry_points([FakeEntryPoint("npu", lambda: types.ModuleType("kernel_plugins_npu.hooks"))])
+    assert main(["--emulate", "npu", "list-backends"]) == 2
+    err = capsys.readouterr().err
+    assert "the npu plugin is installed but failed" in err and "has no backend_spec hook" in err
+    assert "not installed" not in err.replace("is installed but", "")
+    with_entry_points([])
+    assert main(["--emulate", "npu", "list-backends"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install kernel-plugins-npu" in err and "xpu" not in err.split("Installed")[0]

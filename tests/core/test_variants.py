@@ -179,3 +179,23 @@ def test_resolution_to_dict_is_json_ready(manager):
     data = json.loads(json.dumps(res.to_dict()))
     assert data["best"] == "torch-cpu"
     assert data["decisions"][0] == {"variant": "torch-cpu", "accepted": True, "reason": None}
+
+
+def test_cpu_prefers_its_arch_variant_over_noarch_in_resolution(manager):
+    arch = "torch213-cxx11-cpu-x86_64-linux"
+    for names in (["torch-cpu", arch, "torch-universal"], ["torch-universal", arch, "torch-cpu"]):
+        res = resolve_variants(names, "cpu", LINUX)
+        assert res.accepted == (arch, "torch-cpu", "torch-universal")
+        assert res.best == arch
+
+
+def test_cpu_loads_its_arch_variant_over_noarch(manager, tmp_path):
+    import kernel_plugins
+    from kernel_plugins.detection import system_info
+    from tests.support.kernels import make_variant
+
+    arch = [n for n in arch_variant_names(system_info(), ["cpu"]) if parse_variant(n).kind == "arch"][-1]
+    for variant in ("torch-cpu", arch):
+        make_variant(tmp_path / "k", variant, code=f"VARIANT = {variant!r}\n")
+    module = kernel_plugins.load(tmp_path / "k", device="cpu")
+    assert module.VARIANT == arch and module.__kernel_provenance__.variant == arch

@@ -29,7 +29,7 @@ from kernel_plugins_testing.stand_ins import (
     vendor_device_module,
 )
 
-from kernel_plugins import vendor
+from kernel_plugins.plugin_kit import _vendor as vendor
 from kernel_plugins.device import DeviceInfo
 from kernel_plugins.errors import KernelImportError, PluginError
 
@@ -507,7 +507,7 @@ def test_fixture_kernels_load_and_refuse(manager: Any, tmp_path: Path) -> None:
 
 def test_toolkit_imports_no_torch() -> None:
     code = (
-        "import sys, kernel_plugins, kernel_plugins.vendor, kernel_plugins_testing.stand_ins,"
+        "import sys, kernel_plugins, kernel_plugins.plugin_kit, kernel_plugins_testing.stand_ins,"
         " kernel_plugins_testing.kernel_repos, kernel_plugins_testing.plugin_checks;"
         " print('TORCH' if 'torch' in sys.modules else 'NO-TORCH')"
     )

@@ -233,6 +233,14 @@ def test_mixing_devices_raises_like_hardware(mlu: dict) -> None:
 
 
 def test_numpy_is_refused_like_hardware(mlu: dict) -> None:
+    import importlib.util
+    import os
+
+    if importlib.util.find_spec("numpy") is None:  # torch then refuses .numpy() for that
+        need = "this test needs numpy (the test extra installs it: pip install -e '.[test]')"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set, so it must not be skipped: {need}", pytrace=False)
+        pytest.skip(need)
     err = error_of(mlu["numpy"])
     assert err is not None and err[0] == "TypeError"
     assert "can't convert mlu:1 device type tensor to numpy" in err[1]

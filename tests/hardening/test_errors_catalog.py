@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,14 +29,11 @@ from kernel_plugins import hub, plugins
 from kernel_plugins.detection import get_device
 from kernel_plugins.device import BackendSpec, DeviceInfo, PyDepend, parse_device
 from kernel_plugins.hookspecs import hookimpl
-from kernel_plugins.importer import (
-    KernelLoad,
-    check_module_name,
-    check_python_depends,
-    import_snapshot,
-)
+from kernel_plugins.importer import check_python_depends, import_snapshot
 from kernel_plugins.integrity import verify_digest
-from kernel_plugins.metadata import KernelMetadata, read_metadata
+from kernel_plugins.metadata import parse_metadata, read_metadata
+from kernel_plugins.provenance import KernelLoad
+from kernel_plugins.registry import module_name
 from kernel_plugins.sources import local_variants, parse_local_kernels, parse_name
 from kernel_plugins.variants import parse_variant, validate_variant_name
 
@@ -113,6 +109,31 @@ def _read_lock(content: str) -> Callable[[Env], Any]:
     return run
 
 
+def _lock_fifo(env: Env) -> Any:
+    from kernel_plugins.lock import read_lockfile
+
+    os.mkfifo(env.tmp / "kernels.lock")
+    return read_lockfile(env.tmp)
+
+
+def _found_lock_writable_by_others(env: Env) -> Any:
+    from kernel_plugins.lock import _discovery, find_lockfile
+
+    env.monkeypatch.setattr(_discovery, "_temp_roots", lambda: [])
+    (env.tmp / "pyproject.toml").write_text("")
+    (env.tmp / "kernels.lock").write_text("[]")
+    (env.tmp / "kernels.lock").chmod(0o666)
+    return find_lockfile(str(env.tmp / "app.py"), what="LockedLayerRepository('org/name')")
+
+
+def _no_lock_outside_temp(env: Env) -> Any:
+    from kernel_plugins.lock import find_lockfile
+
+    (env.tmp / "kernels.lock").write_text("[]")
+    env.monkeypatch.chdir(env.tmp)
+    return find_lockfile(str(env.tmp / "cell.py"), what="LockedLayerRepository('org/name')")
+
+
 LOCK_ENTRY = {"repo_id": "org/name", "sha": "a" * 40,
               "variants": {"torch-cpu": {"hash": "sha256-" + "0" * 64,
                                          "hash_type": "git_lfs_concat"}}}
@@ -170,11 +191,11 @@ def _list_variants(answer: Any) -> Callable[[Env], Any]:
 
 
 def _import_error(env: Env) -> Any:
-    meta = KernelMetadata.model_validate(metadata(id="_broken_kernel_9f8e"))
+    meta = parse_metadata(metadata(id="_broken_kernel_9f8e"), where="metadata.json")
     folder = make_variant(env.tmp, "torch-cpu", None, {"__init__.py": "raise RuntimeError('x')"})
     from kernel_plugins.integrity import read_variant
 
-    load = KernelLoad("org/name", "torch-cpu", folder, meta, meta.id)
+    load = KernelLoad("org/name", "torch-cpu", folder, meta, module_name(meta.id))
     return import_snapshot(load, read_variant(folder))
 
 
@@ -210,15 +231,10 @@ def _linked_file(to_folder: bool) -> Callable[[Env], Any]:
 def _kernel_exits(env: Env) -> Any:
     from kernel_plugins.integrity import read_variant
 
-    meta = KernelMetadata.model_validate(metadata(id="_exiting_kernel_1c2d"))
+    meta = parse_metadata(metadata(id="_exiting_kernel_1c2d"), where="metadata.json")
     folder = make_variant(env.tmp, "torch-cpu", None, {"__init__.py": "raise SystemExit(0)"})
-    return import_snapshot(KernelLoad("org/name", "torch-cpu", folder, meta, meta.id),
+    return import_snapshot(KernelLoad("org/name", "torch-cpu", folder, meta, module_name(meta.id)),
                            read_variant(folder))
-
-
-def _shadowing_id(env: Env) -> Any:
-    env.monkeypatch.delitem(sys.modules, "tabnanny", raising=False)
-    return check_module_name("tabnanny", where="build/torch-cpu")
 
 
 def _offline_uncached(env: Env) -> Any:
@@ -245,7 +261,7 @@ def _changed_digest(env: Env) -> Any:
 
 
 def _python_depends(names: list[str], spec: BackendSpec) -> Callable[[Env], Any]:
-    meta = KernelMetadata.model_validate(metadata(python_depends=names))
+    meta = parse_metadata(metadata(python_depends=names), where="metadata.json")
     return lambda env: check_python_depends(meta, spec, where="build/torch-cuda")
 
 
@@ -435,6 +451,15 @@ CASES: list[Case] = [
          _read_lock(_lock_with(variants={"../x": LOCK_ENTRY["variants"]["torch-cpu"]})),
          E.LockfileError, "variant name '../x' is not a plain folder name",
          "Regenerate the lock file."),
+    Case("lock-not-a-file", P, "a FIFO named `kernels.lock`", _lock_fifo, E.LockfileError,
+         "not a regular file; refusing to read it", "Put the real lock file there."),
+    Case("lock-found-writable", P, "a found `kernels.lock` with mode 0666",
+         _found_lock_writable_by_others, E.LockfileError,
+         "refusing this kernels.lock: group or others may write it",
+         "`chmod go-w` it (and own it), or pass `lockfile=`."),
+    Case("lock-not-found", P, "no lock file but one in the temp folder",
+         _no_lock_outside_temp, E.LockfileError, "in the temporary folder, which is never searched",
+         "Pass `lockfile=`, or lock the project (`kernel-plugins lock PROJECT_DIR`)."),
     # --- LOCAL_KERNELS and local paths
     Case("local-kernels-malformed", L, '`LOCAL_KERNELS="nonsense"`',
          lambda e: parse_local_kernels("nonsense"), E.SourceError,
@@ -503,11 +528,6 @@ CASES: list[Case] = [
     Case("kernel-sys-exit", K, "`__init__.py` calls `sys.exit(0)`", _kernel_exits,
          E.KernelImportError, "SystemExit: 0 (the kernel's code called sys.exit)",
          "Fix the kernel; nothing is left in `sys.modules` and the next load raises again."),
-    Case("kernel-id-shadows-module", K, '`"id": "tabnanny"`',
-         _shadowing_id, E.KernelImportError,
-         "metadata id 'tabnanny' cannot be used as its module name: it is a module of the Python "
-         "standard library",
-         "Rebuild the kernel with a unique id (the kernel builder derives one)."),
     Case("offline-not-cached", K, "`HF_HUB_OFFLINE=1` and nothing cached", _offline_uncached,
          E.OfflineError, "HF_HUB_OFFLINE=1 is set and nothing of org/uncached is in the local cache",
          "Unset HF_HUB_OFFLINE, or download the kernel first."),
@@ -563,7 +583,7 @@ def test_a_failed_kernel_import_leaves_nothing_behind(env: Env) -> None:
 
     with pytest.raises(E.KernelImportError):
         _import_error(env)
-    assert not [m for m in sys.modules if m.startswith("_broken_kernel_9f8e")]
+    assert not [m for m in sys.modules if m.startswith(module_name("_broken_kernel_9f8e"))]
 
 
 def _cell(text: str) -> str:

@@ -1,9 +1,12 @@
-"""Property tests of the validators: whatever the input, only our own error types come out."""
+"""Property tests of the validators: whatever the input, only our own error types come out,
+and whatever they accept comes out with the input's own values."""
 
 from __future__ import annotations
 
 import json
+import keyword
 import random
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -69,42 +72,123 @@ metadata_keys = st.sampled_from(
 )
 
 
-@given(st.dictionaries(metadata_keys, json_values) | json_values)
+def assert_metadata_of(meta: object, data: dict[str, Any]) -> None:
+    """An accepted ``metadata.json`` comes out with the document's own values, each of them
+    valid by the rules of the format."""
+    assert isinstance(meta, KernelMetadata)
+    assert (meta.name, meta.id, meta.license) == (data["name"], data["id"], data["license"])
+    assert re.fullmatch(r"[a-z][-a-z0-9]*[a-z0-9]", meta.name)
+    assert meta.id.isidentifier() and meta.id.isascii() and not keyword.iskeyword(meta.id)
+    assert type(meta.version) is int and meta.version == data["version"] and meta.version >= 0
+    assert meta.python_depends == tuple(data["python-depends"])
+    assert all(isinstance(d, str) for d in meta.python_depends)
+    backend = data["backend"]
+    assert meta.backend.type == backend["type"] and 1 <= len(meta.backend.type) <= 64
+    assert meta.backend.archs == tuple(backend.get("archs", ()))
+    for key in ("upstream", "source", "provenance"):
+        assert getattr(meta, key) == data.get(key)
+    digest = data.get("digest")
+    if digest is None:
+        assert meta.digest is None
+    else:
+        assert meta.digest is not None and meta.digest.algorithm in ("sha256", "sha512")
+        assert (meta.digest.algorithm, meta.digest.files) == (digest["algorithm"], digest["files"])
+    depends = data.get("kernel-depends", [])
+    assert [d.repo_id for d in meta.kernel_depends] == [d["repo-id"] for d in depends]
+    assert [d.revision for d in meta.kernel_depends] == [d.get("revision") for d in depends]
+    assert all(d.version is None or type(d.version) is int for d in meta.kernel_depends)
+
+
+_words = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
+valid_metadata = st.fixed_dictionaries(
+    {
+        "name": st.from_regex(r"[a-z][-a-z0-9]{0,12}[a-z0-9]", fullmatch=True),
+        "id": st.from_regex(r"_[A-Za-z0-9_]{0,20}", fullmatch=True),
+        "version": st.integers(0, 10**6),
+        "license": st.sampled_from(["Apache-2.0", "MIT", "BSD-3-Clause"]),
+        "python-depends": st.lists(st.sampled_from(["einops", "numpy", "triton"]), max_size=3),
+        "backend": st.fixed_dictionaries(
+            {"type": st.sampled_from(sorted(KNOWN))},
+            optional={"archs": st.lists(st.from_regex(r"[0-9]\.[0-9]", fullmatch=True), max_size=3)},
+        ),
+    },
+    optional={
+        "upstream": st.none() | st.just("https://github.com/org/kernel"),
+        "source": st.none() | st.just("https://github.com/org/kernel"),
+        "provenance": st.none() | st.dictionaries(_words, json_values, max_size=3),
+        "digest": st.none() | st.fixed_dictionaries({
+            "algorithm": st.sampled_from(["sha256", "sha512"]),
+            "files": st.dictionaries(_words.map(lambda w: w + ".py"),
+                                     st.from_regex(r"[A-Za-z0-9+/]{43}=", fullmatch=True), max_size=3),
+        }),
+        "kernel-depends": st.lists(st.fixed_dictionaries(
+            {"repo-id": st.from_regex(r"[a-z][a-z0-9-]{0,8}/[a-z][a-z0-9-]{0,8}", fullmatch=True)},
+            optional={"version": st.none() | st.integers(0, 9), "revision": st.none() | _words},
+        ), max_size=2),
+    },
+)  # fmt: skip
+
+
+@given(valid_metadata)
+def test_valid_metadata_is_accepted_with_its_own_values(data: dict[str, Any]) -> None:
+    assert_metadata_of(parse_metadata(json.loads(json.dumps(data)), where="fuzz"), data)
+
+
+@given(st.dictionaries(metadata_keys, json_values) | json_values | valid_metadata)
 def test_metadata_validator_raises_only_metadata_errors(data: Any) -> None:
     try:
         meta = parse_metadata(data, where="fuzz")
     except MetadataError as e:
         assert str(e).startswith("fuzz: ")
     else:
-        assert isinstance(meta, KernelMetadata) and meta.id.isidentifier()
+        assert_metadata_of(meta, data)
 
 
 @given(st.randoms(use_true_random=False), json_values)
 def test_mutated_metadata_raises_only_metadata_errors(rnd: random.Random, value: Any) -> None:
     base = metadata(digest={"algorithm": "sha256", "files": {"a.py": "x"}},
                     kernel_depends=[{"repo-id": "a/b", "version": 1}])
+    data = mutate(base, rnd, value)
     try:
-        parse_metadata(mutate(base, rnd, value), where="fuzz")
-    except MetadataError:
-        pass
+        meta = parse_metadata(data, where="fuzz")
+    except MetadataError as e:
+        assert str(e).startswith("fuzz: ")
+    else:
+        assert_metadata_of(meta, data)
 
 
-@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode)
+       | valid_metadata.map(lambda d: json.dumps(d).encode()))
 def test_metadata_files_raise_only_metadata_errors(raw: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "metadata.json").write_bytes(raw)
         try:
-            read_metadata(Path(tmp))
+            meta = read_metadata(Path(tmp))
         except MetadataError:
             pass
+        else:
+            assert_metadata_of(meta, json.loads(raw))
 
 
-@given(st.text(max_size=400))
+def assert_build_toml_of(config: object, data: dict[str, Any]) -> None:
+    """An accepted build.toml comes out with the document's own name, edition and backends."""
+    from kernel_plugins_check.buildconfig import BuildToml
+
+    assert isinstance(config, BuildToml)
+    general = data["general"]
+    assert config.name == general["name"] and config.config.general.name == general["name"]
+    assert list(config.config.general.backends) == general["backends"]
+    assert config.edition == general.get("edition") and config.legacy == (config.edition is None)
+
+
+@given(st.text(max_size=400) | st.sampled_from([BUILD_TOML, BUILD_TOML.replace("edition = 5\n", "")]))
 def test_build_toml_text_raises_only_build_config_errors(text: str) -> None:
     try:
-        parse_build_toml(text, known=KNOWN)
+        config = parse_build_toml(text, known=KNOWN)
     except BuildConfigError:
         pass
+    else:
+        assert_build_toml_of(config, loads_toml(text))
 
 
 build_keys = st.sampled_from(
@@ -125,6 +209,8 @@ def test_build_data_validator_returns_issues_and_never_raises(data: Any) -> None
     config, issues = validate_build_data(data, known=KNOWN)
     assert (config is None) == bool(issues)
     assert all(isinstance(i, BuildConfigIssue) and i.message and i.fix for i in issues)
+    if config is not None:
+        assert_build_toml_of(config, data)
 
 
 CORPUS_DATA = [loads_toml(p.read_bytes()) for p in sorted(CORPUS.glob("*.build.toml"))[::5]]
@@ -133,10 +219,13 @@ CORPUS_DATA = [loads_toml(p.read_bytes()) for p in sorted(CORPUS.glob("*.build.t
 @given(st.sampled_from([loads_toml(BUILD_TOML), *CORPUS_DATA]), st.randoms(use_true_random=False),
        toml_like)
 def test_mutated_build_tomls_never_raise(base: dict, rnd: random.Random, value: Any) -> None:
-    config, issues = validate_build_data(mutate(base, rnd, value), known=KNOWN)
+    data = mutate(base, rnd, value)
+    config, issues = validate_build_data(data, known=KNOWN)
     assert (config is None) == bool(issues)
     keys = [i.key for i in issues]
     assert keys == sorted(keys)
+    if config is not None:
+        assert_build_toml_of(config, data)
 
 
 lock_keys = st.sampled_from(["repo_id", "sha", "variants", "hash", "hash_type", "x"])
@@ -146,14 +235,34 @@ lock_entries = st.dictionaries(
 )
 
 
-@given(json_values | st.lists(lock_entries, max_size=3))
+valid_lock_entries = st.fixed_dictionaries({
+    "repo_id": st.from_regex(r"[a-z][a-z0-9-]{0,8}/[a-z][a-z0-9-]{0,8}", fullmatch=True),
+    "sha": st.from_regex(r"[0-9a-f]{40}", fullmatch=True),
+    "variants": st.dictionaries(
+        st.sampled_from(["torch-cpu", "torch-cuda", "torch213-cxx11-cpu-x86_64-linux"]),
+        st.fixed_dictionaries({"hash": st.from_regex(r"sha256-[0-9a-f]{64}", fullmatch=True),
+                               "hash_type": st.just("git_lfs_concat")}),
+        max_size=2),
+})  # fmt: skip
+
+
+@given(json_values | st.lists(lock_entries, max_size=3)
+       | st.lists(valid_lock_entries, max_size=3, unique_by=lambda e: e["repo_id"]))
 def test_lock_validator_raises_only_lockfile_errors(data: Any) -> None:
     from kernel_plugins.lock import parse_lock
 
     try:
-        parse_lock(data, where="fuzz.lock")
+        entries = parse_lock(data, where="fuzz.lock")
     except LockfileError as e:
         assert str(e).startswith("fuzz.lock: ")
+    else:  # accepted: the entries are the document's own, and write back the same
+        assert [e.to_json() for e in entries] == [
+            {"repo_id": d["repo_id"], "sha": d["sha"],
+             "variants": {n: {"hash": v["hash"], "hash_type": v["hash_type"]}
+                          for n, v in sorted(d["variants"].items())}}
+            for d in data
+        ]  # fmt: skip
+        assert parse_lock(json.loads(json.dumps([e.to_json() for e in entries]))) == entries
 
 
 @given(st.dictionaries(st.text(max_size=20), json_values, max_size=5),

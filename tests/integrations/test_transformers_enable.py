@@ -47,6 +47,46 @@ def test_enable_marks_models_and_registers_every_installed_backend():
     assert r["keys"] == r["backends"] and {"cpu", "mlu", "npu"} <= set(r["keys"])
 
 
+def test_enable_registers_its_defaults_beneath_the_users_mappings():
+    """Mappings registered before the first enable() and between two enable() calls are
+    kept, and no default outranks them (a "cuda" entry also serves ROCm devices)."""
+    r = _run("""
+        import json
+        from kernel_plugins.device import DeviceInfo
+        from kernel_plugins.integrations import transformers as kpt
+        from kernel_plugins.layers import LocalLayerRepository, Mode, current_mapping
+        from kernel_plugins.layers import register_kernel_mapping
+        from kernel_plugins.reference import reference_repo
+
+        def mine(layer):
+            return LocalLayerRepository(reference_repo("activation"), layer_name=layer)
+
+        def first(name, backend, device_type):
+            dev = DeviceInfo(backend=backend, device_type=device_type, count=1)
+            c = current_mapping().candidates(name, dev, Mode.INFERENCE)[0]
+            return [type(c.repo).__name__, c.repo.layer_name, c.device_key]
+
+        register_kernel_mapping({"SiLU": {"cpu": mine("Silu")},
+                                 "GeLU": {"cuda": mine("MyGelu")}})  # before the first enable
+        kpt.enable()
+        register_kernel_mapping({"RMSNorm": {"cpu": mine("MyNorm")},
+                                 "NewGELU": {"cuda": mine("MyNewGelu")}})  # after it
+        kpt.enable()
+        print("RESULT" + json.dumps({
+            "silu cpu": first("SiLU", "cpu", "cpu"),
+            "gelu rocm": first("GeLU", "rocm", "cuda"),
+            "norm cpu": first("RMSNorm", "cpu", "cpu"),
+            "newgelu cuda": first("NewGELU", "cuda", "cuda"),
+            "norm mlu": first("RMSNorm", "mlu", "mlu"),
+        }))
+    """)
+    assert r["silu cpu"] == ["LocalLayerRepository", "Silu", "cpu"]
+    assert r["gelu rocm"] == ["LocalLayerRepository", "MyGelu", "cuda"]
+    assert r["norm cpu"] == ["LocalLayerRepository", "MyNorm", "cpu"]
+    assert r["newgelu cuda"] == ["LocalLayerRepository", "MyNewGelu", "cuda"]
+    assert r["norm mlu"] == ["LayerRepository", "RMSNorm", "mlu"]  # defaults elsewhere
+
+
 def test_without_enable_no_marks_and_enable_after_model_import_warns():
     r = _run("""
         import json, warnings

@@ -57,9 +57,10 @@ class FakeLoader:
     def fail(self, target: str, error: Exception) -> None:
         self.modules[target] = error
 
-    def __call__(self, repo, device, *, trust=False):
+    def __call__(self, repo, device, *, trust=False, fallback="reference"):
         self.calls.append((repo.target(), device))
         self.trust = trust
+        self.fallback = fallback
         mod = self.modules[repo.target()]
         if isinstance(mod, Exception):
             raise mod

@@ -388,3 +388,65 @@ def test_use_kernel_func_from_hub_refuses_classes():
         use_kernel_func_from_hub("x")(Scale)
     with pytest.raises(LayerError, match="non-empty string"):
         use_kernel_forward_from_hub("")
+
+
+@use_kernel_forward_from_hub("Shift")
+class Shift(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        pytest.param({}, id="nothing-mapped"),  # no kernel and use_fallback=False
+        pytest.param({"require": {"deterministic"}}, id="property-missing"),
+    ],
+)
+def test_a_refusal_after_many_kernelized_layers_changes_no_layer(fake_loader, refusal):
+    # The layers that get a kernel come first and the refused one last, so a kernelize
+    # that applied each decision as soon as it was made would have changed the others.
+    k = kernel(100.0, kernel_properties=frozenset({"deterministic"}))
+    fake_loader.add("org/k", layers={"Scale": k})
+    register_kernel_mapping({"Scale": {"cuda": repo("k")}})
+    if refusal:
+        fake_loader.add("org/shift", layers={"Shift": type("Plain", (nn.Module,), {
+            "forward": lambda self, x: x + 2})})
+        register_kernel_mapping({"Shift": {"cuda": repo("shift", layer="Shift")}})
+    model = nn.Sequential(Model(), Model(), Shift())
+    with pytest.raises((LayerError, ContractError), match="Shift"):
+        kernelize(model, mode=INF, use_fallback=False, **refusal)
+    for layer in model.modules():
+        assert "forward" not in layer.__dict__ and kernel_choice(layer) is None
+    assert torch.equal(model(X), (((X * 2) * 2 * 2) * 2) + 1)
+    earlier = Model()
+    kernelize(earlier, mode=INF)  # a model kernelized before keeps its kernels too
+    model = nn.Sequential(earlier, Shift())
+    with pytest.raises((LayerError, ContractError), match="Shift"):
+        kernelize(model, mode=INF, use_fallback=False, **refusal)
+    assert earlier.a.forward.__func__ is k.forward and kernel_choice(earlier.a).uses_kernel
+
+
+def test_kernelize_of_a_model_without_marked_layers_says_nothing_changed():
+    # e.g. transformers' layers built before kernel_plugins.integrations.transformers.enable()
+    with pytest.warns(UserWarning, match=r"no layer of `Sequential` is marked.*nothing was "
+                      r"replaced.*integrations\.transformers\.enable\(\) before"):
+        kernelize(nn.Sequential(nn.Linear(2, 2)), mode=INF, device="cpu")
+
+
+def test_kernelize_that_replaces_no_forward_says_so_and_why(fake_loader, monkeypatch, recwarn):
+    model = Model()
+    with pytest.warns(UserWarning) as caught:
+        kernelize(model, mode=INF)  # nothing mapped: every layer keeps its forward
+    text = "\n".join(str(w.message) for w in caught)
+    assert "none of the 2 marked layers of `Model` got a kernel on cuda (capability 8.0) in " \
+           "mode INFERENCE, so nothing was replaced" in text
+    assert "`Scale` is not in the kernel mapping" in text
+    fake_loader.add("org/k", layers={"Scale": kernel(100.0)})
+    register_kernel_mapping({"Scale": {"cuda": repo("k")}})
+    recwarn.clear()
+    kernelize(model, mode=INF)  # a kernel is used: nothing to say
+    monkeypatch.setenv("DISABLE_KERNEL_MAPPING", "1")
+    kernelize(model, mode=INF)  # the original forwards were asked for: nothing to say
+    assert [str(w.message) for w in recwarn] == []
+    assert "forward" not in model.a.__dict__

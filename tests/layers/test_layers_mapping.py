@@ -67,6 +67,9 @@ def test_repositories_are_hashable_values():
 
 
 def test_locked_repository_finds_the_nearest_lockfile(tmp_path, monkeypatch):
+    # the search stops at the project root and never enters the temp folder (tmp_path's)
+    monkeypatch.setattr("kernel_plugins.lock._discovery._temp_roots", lambda: [])
+    (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "kernels.lock").write_text("[]")
     sub = tmp_path / "a" / "b"
     sub.mkdir(parents=True)

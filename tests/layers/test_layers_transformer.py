@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from kernel_plugins.errors import ContractError, LayerError
 from kernel_plugins.layers import (
     LocalFuncRepository,
     LocalLayerRepository,
@@ -205,7 +206,7 @@ def test_torch_compile_mode_keeps_original_for_eager_only_kernel(repo):
         assert not kernel_choice(model.norm1).uses_kernel
         assert "lacks torch.compile support" in kernel_choice(model.norm1).skipped[0]
         assert kernel_choice(model.mlp.act).uses_kernel
-        with pytest.raises(Exception, match="lacks torch.compile support"):
+        with pytest.raises(LayerError, match="lacks torch.compile support"):
             kernelize(
                 pair()[0], mode=Mode.TRAINING | Mode.TORCH_COMPILE, device="cpu", use_fallback=False
             )
@@ -218,7 +219,7 @@ def test_failed_kernelize_changes_nothing(repo):
     model, _ = pair()
     with use_kernel_mapping(mapping(repo)):
         # SiluAndMul declares deterministic, RMSNorm does not: nothing may be changed
-        with pytest.raises(Exception, match="RMSNorm"):
+        with pytest.raises(ContractError, match="RMSNorm"):
             kernelize(model, mode=Mode.INFERENCE, device="cpu", require={"deterministic"})
     layers = [model.norm1, model.norm2, model.mlp.act]  # (mlp.post is a shared function module)
     assert all("forward" not in layer.__dict__ for layer in layers)

@@ -1,8 +1,15 @@
-"""The shape of the source tree: no import cycles, no private names borrowed across packages."""
+"""The shape of the source tree: no import cycles counting every import, the layers, and
+no private names borrowed across packages.
+
+Every import statement counts: module-level, inside functions, and under
+``TYPE_CHECKING``. A cycle through a function-level import still means two modules that
+cannot be understood apart.
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import kernel_plugins
@@ -10,13 +17,37 @@ import kernel_plugins
 SRC = Path(kernel_plugins.__file__).parent
 PACKAGE = "kernel_plugins"
 
+#: The layers of the core, low to high. A module may import modules of its own layer or
+#: of lower layers; an entry names a module and everything below it.
+LAYERS: list[tuple[str, ...]] = [
+    # basics: no knowledge of kernels or plugins
+    ("errors", "_suggest", "_warn", "jsonfile", "emulation_registry", "backends.torchinfo"),
+    # values and checks
+    ("device", "variants", "metadata", "contracts", "known_plugins", "trust", "distributed",
+     "provenance", "integrity", "registry"),
+    # the plugin contract and the plugin manager
+    ("hookspecs", "_plugin_records", "_hook_results", "plugins", "detection", "backends",
+     "plugin_kit"),
+    # the Hub, lock files, the bundled reference kernels
+    ("hub", "lock", "reference"),
+    # the load pipeline
+    ("sources", "fetching", "resolving", "verification", "importer", "fallback", "loader",
+     "signatures"),
+    # what is built on loading
+    ("layers", "benchmark", "compat", "integrations"),
+    # the command line
+    ("cli",),
+]
+#: Imports allowed to run back up the layers: (importer, imported). At most one.
+UPWARD_ALLOWED: set[tuple[str, str]] = set()
+
 
 def modules() -> dict[str, Path]:
     """Every module of the core (the reference kernels' build folders are kernels, not core)."""
     out = {}
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC)
-        if "build" in rel.parts and "reference" in rel.parts:
+        if "reference" in rel.parts and ("build" in rel.parts or "torch-ext" in rel.parts):
             continue
         parts = [PACKAGE, *rel.with_suffix("").parts]
         if parts[-1] == "__init__":
@@ -29,14 +60,12 @@ def _is_package(name: str, mods: dict[str, Path]) -> bool:
     return mods[name].name == "__init__.py"
 
 
-def imports(name: str, path: Path, mods: dict[str, Path], *, top_level_only: bool):
-    """(imported module, imported names) of ``name``; type-checking-only imports skipped."""
+def imports(name: str, path: Path, mods: dict[str, Path]) -> Iterator[tuple[str, list[str]]]:
+    """(imported module, imported names) for every import statement of ``name``, wherever
+    it stands (module level, functions, ``TYPE_CHECKING`` blocks)."""
     tree = ast.parse(path.read_text())
     package = name if _is_package(name, mods) else name.rpartition(".")[0]
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
-    for node in nodes:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
-            continue
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -50,32 +79,39 @@ def imports(name: str, path: Path, mods: dict[str, Path], *, top_level_only: boo
             for n in names:  # "from . import hub" imports a module
                 if f"{target}.{n}" in mods:
                     yield f"{target}.{n}", []
-            if target in mods:
-                yield target, [n for n in names if f"{target}.{n}" not in mods]
+            rest = [n for n in names if f"{target}.{n}" not in mods]
+            if target in mods and rest:
+                yield target, rest
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith(PACKAGE) and alias.name in mods:
                     yield alias.name, []
 
 
-def test_no_import_cycles_among_module_level_imports():
-    mods = modules()
-    graph = {
-        name: {t for t, _ in imports(name, path, mods, top_level_only=True) if t != name}
-        for name, path in mods.items()
-    }
-    # a package's __init__ importing its own submodules is how packages work
-    for name in graph:
-        graph[name] = {t for t in graph[name] if not (_is_package(name, mods) and t.startswith(name + "."))}
+def import_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the core modules it imports (a package importing its own submodules, and
+    the lazy top-level package, left out)."""
+    graph = {}
+    for name, path in mods.items():
+        targets = {t for t, _ in imports(name, path, mods)}
+        graph[name] = {
+            t for t in targets
+            if t not in (name, PACKAGE) and not (_is_package(name, mods) and t.startswith(name + "."))
+        }
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle found by a depth-first walk (each as a closed path)."""
     state: dict[str, int] = {}
-    cycles: list[list[str]] = []
+    found: list[list[str]] = []
 
     def visit(node: str, stack: list[str]) -> None:
         state[node] = 1
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                found.append(stack[stack.index(nxt):] + [nxt])
             elif nxt not in state:
                 visit(nxt, stack)
         stack.pop()
@@ -84,17 +120,71 @@ def test_no_import_cycles_among_module_level_imports():
     for node in sorted(graph):
         if node not in state:
             visit(node, [])
-    assert cycles == []
+    return found
 
 
-def test_no_private_names_imported_from_another_package():
+def layer_of(name: str) -> int | None:
+    """The index in :data:`LAYERS` of the entry that covers module ``name``."""
+    rel = name[len(PACKAGE) + 1:]
+    best: tuple[int, int] | None = None  # (length of the matching entry, layer)
+    for index, entries in enumerate(LAYERS):
+        for entry in entries:
+            if (rel == entry or rel.startswith(entry + ".")) and (best is None or len(entry) > best[0]):
+                best = (len(entry), index)
+    return None if best is None else best[1]
+
+
+def test_the_graph_sees_function_level_and_type_checking_imports(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kernel_plugins.b import X\n"
+    )
+    (tmp_path / "b.py").write_text("def f():\n    from .a import Y\n")
+    mods = {f"{PACKAGE}.a": tmp_path / "a.py", f"{PACKAGE}.b": tmp_path / "b.py"}
+    graph = import_graph(mods)
+    assert graph == {f"{PACKAGE}.a": {f"{PACKAGE}.b"}, f"{PACKAGE}.b": {f"{PACKAGE}.a"}}
+    assert cycles(graph) == [[f"{PACKAGE}.a", f"{PACKAGE}.b", f"{PACKAGE}.a"]]
+
+
+def test_no_import_cycles_counting_every_import() -> None:
+    assert cycles(import_graph(modules())) == []
+
+
+def test_every_module_has_a_layer_and_at_most_one_import_runs_up() -> None:
+    mods = modules()
+    unplaced = sorted(n for n in mods if n != PACKAGE and layer_of(n) is None)
+    assert unplaced == [], "add these modules to LAYERS"
+    upward = sorted(
+        (name, target)
+        for name, targets in import_graph(mods).items() if name != PACKAGE
+        for target in targets
+        if layer_of(target) > layer_of(name)  # type: ignore[operator]
+    )
+    assert len(UPWARD_ALLOWED) <= 1
+    assert [u for u in upward if u not in UPWARD_ALLOWED] == []
+
+
+def test_the_plugin_contract_lies_below_the_pipeline() -> None:
+    graph = import_graph(modules())
+    contract = {f"{PACKAGE}.hookspecs", f"{PACKAGE}.provenance"}
+    pipeline = {f"{PACKAGE}.{m}" for m in LAYERS[4]}
+    reach: set[str] = set()
+    todo = list(contract)
+    while todo:
+        for nxt in graph[todo.pop()] - reach:
+            reach.add(nxt)
+            todo.append(nxt)
+    assert reach & pipeline == set()
+    assert f"{PACKAGE}.importer" not in graph[f"{PACKAGE}.verification"]
+
+
+def test_no_private_names_imported_from_another_package() -> None:
     """A ``_name`` is imported only inside its own package; a ``_module`` only by its package
     and the packages below it (which it serves)."""
     mods = modules()
     offenders = []
     for name, path in mods.items():
         own = name if _is_package(name, mods) else name.rpartition(".")[0]
-        for target, names in imports(name, path, mods, top_level_only=False):
+        for target, names in imports(name, path, mods):
             target_pkg = target if _is_package(target, mods) else target.rpartition(".")[0]
             private_names = [n for n in names if n.startswith("_") and not n.startswith("__")]
             if private_names and target_pkg != own:
@@ -105,9 +195,20 @@ def test_no_private_names_imported_from_another_package():
     assert offenders == []
 
 
-def test_the_pipeline_modules_exist_and_the_old_one_is_gone():
+def test_the_pipeline_modules_exist_and_the_old_one_is_gone() -> None:
     mods = modules()
     for step in ("sources", "fetching", "resolving", "verification", "importer", "loader",
-                 "fallback", "integrity", "integrity.snapshot", "integrity.verify"):
+                 "fallback", "registry", "provenance", "integrity", "integrity.snapshot",
+                 "integrity.verify"):
         assert f"{PACKAGE}.{step}" in mods
     assert f"{PACKAGE}.hubload" not in mods
+
+
+def test_only_the_hub_package_knows_the_hub_cache_layout() -> None:
+    offenders = []
+    for name, path in modules().items():
+        if name.startswith(f"{PACKAGE}.hub"):
+            continue
+        text = path.read_text()
+        offenders += [(name, w) for w in ('"snapshots"', '"blobs"', '"refs"', "models--") if w in text]
+    assert offenders == []

@@ -40,10 +40,10 @@ def test_a_link_planted_in_the_cache_is_refused(
     helper = variant / "sub" / "helper.py"
     helper.unlink()
     os.symlink(evil, helper)
-    sys.modules.pop(repo.kernel_id, None)
-    from kernel_plugins import importer
+    from kernel_plugins import registry
 
-    importer._kernels.pop(repo.kernel_id, None)
+    sys.modules.pop(registry.module_name(repo.kernel_id), None)
+    registry._kernels.pop(registry.module_name(repo.kernel_id), None)
     with pytest.raises(IntegrityError, match="sub/helper.py: a link that points outside"):
         kernel_plugins.load(repo.repo_id, revision=repo.sha, device="cpu")
     assert main(["verify", repo.repo_id, "--revision", repo.sha]) == 1
@@ -70,9 +70,10 @@ def test_bytecode_planted_in_the_cache_never_runs(
     manager: object, hub_env: HubServer, hf_cache: Path, kernel_repo: Callable[..., KernelRepo],
 ) -> None:
     repo = kernel_repo(org="kernels-community")
+    from kernel_plugins.fetching import commit_offer
     from kernel_plugins.verification import fetch_checked
 
-    fetch_checked(hub.resolve(repo.repo_id, version=1), "torch-cpu", progress=False)
+    fetch_checked(commit_offer(hub.resolve(repo.repo_id, version=1), ["torch-cpu"]), "torch-cpu", progress=False)
     variant = snapshot_variant(hf_cache, repo)
     plant_pyc(variant / "sub", "helper", "HELPER = 'evil'\n")
     assert kernel_plugins.load(repo.repo_id, revision=repo.sha, device="cpu").HELPER == "helper"

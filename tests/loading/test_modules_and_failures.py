@@ -1,8 +1,10 @@
-"""Kernel module names never shadow other modules; failed imports leave nothing behind."""
+"""Kernels live in their own namespace, never at top level; failed imports leave nothing behind."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import pickle
 import sys
 
 import pytest
@@ -10,36 +12,44 @@ import pytest
 import kernel_plugins
 from kernel_plugins.cli.main import main
 from kernel_plugins.errors import KernelImportError, MetadataError
-from kernel_plugins.integrity import snapshot
+from kernel_plugins.registry import module_name
 
 from .helpers import unique_id, write_variant
 
 
-@pytest.mark.parametrize(
-    "kernel_id, why",
-    [
-        ("os", "already imported"),
-        ("tabnanny", "standard library"),
-        ("pluggy", "already imported"),
-        ("pytest", "already imported"),
-        ("hypothesis", "installed module"),
-        ("numpy", "installed module"),
-    ],
-)
-def test_an_id_that_would_shadow_a_module_is_refused_before_reading_files(
-    manager, tmp_path, monkeypatch, kernel_id, why
-):
-    if why != "already imported":  # make sure the module is not imported (restored after)
-        for name in [n for n in sys.modules if n == kernel_id or n.startswith(kernel_id + ".")]:
+@pytest.mark.parametrize("kernel_id", ["os", "tabnanny", "pytest", "kp_not_installed_anywhere"])
+def test_a_kernel_id_never_meets_a_top_level_module(manager, tmp_path, monkeypatch, kernel_id):
+    """Issue: an id naming a module that is not installed (or not imported yet) took its
+    place for the whole process; kernels now live under ``kernel_plugins._kernels``."""
+    for name in [n for n in sys.modules if n == kernel_id or n.startswith(kernel_id + ".")]:
+        if kernel_id == "tabnanny":  # not imported: the kernel must not stand in for it
             monkeypatch.delitem(sys.modules, name)
-    write_variant(tmp_path / "k", {"__init__.py": "VALUE = 1\n", "big.bin": b"x" * 1000},
-                  kernel_id=kernel_id)
-    reads: list[str] = []
-    real = snapshot._read_one
-    monkeypatch.setattr(snapshot, "_read_one", lambda rel, *a, **k: reads.append(rel) or real(rel, *a, **k))
-    with pytest.raises(KernelImportError, match=f"metadata id '{kernel_id}'.*{why}"):
-        kernel_plugins.load(tmp_path / "k", device="cpu")
-    assert reads == []  # refused on metadata.json alone
+    before = sys.modules.get(kernel_id)
+    write_variant(tmp_path / "k", {"__init__.py": "from .sub import X\nVALUE = 7\n",
+                                   "sub.py": "X = 1\n"}, kernel_id=kernel_id)
+    module = kernel_plugins.load(tmp_path / "k", device="cpu")
+    assert module.__name__ == f"kernel_plugins._kernels.{kernel_id}" == module_name(kernel_id)
+    assert (module.VALUE, module.X) == (7, 1)  # relative imports inside the kernel work
+    assert sys.modules.get(kernel_id) is before
+    assert module.__kernel_provenance__.module_name == module.__name__
+    if kernel_id == "kp_not_installed_anywhere":
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(kernel_id)
+    else:
+        real = importlib.import_module(kernel_id)
+        assert real is not module and not hasattr(real, "VALUE")
+    assert importlib.import_module(module_name(kernel_id)) is module
+
+
+def test_a_class_of_a_kernel_pickles_by_its_namespaced_name(manager, tmp_path):
+    kid = unique_id("pickle")
+    write_variant(tmp_path / "k", {"__init__.py": "class Layer:\n    def __init__(self):\n"
+                                   "        self.v = 3\n"}, kernel_id=kid)
+    module = kernel_plugins.load(tmp_path / "k", device="cpu")
+    data = pickle.dumps(module.Layer())
+    assert module_name(kid).encode() in data
+    again = pickle.loads(data)
+    assert type(again) is module.Layer and again.v == 3
 
 
 def test_kernel_calling_sys_exit_is_an_import_error_and_leaves_nothing(manager, tmp_path):
@@ -49,7 +59,7 @@ def test_kernel_calling_sys_exit_is_an_import_error_and_leaves_nothing(manager, 
     for _ in range(2):  # the second load raises again instead of returning a half module
         with pytest.raises(KernelImportError, match=r"SystemExit: 0 \(the kernel's code called sys.exit\)"):
             kernel_plugins.load(tmp_path / "k", device="cpu")
-        assert kid not in sys.modules and f"{kid}.sub" not in sys.modules
+        assert module_name(kid) not in sys.modules and f"{module_name(kid)}.sub" not in sys.modules
 
 
 @pytest.mark.parametrize("code", ["raise KeyError('x')", "raise BaseException('odd')"])
@@ -58,7 +68,7 @@ def test_any_exception_while_importing_leaves_nothing(manager, tmp_path, code):
     write_variant(tmp_path / "k", {"__init__.py": code}, kernel_id=kid)
     with pytest.raises(KernelImportError):
         kernel_plugins.load(tmp_path / "k", device="cpu")
-    assert kid not in sys.modules
+    assert module_name(kid) not in sys.modules
 
 
 def test_cli_load_of_a_kernel_that_exits_fails_loudly(manager, tmp_path, capsys):

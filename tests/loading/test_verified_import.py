@@ -16,6 +16,7 @@ import pytest
 
 import kernel_plugins
 from kernel_plugins.errors import IntegrityError, KernelImportError
+from kernel_plugins.registry import module_name
 
 from .helpers import unique_id, write_variant
 
@@ -141,7 +142,7 @@ def test_digest_mismatch_is_refused_for_local_folders_and_local_kernels(
     with pytest.raises(IntegrityError, match="does not match the digest"):
         kernel_plugins.load("acme/k", device="cpu")
     meta = json.loads((folder / "metadata.json").read_text())
-    assert meta["id"] not in sys.modules
+    assert module_name(meta["id"]) not in sys.modules
 
 
 @pytest.mark.parametrize("where", ["file", "folder"])

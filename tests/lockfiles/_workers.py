@@ -28,15 +28,18 @@ def fetch_and_import(repo_id: str, ready: str, go: str) -> None:
     detection would import it): this exercises the fetch -> verify -> import path.
     """
     from kernel_plugins import hub
-    from kernel_plugins.importer import KernelLoad, import_snapshot
+    from kernel_plugins.fetching import commit_offer
+    from kernel_plugins.importer import import_snapshot
+    from kernel_plugins.provenance import KernelLoad
+    from kernel_plugins.registry import module_name
     from kernel_plugins.verification import fetch_checked, verify
 
     Path(ready).touch()
     _wait_for(Path(go))
     ref = hub.resolve(repo_id, version=1)
-    verified = verify(fetch_checked(ref, "torch-cpu", progress=False))
+    verified = verify(fetch_checked(commit_offer(ref, ["torch-cpu"]), "torch-cpu", progress=False))
     meta = verified.metadata
-    load = KernelLoad(repo_id, "torch-cpu", verified.fetched.path, meta, meta.id)
+    load = KernelLoad(repo_id, "torch-cpu", verified.fetched.path, meta, module_name(meta.id))
     module = import_snapshot(load, verified.snapshot)
     report = {
         "sha": ref.sha,

@@ -107,18 +107,18 @@ def kernel_repo(hub_server: HubServer, request: pytest.FixtureRequest) -> Callab
 @pytest.fixture(autouse=True)
 def forget_kernel_modules() -> Iterator[None]:
     """Drop the kernel modules a test imported, so ids never clash across tests."""
-    from kernel_plugins import importer
+    from kernel_plugins import registry
 
-    with importer._lock:
-        kernels = set(importer._kernels)
+    with registry._lock:
+        kernels = set(registry._kernels)
     yield
-    with importer._lock:
+    with registry._lock:
         # the bundled reference kernels stay: their torch.library ops outlive their modules,
         # so a second import would run with ops bound to the first one's functions
-        new = {k for k in set(importer._kernels) - kernels if "_reference_" not in k}
+        new = {k for k in set(registry._kernels) - kernels if "_reference_" not in k}
         for key in new:
-            del importer._kernels[key]
-    for name in [n for n in sys.modules if n.partition(".")[0] in new or n.startswith("_lk_")]:
+            del registry._kernels[key]
+    for name in [n for n in sys.modules if any(n == k or n.startswith(k + ".") for k in new)]:
         del sys.modules[name]
 
 

@@ -139,10 +139,11 @@ def test_verify_repo_at_a_revision(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from kernel_plugins import hub
+    from kernel_plugins.fetching import commit_offer
     from kernel_plugins.verification import fetch_checked
 
     repo = kernel_repo(org="kernels-community")
-    fetch_checked(hub.resolve(repo.repo_id, version=1), "torch-cpu", progress=False)
+    fetch_checked(commit_offer(hub.resolve(repo.repo_id, version=1), ["torch-cpu"]), "torch-cpu", progress=False)
     assert main(["verify", repo.repo_id, "--revision", "v1"]) == 0
     out = capsys.readouterr().out
     assert f"{repo.repo_id} torch-cpu: OK {git_variant_hashes(repo)['torch-cpu']}" in out

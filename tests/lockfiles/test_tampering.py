@@ -14,7 +14,9 @@ import kernel_plugins
 from kernel_plugins import hub
 from kernel_plugins.cli.main import main
 from kernel_plugins.errors import IntegrityError
+from kernel_plugins.fetching import commit_offer
 from kernel_plugins.integrity import git_blob_id
+from kernel_plugins.registry import module_name
 from kernel_plugins.verification import fetch_checked
 from tests.lockfiles.conftest import KernelRepo, snapshot_variant, write_pyproject
 from tests.support.hub import HubServer
@@ -82,7 +84,7 @@ def test_tampered_cache_is_refused_by_the_lock_hash(
     assert f"pins {pinned['hash']}, the files on disk hash to sha256-" in message
     assert "nothing from it was imported" in message
     assert f"rm -rf '{hf_cache / variant.relative_to(hf_cache).parts[0]}'" in message
-    assert repo.kernel_id not in sys.modules
+    assert module_name(repo.kernel_id) not in sys.modules
 
     assert main(["verify", str(project)]) == 1
     assert f"{repo.repo_id} torch-cpu: FAILED: {rel}" in capsys.readouterr().out
@@ -104,7 +106,7 @@ def test_tampered_cache_is_refused_by_the_metadata_digest(
     kernel_repo: Callable[..., KernelRepo],
 ) -> None:
     repo = kernel_repo(org="kernels-community", digest=True)
-    fetch_checked(hub.resolve(repo.repo_id, version=1), "torch-cpu", progress=False)
+    fetch_checked(commit_offer(hub.resolve(repo.repo_id, version=1), ["torch-cpu"]), "torch-cpu", progress=False)
     variant = snapshot_variant(hf_cache, repo)
     storage = hf_cache / variant.relative_to(hf_cache).parts[0]
     # leave the digest as the only complete reference: no cached listing and, except for a
@@ -123,7 +125,7 @@ def test_tampered_cache_is_refused_by_the_metadata_digest(
     if how in ("change-byte", "truncate"):
         assert "(recorded " in message and ", file hashes to " in message
     assert "To repair: delete the cached copy" in message
-    assert repo.kernel_id not in sys.modules
+    assert module_name(repo.kernel_id) not in sys.modules
     assert hub_env.requests == []
 
 
@@ -148,4 +150,4 @@ def test_listing_changed_along_with_the_file_is_still_caught_by_the_lock(
         kernel_plugins.load(repo.repo_id, lockfile=project, device="cpu")
     assert "does not match the lock's hash either" in str(info.value)
     assert "variant hash:" in str(info.value)
-    assert repo.kernel_id not in sys.modules
+    assert module_name(repo.kernel_id) not in sys.modules

@@ -12,6 +12,7 @@ import pytest
 import kernel_plugins
 from kernel_plugins.cli.main import main
 from kernel_plugins.errors import TrustError
+from kernel_plugins.registry import module_name
 from kernel_plugins.trust import TRUSTED_ORGS_ENV, check_trusted, is_trusted
 from tests.lockfiles.conftest import KernelRepo, cpu_variant, write_pyproject
 from tests.support.hub import HubServer, make_kernel_repo
@@ -62,7 +63,7 @@ def test_untrusted_org_refused_on_load_paths(
     with pytest.raises(TrustError, match=repo.repo_id):
         kernel_plugins.load(repo.repo_id, device="cpu", **kwargs)
     assert hub_env.requests == []  # refused before anything was fetched
-    assert repo.kernel_id not in sys.modules
+    assert module_name(repo.kernel_id) not in sys.modules
     module = kernel_plugins.load(repo.repo_id, device="cpu", trust_remote_code=True, **kwargs)
     assert module.VALUE == 1
 

@@ -32,12 +32,14 @@ def _substance(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("plugin", KIT_PLUGINS)
-def test_hooks_module_is_about_fifty_lines_on_the_kit(plugin: str) -> None:
+def test_hooks_module_is_about_eighty_lines_on_the_kit(plugin: str) -> None:
+    """Facts only: the backend object and its emulation data, no generated globals."""
     text = _hooks(plugin).read_text(encoding="utf-8")
-    assert len(text.splitlines()) <= 60
+    assert len(text.splitlines()) <= 85
     core = [line for line in text.splitlines() if line.startswith("from kernel_plugins.")]
     assert core and all(line.startswith("from kernel_plugins.plugin_kit import") for line in core)
-    assert "PrivateUse1Backend(" in text and ".hookimpls())" in text
+    assert f"{plugin.upper()} = PrivateUse1Backend(" in text and "Emulation(" in text
+    assert "globals()" not in text and "def " not in text.split("PrivateUse1Backend(")[1]
     assert "kernel_plugins_testing" not in text  # emulation stays out of the runtime path
 
 
@@ -53,11 +55,31 @@ def test_emulation_stays_out_of_the_runtime_path(plugin: str) -> None:
 
     proc = run_in_fresh_interpreter(
         "import sys\n"
-        f"from kernel_plugins_{plugin} import hooks\n"
+        f"from kernel_plugins_{plugin}.hooks import {plugin.upper()} as plugin\n"
         "from kernel_plugins.plugins import PluginManager\n"
-        f"PluginManager(entry_points=False).register(hooks, name='{plugin}')\n"
-        "hooks.detect_device()\n"
+        f"assert PluginManager(entry_points=False).register(plugin, name='{plugin}')\n"
+        "plugin.detect_device()\n"
         "print(sorted(m for m in sys.modules if m.startswith('kernel_plugins_testing') or m.endswith('.emulation')))\n"
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_backend_plugins_are_the_folders_with_an_entry_point() -> None:
+    """plugins/testing and plugins/check are tools: only a ``kernel_plugins`` entry point
+    makes a folder a backend, and each names the backend's plugin object."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    from .test_plugin_distributions import PLUGINS
+
+    backends, tools = set(), set()
+    for folder in sorted(p for p in (ROOT / "plugins").iterdir() if p.is_dir()):
+        meta = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+        entry_points = meta["project"].get("entry-points", {}).get("kernel_plugins", {})
+        (backends if entry_points else tools).add(folder.name)
+        for name, target in entry_points.items():
+            assert target == f"kernel_plugins_{name}.hooks:{name.upper()}", (name, target)
+    assert backends == set(PLUGINS) == {*KIT_PLUGINS, "neuron"}
+    assert tools == {"testing", "check"}

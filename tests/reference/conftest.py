@@ -94,13 +94,10 @@ def inductor() -> str:
 
 
 @pytest.fixture
-def low_tier_thresholds(activation, rotary, rmsnorm, monkeypatch) -> None:
-    """Every part of the fast path (blocks, compiled and table tiers) from its general
-    threshold on, so that small test inputs reach them (the shipped thresholds are tested
-    separately)."""
-    import sys
-
-    for kernel in (activation, rotary, rmsnorm):
-        fast = sys.modules[kernel.__name__ + "._fast"]
-        for name in ("BLOCKED_MIN_ELEMENTS", "LOOPS_MIN_ELEMENTS", "COMPILED_MIN_ELEMENTS"):
-            monkeypatch.setattr(fast, name, fast.MIN_ELEMENTS)
+def low_thresholds(rotary, monkeypatch) -> None:
+    """The blocked rotary path from the direct path's threshold on, in blocks of 64 KiB, so
+    that small test inputs reach it in several blocks (the shipped thresholds are used by
+    the other tests)."""
+    fast = sys.modules[rotary.__name__ + "._fast"]
+    monkeypatch.setattr(fast, "BLOCKED_MIN_ELEMENTS", fast.MIN_ELEMENTS)
+    monkeypatch.setattr(fast, "BLOCK_BYTES", 1 << 16)

@@ -315,11 +315,12 @@ def test_rotary_transformers_accepts_half_width_angles(rotary):
 
 def test_layer_properties_in_the_layers_table_are_what_kernelize_sees(load) -> None:
     from kernel_plugins.contracts import check_module, declared_properties
+    from kernel_plugins.errors import ContractError
 
     activation, rmsnorm = load("activation"), load("rmsnorm")
     assert declared_properties(activation.layers.SiluAndMul) == {"deterministic"}
     assert declared_properties(activation.layers.FatreluAndMul) == {"deterministic", "batch_invariant"}
     assert declared_properties(rmsnorm.layers.RMSNorm) == {"deterministic"}
     check_module(rmsnorm, {"deterministic"}, where="rmsnorm")  # every function and layer declares it
-    with pytest.raises(Exception, match="layer `RMSNorm` does not declare batch_invariant"):
+    with pytest.raises(ContractError, match="layer `RMSNorm` does not declare batch_invariant"):
         check_module(rmsnorm, {"batch_invariant"}, where="rmsnorm")

@@ -1,10 +1,10 @@
-"""The reference kernels' fast path (``_fast``): taken when it should be, bitwise where promised.
+"""The reference kernels' direct and blocked paths (``_fast``): taken when they should be,
+bitwise the plain formula always.
 
-Activations and rotary must equal the plain formula bit for bit; rmsnorm may differ by at
-most one unit in the last place of the output dtype (its documented bound). The path is
-checked to be *taken* (not silently skipped) by counting calls into it, and to be skipped
-for small inputs, under autograd, when switched off, and for ``out`` tensors it must not
-write into directly. Routing on emulated devices runs in fresh interpreters.
+The paths are checked to be *taken* (not silently skipped) by counting calls into them,
+and to be skipped for small inputs, under autograd, on tensor subclasses and for ``out``
+tensors they must not write into directly. Routing on emulated devices runs in fresh
+interpreters.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from tests.reference.samples import spy
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 # rows x columns of the input: a wide tail (1030 % 16 != 0), few long rows, many short rows
 SHAPES = [(300, 1030), (3, 40000), (4096, 24)]
-ENV = "KERNEL_PLUGINS_REFERENCE_FAST"
 
 
 def _ops_module(kernel) -> object:
@@ -33,16 +32,16 @@ def _ops_module(kernel) -> object:
 
 @pytest.fixture
 def fast_calls(activation, monkeypatch):
-    """Counts the activation fast path's calls (it still runs)."""
+    """Counts the activation direct path's calls (it still runs)."""
     ops = _ops_module(activation)
     calls: list[str] = []
-    real = ops.run_fast
+    real = ops.act_into
 
     def counting(spec, out, x, params):
         calls.append(spec.name)
         return real(spec, out, x, params)
 
-    monkeypatch.setattr(ops, "run_fast", counting)
+    monkeypatch.setattr(ops, "act_into", counting)
     return calls
 
 
@@ -92,16 +91,6 @@ def test_activation_matches_torch_functional_bitwise_on_large_inputs(activation,
     assert fast_calls == ["silu_and_mul", "gelu"]
 
 
-def test_setting_turns_the_fast_path_off(activation, fast_calls, monkeypatch):
-    monkeypatch.setenv(ENV, "0")
-    x = _input((300, 1030), torch.float32)
-    assert _bitwise(_run(activation, "silu_and_mul", x), _native(activation, "silu_and_mul", x))
-    assert fast_calls == []
-    monkeypatch.setenv(ENV, "1")
-    _run(activation, "silu_and_mul", x)
-    assert fast_calls == ["silu_and_mul"]
-
-
 def test_small_inputs_take_the_plain_formula(activation, fast_calls):
     x = _input((7, 512), torch.float32)  # below _fast.MIN_ELEMENTS
     assert _bitwise(_run(activation, "gelu_and_mul", x), _native(activation, "gelu_and_mul", x))
@@ -140,9 +129,7 @@ def test_out_that_cannot_be_written_directly_is_handled_by_the_plain_formula(
     assert fast_calls == []
 
 
-def test_declared_batch_invariance_holds_on_the_fast_path(
-    activation, fast_calls, low_tier_thresholds
-):
+def test_declared_batch_invariance_holds_on_the_fast_path(activation, fast_calls):
     x = _input((512, 2048), torch.float32)
     whole = _run(activation, "fatrelu_and_mul", x)
     for i in (0, 17, 511):
@@ -160,64 +147,17 @@ def test_fast_activation_is_deterministic(activation, name):
 # ---------------------------------------------------------------- rmsnorm
 
 
-def _ulp_distance(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Largest |a - b| in units of the spacing of b's dtype at |b| (float64 arithmetic)."""
-    spacing = torch.nextafter(b.abs(), torch.tensor(float("inf"), dtype=b.dtype)) - b.abs()
-    return float(((a.double() - b.double()).abs() / spacing.double()).max())
-
-
-@pytest.fixture
-def rms_fast_calls(rmsnorm, monkeypatch):
-    """Number of row blocks of each fast-path call (one entry per call that took it)."""
-    ops = _ops_module(rmsnorm)
-    calls: list[int] = []
-    real = ops.blocks
-
-    def counting(shape, itemsize):
-        pieces = list(real(shape, itemsize))
-        calls.append(len(pieces))
-        return iter(pieces)
-
-    monkeypatch.setattr(ops, "blocks", counting)
-    return calls
-
-
-@pytest.mark.parametrize("shape", [(4096, 1024), (256, 8192), (4, 32, 20000)], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_fast_rmsnorm_is_within_one_ulp_of_the_formula(
-    rmsnorm, rms_fast_calls, low_tier_thresholds, monkeypatch, dtype, shape
-):
-    """The blocked path (float32, and every dtype without the compiled tier)."""
-    monkeypatch.setenv(ENV, "nocompile")
-    x = _input(shape, dtype).nan_to_num(0.0, 0.0, 0.0)
-    w = _input(shape[-1:], dtype, seed=1).nan_to_num(0.0, 0.0, 0.0)
-    fast_out, fast_rstd = rmsnorm.ops.apply_rms_norm(x, w, 1e-6)
-    assert len(rms_fast_calls) == 1 and rms_fast_calls[0] > 1  # the fast path, in blocks
-    monkeypatch.setenv(ENV, "0")
-    plain_out, plain_rstd = rmsnorm.ops.apply_rms_norm(x, w, 1e-6)
-    assert fast_out.dtype == plain_out.dtype and fast_rstd.shape == plain_rstd.shape
-    assert _ulp_distance(fast_out, plain_out) <= 1.0
-    assert _ulp_distance(fast_rstd, plain_rstd) <= 1.0
-    monkeypatch.setenv(ENV, "nocompile")
-    assert torch.equal(rmsnorm.apply_rms_norm(x, w, 1e-6), plain_out) or (
-        _ulp_distance(rmsnorm.apply_rms_norm(x, w, 1e-6), plain_out) <= 1.0
-    )
-
-
-def test_fast_rmsnorm_is_deterministic_and_skipped_under_autograd(
-    rmsnorm, rms_fast_calls, low_tier_thresholds, monkeypatch
-):
-    monkeypatch.setenv(
-        ENV, "nocompile"
-    )  # the blocked path (the compiled tier: test_reference_tiers)
-    x = _input((1024, 1024), torch.bfloat16).nan_to_num(0.0, 0.0, 0.0)
-    w = torch.ones(1024, dtype=torch.bfloat16)
-    assert torch.equal(rmsnorm.apply_rms_norm(x, w, 1e-6), rmsnorm.apply_rms_norm(x, w, 1e-6))
-    assert len(rms_fast_calls) == 2
-    xg = x.float().requires_grad_()
-    rmsnorm.apply_rms_norm(xg, w.float(), 1e-6).sum().backward()
-    assert len(rms_fast_calls) == 2  # autograd: the plain formula
-    assert xg.grad is not None
+def test_rmsnorm_on_a_large_input_is_the_plain_formula(rmsnorm, dtype):
+    """RMSNorm has no fast path (blocks would reduce rows in another order): bitwise."""
+    x = _input((2048, 2048), dtype).nan_to_num(0.0, 0.0, 0.0)
+    w = _input((2048,), dtype, seed=1).nan_to_num(0.0, 0.0, 0.0)
+    out, rstd = rmsnorm.ops.apply_rms_norm(x, w, 1e-6)
+    hidden = x.float()
+    want_rstd = torch.rsqrt(hidden.pow(2).mean(-1, keepdim=True) + 1e-6)
+    assert _bitwise(out, w * (hidden * want_rstd).to(dtype))
+    assert _bitwise(rstd, want_rstd.squeeze(-1))
+    assert _bitwise(rmsnorm.apply_rms_norm(x, w, 1e-6), rmsnorm._plain.apply_rms_norm(x, w, 1e-6))
 
 
 # ---------------------------------------------------------------- rotary
@@ -225,13 +165,10 @@ def test_fast_rmsnorm_is_deterministic_and_skipped_under_autograd(
 
 @pytest.fixture
 def rotary_blocks(rotary, monkeypatch):
-    """Outcome of each call's fast path: ``"loops"`` (the C loop), ``"fused"`` (compiled
-    tier), else whether the blocked path took it."""
+    """Whether the blocked path took each call."""
     ops = _ops_module(rotary)
-    calls: list[bool | str] = []
+    calls: list[bool] = []
     spy(monkeypatch, ops, "_blocked", calls)
-    spy(monkeypatch, ops, "_fused", calls, "fused", when=bool)
-    spy(monkeypatch, ops, "_looped", calls, "loops", when=bool)
     return calls
 
 
@@ -264,26 +201,13 @@ def _rotate_plain(x1, x2, cos, sin, conj):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("layout", ["contiguous", "in_place_views", "broadcast_angles"])
 def test_fast_rotary_is_bitwise_the_formula(
-    rotary, rotary_blocks, low_tier_thresholds, layout, dtype, conj
+    rotary, rotary_blocks, low_thresholds, layout, dtype, conj
 ):
     _rotate_in_layout(rotary, layout, dtype, conj, half=60)
-    assert rotary_blocks == ["loops"]  # the C loop, in place or not
+    assert rotary_blocks == [True]  # in blocks, in place or not
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("layout", ["contiguous", "in_place_views", "broadcast_angles"])
-def test_rotary_without_the_c_loop_takes_the_compiled_tier_or_blocks(
-    rotary, rotary_blocks, low_tier_thresholds, monkeypatch, layout, dtype
-):
-    """Where the C loops are not built (or on another device): separate outputs are
-    fused by the compiled tier, in place goes through blocks (fused per block)."""
-    key = ("apply_rotary", "cpu", str(dtype).removeprefix("torch."))
-    monkeypatch.setitem(sys.modules[rotary.__name__ + "._fast"]._ADMITTED, key, False)
-    _rotate_in_layout(rotary, layout, dtype, True, half=64)
-    assert rotary_blocks == ([True] if layout == "in_place_views" else ["fused"])
-
-
-def test_rotary_swapped_outputs_and_small_inputs(rotary, rotary_blocks, low_tier_thresholds):
+def test_rotary_swapped_outputs_and_small_inputs(rotary, rotary_blocks, low_thresholds):
     x1, x2 = _input((512, 256), torch.float32), _input((512, 256), torch.float32, 1)
     x1, x2 = x1.nan_to_num(0.0, 0.0, 0.0), x2.nan_to_num(0.0, 0.0, 0.0)
     cos, sin = _input((512, 256), torch.float32, 2), _input((512, 256), torch.float32, 3)
@@ -300,7 +224,7 @@ def test_rotary_swapped_outputs_and_small_inputs(rotary, rotary_blocks, low_tier
 # ---------------------------------------------------------------- emulated devices
 
 ROUTING = r"""
-import json, os, sys, warnings
+import json, sys, warnings
 import torch
 from kernel_plugins_testing import emulate
 NAME = sys.argv[1]
@@ -315,8 +239,8 @@ with warnings.catch_warnings():
 fast = sys.modules[act.__name__ + "._fast"]
 ops = sys.modules[act.__name__ + "._ops"]
 calls = []
-real = ops.run_fast
-ops.run_fast = lambda *a: (calls.append(a[0].name), real(*a))[1]
+real = ops.act_into
+ops.act_into = lambda *a: (calls.append(a[0].name), real(*a))[1]
 gen = torch.Generator().manual_seed(0)
 x_cpu = torch.randn(256, 1024, generator=gen)
 x = x_cpu.to(NAME)
@@ -329,13 +253,10 @@ rot.apply_rotary(x[:, :d], x[:, d:], cos, sin, o1, o2, False)
 w = torch.randn(1024, generator=gen).to(NAME)
 y = rms.apply_rms_norm(x, w, 1e-6)
 xb = x_cpu.bfloat16()
-sys.modules[rms.__name__ + "._fast"].COMPILED_MIN_ELEMENTS = 1 << 16  # reach the compiled tier
 yb = rms.apply_rms_norm(xb.to(NAME), w.cpu().bfloat16().to(NAME), 1e-6)
 route = fast.route(x)
-os.environ["KERNEL_PLUGINS_REFERENCE_FAST"] = "0"
 rms_plain = rms.ops.apply_rms_norm(xb, w.cpu().bfloat16(), 1e-6)[0]
 print(json.dumps({
-    "status": sys.modules[rms.__name__ + "._fast"].status(),
     "rms_bf16_exact": torch.equal(yb.cpu(), rms_plain),
     "variant": act.__kernel_provenance__.variant,
     "emulated": act.__kernel_provenance__.emulated,
@@ -356,26 +277,17 @@ def test_routing_on_emulated_devices(name):
     assert done.returncode == 0, done.stderr[-3000:]
     r = json.loads(done.stdout.strip().splitlines()[-1])
     assert r["variant"] == f"torch-{name}" and r["emulated"] is True
-    assert r["route"] == "direct"  # in place, no CPU cache blocking on a device
     assert r["device"].startswith(name) and r["rms_device"].startswith(name)
-    # an emulated tensor's memory lives in a wrapped CPU tensor, so out/x aliasing cannot be
-    # ruled out: the direct write is declined and the plain formula runs (see emulation.md)
+    # an emulated tensor is a tensor subclass whose memory lives in a wrapped CPU tensor, so
+    # out/x aliasing cannot be ruled out: the plain formula runs (see emulation.md)
+    assert r["route"] == "eager"
     assert r["may_alias"] is True and r["calls"] == []
     assert r["silu_exact"] is True and r["rotary_exact"] is True
-    # the compiled tier is tried for bfloat16 RMSNorm and declined: inductor has no code
-    # generator for an emulated device type, so the plain formula runs (same bits as CPU)
-    assert r["status"] == {
-        f"apply_rms_norm {name} bfloat16": {
-            "tier": "uncompiled",
-            "first_call_s": 0.0,
-            "reason": f"inductor has no code generator for device type {name!r}",
-        }
-    }
     assert r["rms_bf16_exact"] is True
 
 
 @pytest.mark.parametrize("kernel", ["activation", "rmsnorm", "rotary"])
-def test_benchmark_reference_is_the_plain_formula_not_the_kernel(load, kernel, monkeypatch):
+def test_benchmark_reference_is_the_plain_formula_not_the_kernel(load, kernel):
     module = load(kernel)
     plain = module.__benchmark__["reference"]
     assert plain is module._plain and plain is not module
@@ -387,7 +299,6 @@ def test_benchmark_reference_is_the_plain_formula_not_the_kernel(load, kernel, m
             assert _bitwise(_run(plain, name, x), _run(module, name, x)), name
     elif kernel == "rmsnorm":
         w = _input((1024,), torch.float32, 1).nan_to_num(0.0, 0.0, 0.0)
-        monkeypatch.setenv(ENV, "0")
         assert torch.equal(plain.apply_rms_norm(x, w, 1e-6), module.apply_rms_norm(x, w, 1e-6))
     else:
         a, b, c, s = x[:, :512], x[:, 512:], x[:, :512] * 0.5, x[:, 512:] * 0.25
@@ -397,7 +308,7 @@ def test_benchmark_reference_is_the_plain_formula_not_the_kernel(load, kernel, m
         assert torch.equal(outs[0], outs[2]) and torch.equal(outs[1], outs[3])
 
 
-def test_rotary_batch_invariance_holds_on_the_fast_path(rotary, rotary_blocks, low_tier_thresholds):
+def test_rotary_batch_invariance_holds_on_the_fast_path(rotary, rotary_blocks, low_thresholds):
     """A row rotated within a large batch (fast path) equals the row rotated alone (plain)."""
     x1, x2 = _input((1024, 128), torch.bfloat16), _input((1024, 128), torch.bfloat16, 1)
     cos, sin = _input((1024, 128), torch.bfloat16, 2), _input((1024, 128), torch.bfloat16, 3)
@@ -411,19 +322,16 @@ def test_rotary_batch_invariance_holds_on_the_fast_path(rotary, rotary_blocks, l
         rows = slice(i, i + 1)
         rotary.apply_rotary(x1[rows], x2[rows], cos[rows], sin[rows], r1, r2, False)
         assert _bitwise(o1[rows], r1) and _bitwise(o2[rows], r2)
-    assert rotary_blocks == ["loops", False, False, False]  # the C loop, then plain
+    assert rotary_blocks == [True, False, False, False]  # in blocks, then plain
 
 
-def test_calls_below_every_tier_skip_the_routing_checks(rmsnorm, rotary, monkeypatch):
-    """RMSNorm and rotary have no fast path below a few million elements, so a small call
-    decides that from the sizes alone: the tracing and autograd checks of ``route`` cost
-    more than the call saves (the benchmark's small sizes measure it)."""
-    for kernel in (rmsnorm, rotary):
-        monkeypatch.setattr(_ops_module(kernel), "route", lambda *t: pytest.fail("route called"))
+def test_rotary_calls_below_the_blocked_size_skip_the_routing_checks(rotary, monkeypatch):
+    """Rotary has no fast path below a few million elements, so a small call decides that
+    from the sizes alone: the tracing and autograd checks of ``route`` cost more than the
+    call saves (the benchmark's small sizes measure it)."""
+    fast = sys.modules[rotary.__name__ + "._fast"]
+    monkeypatch.setattr(fast, "route", lambda *t: pytest.fail("route called"))
     x = _input((64, 1024), torch.float32)
-    w = _input((1024,), torch.float32, 1)
-    out = rmsnorm.apply_rms_norm(x, w, 1e-6)
-    assert _bitwise(out, w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)))
     x1, x2 = x[:, :512], x[:, 512:]
     o1, o2 = torch.empty_like(x1), torch.empty_like(x2)
     rotary.apply_rotary(x1, x2, x1, x2, o1, o2, False)

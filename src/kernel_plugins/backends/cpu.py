@@ -12,33 +12,37 @@ from .torchinfo import torch_version_string
 NAME = "cpu"
 
 
-@hookimpl
-def backend_spec() -> BackendSpec:
-    """Declare the cpu backend (lowest priority: used when no accelerator is present)."""
-    return BackendSpec(
-        name=NAME, device_type="cpu", display_name="CPU", priority=0, arch_tokens=("cpu",)
-    )
+class CpuBackend:
+    """The cpu backend's hooks (registered like any plugin object)."""
+
+    @hookimpl
+    def backend_spec(self) -> BackendSpec:
+        """Declare the cpu backend (lowest priority: used when no accelerator is present)."""
+        return BackendSpec(
+            name=NAME, device_type="cpu", display_name="CPU", priority=0, arch_tokens=("cpu",)
+        )
+
+    @hookimpl
+    def detect_device(self) -> DeviceInfo:
+        """The CPU is always present."""
+        return DeviceInfo(
+            backend=NAME,
+            device_type="cpu",
+            count=1,
+            name=platform.processor() or platform.machine() or None,
+            extension_version=torch_version_string(),
+        )
+
+    @hookimpl
+    def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
+        """``cpu`` arch variants for this system, then ``torch-cpu`` and ``torch-universal``."""
+        return arch_variant_names(system, ["cpu"]) + noarch_variant_names(NAME)
+
+    @hookimpl
+    def synchronize(self, device: DeviceInfo) -> bool:
+        """CPU work is synchronous."""
+        return True
 
 
-@hookimpl
-def detect_device() -> DeviceInfo:
-    """The CPU is always present."""
-    return DeviceInfo(
-        backend=NAME,
-        device_type="cpu",
-        count=1,
-        name=platform.processor() or platform.machine() or None,
-        extension_version=torch_version_string(),
-    )
-
-
-@hookimpl
-def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:
-    """``cpu`` arch variants for this system, then ``torch-cpu`` and ``torch-universal``."""
-    return arch_variant_names(system, ["cpu"]) + noarch_variant_names(NAME)
-
-
-@hookimpl
-def synchronize(device: DeviceInfo) -> bool:
-    """CPU work is synchronous."""
-    return True
+#: The plugin object the plugin manager registers.
+CPU = CpuBackend()

@@ -14,61 +14,63 @@ NAME = "metal"
 MIN_MACOS = (26, 0)
 
 
-@hookimpl
-def backend_spec() -> BackendSpec:
-    """Declare the metal backend (device type ``mps``)."""
-    return BackendSpec(
-        name=NAME, device_type="mps", display_name="Apple Metal", priority=80, arch_tokens=("metal",)
-    )
+class MetalBackend:
+    """The metal backend's hooks (registered like any plugin object)."""
 
+    @hookimpl
+    def backend_spec(self) -> BackendSpec:
+        """Declare the metal backend (device type ``mps``)."""
+        return BackendSpec(
+            name=NAME, device_type="mps", display_name="Apple Metal", priority=80, arch_tokens=("metal",)
+        )
 
-@hookimpl
-def detect_device() -> DeviceInfo | None:
-    """``torch.backends.mps.is_available()``."""
-    torch = torch_or_none()
-    if torch is None or not torch.backends.mps.is_available():
+    @hookimpl
+    def detect_device(self) -> DeviceInfo | None:
+        """``torch.backends.mps.is_available()``."""
+        torch = torch_or_none()
+        if torch is None or not torch.backends.mps.is_available():
+            return None
+        return DeviceInfo(
+            backend=NAME, device_type="mps", count=1, name="Apple GPU",
+            extension_version=str(torch.__version__),
+        )
+
+    @hookimpl
+    def explain_no_device(self) -> str:
+        """No torch, a torch without MPS, or MPS built but not available here."""
+        torch = torch_or_none()
+        if torch is None:
+            return "torch is not installed"
+        if not torch.backends.mps.is_built():
+            return f"the installed torch {torch.__version__} is built without MPS (Metal needs macOS)"
+        return "MPS is built but not available (it needs macOS 12.3 or later on a Metal GPU)"
+
+    @hookimpl
+    def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
+        """``metal`` arch variants when macOS >= 26, then ``torch-metal``."""
+        arch = []
+        if system.macos_version is not None and system.macos_version >= MIN_MACOS:
+            arch = arch_variant_names(system, ["metal"])
+        return arch + noarch_variant_names(NAME)
+
+    @hookimpl
+    def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
+        """``Metal arch variants need macOS >= 26.0, the system has macOS 15.2``."""
+        if variant.token != "metal":
+            return None
+        have = "no macOS" if system.macos_version is None else "macOS {}.{}".format(*system.macos_version)
+        if system.macos_version is None or system.macos_version < MIN_MACOS:
+            return f"Metal arch variants need macOS >= {MIN_MACOS[0]}.{MIN_MACOS[1]}, the system has {have}"
         return None
-    return DeviceInfo(
-        backend=NAME, device_type="mps", count=1, name="Apple GPU",
-        extension_version=str(torch.__version__),
-    )
+
+    @hookimpl
+    def synchronize(self, device: DeviceInfo) -> bool:
+        """``torch.mps.synchronize``."""
+        import torch
+
+        torch.mps.synchronize()
+        return True
 
 
-@hookimpl
-def explain_no_device() -> str:
-    """No torch, a torch without MPS, or MPS built but not available here."""
-    torch = torch_or_none()
-    if torch is None:
-        return "torch is not installed"
-    if not torch.backends.mps.is_built():
-        return f"the installed torch {torch.__version__} is built without MPS (Metal needs macOS)"
-    return "MPS is built but not available (it needs macOS 12.3 or later on a Metal GPU)"
-
-
-@hookimpl
-def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:
-    """``metal`` arch variants when macOS >= 26, then ``torch-metal``."""
-    arch = []
-    if system.macos_version is not None and system.macos_version >= MIN_MACOS:
-        arch = arch_variant_names(system, ["metal"])
-    return arch + noarch_variant_names(NAME)
-
-
-@hookimpl
-def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
-    """``Metal arch variants need macOS >= 26.0, the system has macOS 15.2``."""
-    if variant.token != "metal":
-        return None
-    have = "no macOS" if system.macos_version is None else "macOS {}.{}".format(*system.macos_version)
-    if system.macos_version is None or system.macos_version < MIN_MACOS:
-        return f"Metal arch variants need macOS >= {MIN_MACOS[0]}.{MIN_MACOS[1]}, the system has {have}"
-    return None
-
-
-@hookimpl
-def synchronize(device: DeviceInfo) -> bool:
-    """``torch.mps.synchronize``."""
-    import torch
-
-    torch.mps.synchronize()
-    return True
+#: The plugin object the plugin manager registers.
+METAL = MetalBackend()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
@@ -164,7 +165,8 @@ def benchmark_module(
     :param warmup: calls before timing. :param iterations: timed samples per case.
     :param min_sample_s: a sample lasts at least this long (calls are repeated inside it).
     :param rtol: relative tolerance override. :param atol: absolute tolerance override.
-    :param progress: show a progress bar on stderr (needs tqdm).
+    :param progress: show progress on stderr: a bar on a terminal (with tqdm), else a
+        line every few seconds.
     :return: the report; check :attr:`BenchmarkReport.ok` or call ``raise_for_failures``.
     :raises BenchmarkError: unknown function names, bad shapes or dtypes.
     """
@@ -268,13 +270,39 @@ def benchmark_module(
     )
 
 
+class _Lines:
+    """Progress as lines on stderr (not a terminal, or no tqdm): one every few seconds,
+    so a long run shows it is alive and a short one prints nothing."""
+
+    def __init__(self, total: int, every_s: float = 5.0) -> None:
+        self.total, self.done, self.every_s = total, 0, every_s
+        self.what = ""
+        self.last = time.monotonic()
+
+    def set_postfix_str(self, what: str) -> None:
+        self.what = what
+
+    def update(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= self.every_s and self.done < self.total:
+            self.last = now
+            print(f"benchmark: {self.done}/{self.total} cases done (last: {self.what})",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Nothing to clean up."""
+
+
 def _progress(total: int, enabled: bool) -> Any:
     if not enabled or total == 0:
         return None
+    if not sys.stderr.isatty():
+        return _Lines(total)
     try:
         from tqdm import tqdm
     except ImportError:
-        return None
+        return _Lines(total)
     return tqdm(total=total, file=sys.stderr, unit="case", desc="benchmark", leave=False)
 
 

@@ -6,15 +6,18 @@ import json
 import re
 import sys
 import textwrap
+import unicodedata
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 __all__ = [
     "CommandError",
     "DEFAULT_WIDTH",
+    "OutputError",
     "VariantRows",
     "cli_spelling",
     "clean",
+    "flush_stdout",
     "print_json",
     "print_table",
     "shorten",
@@ -54,8 +57,10 @@ def clean(text: object, *, one_line: bool = False) -> str:
     """``text`` safe for a terminal: escape sequences removed, control characters shown.
 
     Plugins and kernel repositories supply names, versions and notes; none of them may
-    move the cursor, recolour or retitle the terminal. Control characters other than
-    newline and tab become ``\\xNN``; with ``one_line`` newlines and tabs become spaces.
+    move the cursor, recolour or retitle the terminal, or reorder the text it shows.
+    Control characters other than newline and tab become ``\\xNN``, format characters
+    (bidi controls such as U+202E) ``\\uXXXX``; with ``one_line`` newlines and tabs
+    become spaces.
 
     >>> clean("ok\\x1b[31m red\\x07")
     'ok red\\\\x07'
@@ -63,7 +68,12 @@ def clean(text: object, *, one_line: bool = False) -> str:
     s = _ESCAPE_RE.sub("", str(text))
     if one_line:
         s = s.replace("\r\n", " ").replace("\n", " ").replace("\t", " ")
-    return _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group(0)):02x}", s)
+    s = _CONTROL_RE.sub(lambda m: f"\\x{ord(m.group(0)):02x}", s)
+    if s.isascii():
+        return s
+    # format characters (Unicode category Cf: bidi overrides and isolates, zero-width
+    # characters) reorder or hide what the terminal shows: show them as \uXXXX
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" else c for c in s)
 
 
 def shorten(text: str) -> str:
@@ -88,13 +98,40 @@ def cli_spelling(text: str) -> str:
 #: JSON documents printed on stdout by this process (``main`` prints an error document
 #: only while none was: stdout holds exactly one JSON document).
 json_documents = 0
+#: Where :func:`print_json` writes while ``main`` sends other output to stderr (``--json``).
+json_stream: TextIO | None = None
+
+
+class OutputError(OSError):
+    """stdout cannot be written (a full disk); reported as one ``error:`` line, exit 1."""
+
+    def __str__(self) -> str:
+        return f"cannot write the output to stdout: {self.strerror}"
+
+
+def flush_stdout(stream: TextIO | None = None) -> None:
+    """Flush stdout (or ``stream``) now, so that a write error is an :class:`OutputError`
+    here rather than a traceback at exit. A closed pipe stays a BrokenPipeError."""
+    try:
+        (stream or sys.stdout).flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise OutputError(e.errno, e.strerror or str(e)) from e
 
 
 def print_json(data: Any) -> None:
     """Print ``data`` as indented JSON on stdout (control characters are escaped)."""
     global json_documents
-    json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
-    sys.stdout.write("\n")
+    out = json_stream or sys.stdout
+    text = json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+    try:
+        out.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        raise OutputError(e.errno, e.strerror or str(e)) from e
+    flush_stdout(out)
     json_documents += 1
 
 

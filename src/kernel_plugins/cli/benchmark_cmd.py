@@ -44,12 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated dtypes: float32, float16, bfloat16, float64 (default float32)",
     )
     parser.add_argument(
-        "--warmup", type=bounded(0, 100_000, whole=True), default=10,
-        help="calls before timing, 0 to 100000 (default 10)",
+        "--warmup", type=bounded(0, 100_000, whole=True), default=3,
+        help="calls before timing, 0 to 100000 (default 3)",
     )
     parser.add_argument(
-        "--iterations", type=bounded(1, 1_000_000, whole=True), default=100,
-        help="timed samples per case, 1 to 1000000 (default 100)",
+        "--iterations", type=bounded(1, 1_000_000, whole=True), default=20,
+        help="timed samples per case, 1 to 1000000 (default 20: a short run; more for "
+        "steadier figures)",
     )
     parser.add_argument(
         "--min-sample-ms",
@@ -68,7 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_wide_option(parser)
     parser.add_argument("--plot", metavar="FILE.png", help="write a chart (needs matplotlib)")
     parser.add_argument(
-        "--no-progress", action="store_true", help="no progress bar (it shows on a terminal)"
+        "--no-progress", action="store_true",
+        help="no progress on stderr (a bar on a terminal, else a line every few seconds)"
     )
     parser.add_argument(
         "--no-fallback",
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         min_sample_s=args.min_sample_ms / 1e3,
         rtol=args.rtol,
         atol=args.atol,
-        progress=not args.no_progress and not args.json and sys.stderr.isatty(),
+        progress=not args.no_progress,
     )
     if args.json:
         print_json(report.to_dict())

@@ -40,9 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check trust for every entry first, then fetch and verify; one line per variant."""
-    from .. import hub
     from ..errors import KernelPluginsError
+    from ..fetching import offer
     from ..lock import lockfile_path, read_lockfile
+    from ..sources import hub_source
     from ..trust import check_trusted
     from ..verification import fetch_checked
 
@@ -55,15 +56,15 @@ def run(args: argparse.Namespace) -> int:
         variants = sorted(entry.variants) if args.all_variants else _for_device(entry, args, rows)
         if not variants:
             continue
-        try:
-            ref = hub.resolve(entry.repo_id, revision=entry.sha)
+        try:  # the loading pipeline's offer: trust, the lock's entry, its commit on the Hub
+            off = offer(hub_source(entry.repo_id, lockfile=path), trust_remote_code=args.trust_remote_code)
         except KernelPluginsError as e:
             for variant in variants:
                 rows.add(entry.repo_id, variant, "failed", str(e))
             continue
         for variant in variants:
             try:
-                folder = fetch_checked(ref, variant, lock=entry, lock_path=path, progress=False).path
+                folder = fetch_checked(off, variant, progress=False).path
             except KernelPluginsError as e:
                 rows.add(entry.repo_id, variant, "failed", str(e))
                 continue

@@ -57,8 +57,10 @@ def signature_text(obj: object) -> str:
     Annotations read the same whether the kernel wrote them as types or as strings
     (``from __future__ import annotations``); ``(...)`` when Python cannot tell.
     """
+    if not callable(obj):
+        return "(...)"
     try:
-        sig = inspect.signature(obj)  # type: ignore[arg-type]
+        sig = inspect.signature(obj)
     except (TypeError, ValueError):
         return "(...)"
     params = [p.replace(annotation=_plain(p.annotation)) for p in sig.parameters.values()]

@@ -9,12 +9,15 @@ nothing prints a traceback: every failure is one ``error: ...`` line on stderr, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
+import re
 import sys
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 from ..errors import KernelPluginsError
@@ -27,6 +30,7 @@ __all__ = ["main", "build_parser", "COMMANDS", "EXIT_STATUS"]
 COMMANDS = [
     "list_backends", "variants", "load_cmd", "check_cmd",
     "lock_cmd", "download_cmd", "verify_cmd", "benchmark_cmd",
+    "verify_signature_cmd", "info_cmd", "versions_cmd",
 ]
 
 #: Every exit status the command line uses, and what it means.
@@ -44,6 +48,13 @@ class _Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors raise :class:`CommandError` (exit 2)."""
 
     def error(self, message: str) -> NoReturn:
+        typo = re.search(r"invalid choice: '([^']*)'", message)
+        if typo:  # a misspelt command: name the closest one
+            from .._suggest import did_you_mean
+
+            names = [n for a in self._actions if isinstance(a.choices, dict) for n in a.choices]
+            hint = did_you_mean(typo.group(1), names)
+            message = message[: typo.end()] + (f";{hint}" if hint else "") + message[typo.end():]
         raise CommandError(message, usage=self.format_usage())
 
 
@@ -106,17 +117,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_emulate(name: str) -> None:
-    """``--emulate`` must name an installed backend (a typo is a usage error)."""
+    """``--emulate`` must name an installed, working backend (a typo is a usage error).
+
+    A plugin that is installed but failed to load is named with its failure; a backend
+    with a known plugin distribution that is not installed gets the ``pip install``.
+    """
     from .._suggest import did_you_mean
+    from ..known_plugins import INSTALL_HINTS
     from ..plugins import get_manager
 
-    backends = get_manager().backends()
+    manager = get_manager()
+    backends = manager.backends()
     names = {r.spec.device_type for r in backends.values()} | set(backends)
-    if name not in names:
+    if name in names:
+        return
+    failed = [f.describe() for f in manager.failures() if f.name == name]
+    if failed:
         raise CommandError(
-            f"--emulate {clean(name)!r}: no installed backend has that name;"
-            f"{did_you_mean(name, names)} installed: {', '.join(sorted(backends))}"
+            f"--emulate {clean(name)!r}: the {clean(name)} plugin is installed but failed, so "
+            f"it cannot be emulated: {'; '.join(failed)}. Fix or reinstall that distribution"
         )
+    hint = INSTALL_HINTS.get(name)
+    advice = (
+        f" To use {clean(name)!r}, install its plugin: pip install {hint}."
+        if hint else did_you_mean(name, names)
+    )
+    raise CommandError(
+        f"--emulate {clean(name)!r}: no installed backend has that name;{advice} "
+        f"Installed: {', '.join(sorted(backends))}"
+    )
 
 
 def _emulate_if_asked(args: argparse.Namespace) -> None:
@@ -131,6 +160,23 @@ def _emulate_if_asked(args: argparse.Namespace) -> None:
             "real hardware",
             file=sys.stderr,
         )
+
+
+def _check_device(args: argparse.Namespace) -> None:
+    """``--device`` must parse and name an installed backend (else a usage error, exit 2)."""
+    from ..detection import find_backends, unknown_device_error
+    from ..device import parse_device
+    from ..errors import DeviceError
+
+    text = getattr(args, "device", None)
+    if not text:
+        return
+    try:
+        request = parse_device(text)
+    except DeviceError as e:
+        raise CommandError(f"--device: {e}") from e
+    if not find_backends(request.device_type):
+        raise CommandError(f"--device: {unknown_device_error(request.device_type)}")
 
 
 def _message(text: object) -> str:
@@ -152,6 +198,38 @@ class _Formatter(logging.Formatter):
         return f"{record.levelname.lower()}: {_message(record.getMessage())}"
 
 
+def _ours_or_warning(record: logging.LogRecord) -> bool:
+    """Keep records of kernel-plugins and its plugins, and warnings of anyone else (other
+    libraries' info lines, such as one per HTTP request, are noise for users)."""
+    name = record.name
+    ours = name == "kernel_plugins" or name.startswith(("kernel_plugins.", "kernel_plugins_"))
+    return ours or record.levelno >= logging.WARNING
+
+
+def _drop_stdout() -> None:
+    """After stdout failed (full disk, closed pipe): send further writes to the null
+    device, so that exiting cannot fail on the unwritten rest again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+@contextlib.contextmanager
+def _json_stdout(as_json: bool) -> Iterator[None]:
+    """With ``--json``, stdout holds exactly one JSON document: whatever else prints while
+    the command runs (a kernel printing at import) goes to stderr."""
+    if not as_json:
+        yield
+        return
+    _output.json_stream = sys.stdout
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _output.json_stream = None
+
+
 def _describe(e: BaseException) -> str:
     """One line for an exception the commands did not turn into a message."""
     if isinstance(e, OSError) and e.strerror:
@@ -165,7 +243,7 @@ def _fail(
     printed_before: int | None = None,
 ) -> int:
     """Report ``e``; with ``--json`` as the JSON document unless the command printed one."""
-    known = isinstance(e, KernelPluginsError | CommandError)
+    known = isinstance(e, KernelPluginsError | CommandError | _output.OutputError)
     message = _message(str(e) if known else _describe(e))
     if debug:
         traceback.print_exc()
@@ -200,21 +278,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug else _Formatter()
     )
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler])
-    if not debug:  # one INFO line per HTTP request is noise for users
-        for name in ("httpx", "httpcore", "filelock"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    if not debug:
+        handler.addFilter(_ours_or_warning)
     previous_showwarning = warnings.showwarning
     warnings.showwarning = _show_warning
     before = _output.json_documents
     try:
-        _emulate_if_asked(args)
-        return int(args._run(args) or 0)
+        with _json_stdout(as_json):
+            _emulate_if_asked(args)
+            _check_device(args)
+            status = int(args._run(args) or 0)
+        _output.flush_stdout()
+        return status
     except CommandError as e:
         return _fail(e, 2, as_json=as_json, debug=debug, usage=e.usage, printed_before=before)
     except KernelPluginsError as e:
         return _fail(e, 1, as_json=as_json, debug=debug, printed_before=before)
     except BrokenPipeError:  # output piped into head & co.
+        _drop_stdout()
         return 0
+    except _output.OutputError as e:  # stdout cannot be written (a full disk)
+        _drop_stdout()
+        return _fail(e, 1, as_json=False, debug=debug)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

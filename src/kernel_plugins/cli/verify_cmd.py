@@ -61,45 +61,25 @@ def _outcome(check: VariantCheck) -> tuple[str, str]:
     return "failed", "; ".join(check.problems()) + notes
 
 
-def _fetched(repo_id: str, ref: object, variant: str, folder: Path, **offer_kw: object) -> object:
-    """A :class:`~kernel_plugins.fetching.Fetched` for a variant already in the cache."""
-    from .. import hub
-    from ..fetching import Fetched, Offer
-    from ..sources import KernelSource
-
-    src = KernelSource("hub", repo_id, repo_id, None, repo_id.split("/", 1)[1])
-    off = Offer(src, str(ref), (variant,), ref=ref, **offer_kw)  # type: ignore[arg-type]
-    return Fetched(off, variant, folder, (hub.blobs_folder(ref),))  # type: ignore[arg-type]
-
-
-def _cached_folder(repo_id: str, sha: str, variant: str) -> tuple[object, Path] | None:
-    """(HubRef, folder) of a variant's cached files at ``sha``, for either repo type."""
-    from .. import hub
-
-    for repo_type in hub.REPO_TYPES:
-        ref = hub.HubRef(repo_id, repo_type, None, sha)
-        folder = hub.storage_folder(repo_id, repo_type) / "snapshots" / sha / "build" / variant
-        if folder.is_dir():
-            return ref, folder
-    return None
-
-
 def _verify_project(target: Path, rows: VariantRows) -> int:
+    from .. import hub
     from ..errors import KernelPluginsError
+    from ..fetching import cached, commit_offer
     from ..lock import lockfile_path, read_lockfile
     from ..verification import check_cached
 
     path = lockfile_path(target)
     for entry in read_lockfile(path):
         for variant in sorted(entry.variants):
-            found = _cached_folder(entry.repo_id, entry.sha, variant)
+            found = None
+            for repo_type in hub.REPO_TYPES:  # the cached files, under either repo type
+                ref = hub.HubRef(entry.repo_id, repo_type, None, entry.sha)
+                found = found or cached(commit_offer(ref, (variant,), lock=entry, lock_path=path), variant)
             if found is None:
                 rows.add(entry.repo_id, variant, "skipped", "not downloaded")
                 continue
-            ref, folder = found
             try:
-                fetched = _fetched(entry.repo_id, ref, variant, folder, lock=entry, lock_path=path)
-                check = check_cached(fetched)  # type: ignore[arg-type]
+                check = check_cached(found)
             except KernelPluginsError as e:
                 rows.add(entry.repo_id, variant, "failed", str(e))
                 continue
@@ -110,6 +90,7 @@ def _verify_project(target: Path, rows: VariantRows) -> int:
 def _verify_repo(repo_id: str, revision: str | None, rows: VariantRows) -> int:
     from .. import hub
     from ..errors import KernelPluginsError
+    from ..fetching import cached, commit_offer
     from ..verification import check_cached
 
     ref = hub.resolve(repo_id, revision=revision)
@@ -117,15 +98,15 @@ def _verify_repo(repo_id: str, revision: str | None, rows: VariantRows) -> int:
     if listing is None:
         rows.add(repo_id, "*", "failed", "no file listing of the commit is cached and HF_HUB_OFFLINE=1 is set")
         return rows.finish(str(ref))
-    build = hub.storage_folder(ref.repo_id, ref.repo_type) / "snapshots" / ref.sha / "build"
-    on_disk = {p.name for p in build.iterdir() if p.is_dir()} if build.is_dir() else set()
-    for variant in sorted(set(listing) | on_disk):
-        if variant not in on_disk:
+    names = sorted(set(listing) | set(hub.cached_variants(ref)))
+    off = commit_offer(ref, names)
+    for variant in names:
+        fetched = cached(off, variant)
+        if fetched is None:
             rows.add(repo_id, variant, "skipped", "not downloaded")
             continue
         try:
-            fetched = _fetched(repo_id, ref, variant, build / variant)
-            check = check_cached(fetched, listing=listing.get(variant, {}))  # type: ignore[arg-type]
+            check = check_cached(fetched, listing=listing.get(variant, {}))
         except KernelPluginsError as e:
             rows.add(repo_id, variant, "failed", str(e))
             continue

@@ -90,7 +90,7 @@ class LayerRepository(_Trusting, core.LayerRepository):
     """A layer of a Hub kernel: ``LayerRepository(repo_id, *, layer_name, revision=None,
     version=None, trust_remote_code=False, user_agent=None)``; one of revision/version."""
 
-    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)
+    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)  # type: ignore[assignment]
     user_agent: Any = field(default=None, compare=False, repr=False, kw_only=True)
 
     def __post_init__(self) -> None:
@@ -117,7 +117,7 @@ class LockedLayerRepository(_Trusting, core.LockedLayerRepository):
     """A layer of a Hub kernel pinned by ``kernels.lock``: ``LockedLayerRepository(repo_id,
     *, lockfile=None, layer_name, trust_remote_code=False)``."""
 
-    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)
+    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -138,7 +138,7 @@ def _deprecated(name: str, instead: str) -> None:
 class FuncRepository(_Trusting, core.FuncRepository):
     """A function of a Hub kernel (deprecated in ``kernels``; use LayerRepository)."""
 
-    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)
+    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         _deprecated("FuncRepository", "LayerRepository")
@@ -168,7 +168,7 @@ class LocalFuncRepository(core.LocalFuncRepository):
 class LockedFuncRepository(_Trusting, core.LockedFuncRepository):
     """A function of a locked Hub kernel (deprecated in ``kernels``)."""
 
-    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)
+    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         _deprecated("LockedFuncRepository", "LockedLayerRepository")

@@ -27,11 +27,11 @@ import inspect
 import logging
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import layers as _layers
 from ..layers import (
@@ -61,6 +61,9 @@ from ._kernels_types import (
     VariantName,
     VariantRejected,
 )
+
+if TYPE_CHECKING:
+    from ..loader import FallbackPolicy
 
 __version__ = "0.17.2"
 
@@ -126,16 +129,22 @@ def get_kernel(
     user_agent: str | dict[str, Any] | None = None,
     trust_remote_code: bool | list[str] = False,
     check_arch: bool = True,
+    fallback: FallbackPolicy = "reference",
 ) -> ModuleType:
     """Load a Hub kernel for ``backend`` (default: this machine's device) and return it.
 
     ``user_agent`` is accepted and not sent; ``check_arch`` is accepted (the backend
-    plugins always check the variant against the device).
+    plugins always check the variant against the device). ``fallback`` (not in
+    ``kernels``) is :func:`kernel_plugins.load`'s: ``"error"`` refuses a bundled
+    reference kernel standing in.
     """
     _check_user_agent(user_agent)
     need_version_or_revision(revision, version)
     trust = resolve_trust(repo_id, trust_remote_code)
-    return _load(repo_id, backend=backend, trust=trust, revision=revision, version=version)
+    return _load(
+        repo_id, backend=backend, trust=trust, revision=revision, version=version,
+        fallback=fallback,
+    )
 
 
 @translated
@@ -163,8 +172,9 @@ def has_kernel(
 ) -> bool:
     """Whether the Hub kernel has a build variant for this environment.
 
-    Trust is checked first (an untrusted repository raises); a bundled reference kernel
-    does not count.
+    Trust is checked first (an untrusted repository raises). Offline with nothing cached,
+    or without the Hub, it answers like :func:`get_kernel` loads: for the bundled
+    reference kernel (with a warning), else with the same error.
     """
     from ..errors import NoCompatibleVariantError
 
@@ -177,15 +187,15 @@ def has_kernel(
 
 
 def _caller_lockfile(repo_id: str) -> Path:
-    """The nearest ``kernels.lock`` above the calling code's file, else above the cwd."""
-    from ..layers.repositories import caller_file, nearest_lockfile
+    """The calling code's ``kernels.lock`` (see :mod:`kernel_plugins.lock._discovery`)."""
+    from ..lock import caller_file, find_lockfile
 
-    return nearest_lockfile(caller_file(), what=repo_id)
+    return find_lockfile(caller_file(), what=repo_id)
 
 
 @translated
 def load_kernel(repo_id: str, *, lockfile: Path | None, backend: str | None = None) -> ModuleType:
-    """Load a locked kernel (``kernels.lock``; None: the nearest one above the caller)."""
+    """Load a locked kernel (``kernels.lock``; None: the calling code's lock file)."""
     lock = Path(lockfile) if lockfile is not None else _caller_lockfile(repo_id)
     return _load(repo_id, backend=backend, lockfile=lock)
 
@@ -220,15 +230,13 @@ def install_kernel(
     """Download the kernel's variant for this environment and return its folder.
 
     kernel-plugins fetches and checks the variant by loading it, so it is imported too.
-    ``local_files_only=True`` works from the cache (``HF_HUB_OFFLINE``).
+    ``local_files_only=True`` works from the cache alone, for this call only (other
+    threads and the process environment are not affected).
     """
-    import os
+    from .. import hub
 
     _check_user_agent(user_agent)
-    old = os.environ.get("HF_HUB_OFFLINE")
-    if local_files_only:
-        os.environ["HF_HUB_OFFLINE"] = "1"
-    try:
+    with hub.offline() if local_files_only else nullcontext():
         module = get_kernel(
             repo_id,
             revision=revision,
@@ -236,12 +244,6 @@ def install_kernel(
             backend=backend,
             trust_remote_code=trust_remote_code,
         )
-    finally:
-        if local_files_only:
-            if old is None:
-                os.environ.pop("HF_HUB_OFFLINE", None)
-            else:
-                os.environ["HF_HUB_OFFLINE"] = old
     return Path(module.__kernel_provenance__.path)
 
 
@@ -252,13 +254,23 @@ def _resolution(
     backend: str | None,
     trust_remote_code: bool | list[str] = False,
 ) -> Any:
-    from .. import hub
+    from ..errors import HubError
+    from ..fetching import offer
     from ..loader import resolve_variants
-    from ..trust import check_trusted
+    from ..sources import hub_source
 
-    check_trusted(repo_id, resolve_trust(repo_id, trust_remote_code))
-    ref = hub.resolve(repo_id, revision=revision, version=version)
-    return resolve_variants(hub.list_variant_names(ref), backend)
+    source = hub_source(repo_id, revision=revision, version=version)
+    try:
+        off = offer(source, trust_remote_code=resolve_trust(repo_id, trust_remote_code))
+    except HubError as e:  # offline with nothing cached, or no Hub: as get_kernel does
+        from .._warn import warn_user
+        from ..detection import get_device
+        from ..fallback import ReferencePolicy
+
+        ref = ReferencePolicy().next_source(source, get_device(backend), e)
+        warn_user(f"answering for {repo_id!r} from the bundled reference kernel ({ref.notes[0]})")
+        off = offer(ref)
+    return resolve_variants(off.variants, backend)
 
 
 @translated
@@ -292,20 +304,24 @@ class LoadedKernel:
 
 
 def get_loaded_kernels() -> list[LoadedKernel]:
-    """Every kernel variant loaded in this process (through kernel-plugins), in load order."""
+    """Every kernel variant loaded in this process (through kernel-plugins), in load order.
+
+    ``metadata`` is the ``metadata.json`` that was verified and imported, kept in memory:
+    the files on disk are not read again (they may have been edited or removed since).
+    """
     import kernel_plugins
 
     out = []
     for prov in kernel_plugins.loaded_kernels():
         module = sys.modules.get(prov.module_name)
-        if module is None:
+        if module is None or prov.metadata is None:
             continue
         info = (
             RepoInfo(prov.repo_id, prov.sha)
             if prov.source == "hub" and prov.sha is not None
             else None
         )
-        out.append(LoadedKernel(Metadata.read_from_file(Path(prov.path) / "metadata.json"), module, info))
+        out.append(LoadedKernel(Metadata(prov.metadata), module, info))
     return out
 
 
@@ -418,24 +434,28 @@ def kernelize(
     mode: Mode,
     device: str | Any | None = None,
     use_fallback: bool | KernelizeFallback = True,
+    fallback: FallbackPolicy = "reference",
 ) -> Any:
     """Replace the forward of marked layers by mapped kernels (see ``kernels.kernelize``).
 
     ``device`` defaults to the device of the model's parameters. ``use_fallback``:
     ``False`` or ``KernelizeFallback.NONE`` raises when no kernel fits a layer; anything
     else keeps the original forward then. A kernel that cannot be loaded on the device is
-    skipped with a warning.
+    skipped with a warning. ``fallback`` (not in ``kernels``) is
+    :func:`kernel_plugins.kernelize`'s: ``"error"`` refuses bundled reference kernels.
     """
     if mode == Mode.FALLBACK:
         raise ValueError("Mode.FALLBACK can only be used to register kernel mappings.")
     if isinstance(use_fallback, KernelizeFallback):
-        fallback = use_fallback != KernelizeFallback.NONE
+        keep = use_fallback != KernelizeFallback.NONE
     elif isinstance(use_fallback, bool):
-        fallback = use_fallback
+        keep = use_fallback
     else:
         raise TypeError(f"use_fallback must be a bool or KernelizeFallback, got {use_fallback!r}")
     with as_kernels_errors("a mapped kernel repository"):
-        return _layers.kernelize(model, mode=mode, device=device, use_fallback=fallback)
+        return _layers.kernelize(
+            model, mode=mode, device=device, use_fallback=keep, fallback=fallback
+        )
 
 
 # ------------------------------------------------------------------------ benchmark

@@ -34,10 +34,17 @@ from kernel_plugins.errors import RevisionError as RevisionError
 from kernel_plugins.errors import SourceError as SourceError
 from kernel_plugins.errors import VersionNotFoundError as VersionNotFoundError
 
-from ._cache import cached_tree_files, hub_endpoint, is_offline, storage_folder
+from ._cache import (
+    cached_tree_files,
+    hub_endpoint,
+    is_offline,
+    offline,
+    snapshot_blobs,
+    storage_folder,
+)
 from ._download import cached_variant_path, download_variant, list_variant_names
 from ._errors import is_not_found, map_error
-from ._fetch import blobs_folder, fetch_variant, variant_lock
+from ._fetch import blobs_folder, cached_variants, fetch_variant, variant_lock
 from ._listing import cached_listing, hub_listing
 from ._records import read_record, record_path, write_record
 from ._resolve import clear_repo_type_cache, resolve
@@ -55,6 +62,8 @@ __all__ = [
     "clear_repo_type_cache",
     "hub_endpoint",
     "is_offline",
+    "offline",
+    "snapshot_blobs",
     "is_not_found",
     "map_error",
     "storage_folder",
@@ -64,6 +73,7 @@ __all__ = [
     "fetch_variant",
     "variant_lock",
     "blobs_folder",
+    "cached_variants",
     "read_record",
     "write_record",
     "record_path",

@@ -11,15 +11,18 @@ those folders, reads and writes ``refs/``, and answers
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kernel_plugins.errors import OfflineError, RevisionError, SourceError, VersionNotFoundError
 
-from ._values import _SHA_RE, HubRef, RepoType, _format_versions, _version_of, _versions
+from ._values import _SHA_RE, REPO_TYPES, HubRef, RepoType, _format_versions, _version_of, _versions
 
 logger = logging.getLogger("kernel_plugins")
 
@@ -31,7 +34,12 @@ MAX_LISTING_BYTES = 64 << 20
 
 
 def hub_endpoint(endpoint: str | None) -> str:
-    """The endpoint to talk to: the given one, else huggingface_hub's current setting."""
+    """The endpoint to talk to: the given one, else huggingface_hub's current setting.
+
+    Every Hub request is made after this call, so it also gives huggingface_hub's shared
+    HTTP client its timeouts (:func:`_bound_requests`).
+    """
+    _bound_requests()
     if endpoint:
         return endpoint.rstrip("/")
     from huggingface_hub import constants
@@ -39,8 +47,57 @@ def hub_endpoint(endpoint: str | None) -> str:
     return str(constants.ENDPOINT).rstrip("/")
 
 
+def _request_timeouts(request: Any) -> None:
+    """Fill every timeout a request leaves unset: ``HF_HUB_DOWNLOAD_TIMEOUT`` for file
+    downloads (``/resolve/``), ``HF_HUB_ETAG_TIMEOUT`` for every other request (seconds).
+
+    A server that accepts connections and never answers (some proxies and firewalls)
+    would otherwise hold a load forever: huggingface_hub sends most API requests with
+    no timeout.
+    """
+    from huggingface_hub import constants
+
+    limits = request.extensions.get("timeout")
+    if not isinstance(limits, dict):
+        return
+    download = "/resolve/" in str(request.url.path)
+    seconds = float(constants.HF_HUB_DOWNLOAD_TIMEOUT if download else constants.HF_HUB_ETAG_TIMEOUT)
+    request.extensions["timeout"] = {k: seconds if v is None else v for k, v in limits.items()}
+
+
+def _bound_requests() -> None:
+    """Hook :func:`_request_timeouts` into huggingface_hub's shared client (once; again
+    when huggingface_hub replaced its client). Clients without request hooks are left as
+    they are."""
+    from huggingface_hub.utils import get_session
+
+    hooks = getattr(get_session(), "event_hooks", None)
+    if isinstance(hooks, dict) and _request_timeouts not in hooks.get("request", []):
+        hooks.setdefault("request", []).append(_request_timeouts)
+
+
+_OFFLINE: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "kernel_plugins_hub_offline", default=False
+)
+
+
+@contextlib.contextmanager
+def offline() -> Iterator[None]:
+    """Answer every Hub question from the cache alone inside the block, as with
+    ``HF_HUB_OFFLINE=1``, for this thread or task only (the process environment and
+    other threads are left as they are)."""
+    token = _OFFLINE.set(True)
+    try:
+        yield
+    finally:
+        _OFFLINE.reset(token)
+
+
 def is_offline() -> bool:
-    """Whether huggingface_hub is in offline mode right now (``HF_HUB_OFFLINE``)."""
+    """Whether to work offline here: inside :func:`offline`, or huggingface_hub's offline
+    mode (``HF_HUB_OFFLINE``)."""
+    if _OFFLINE.get():
+        return True
     from huggingface_hub import constants
 
     check = getattr(constants, "is_offline_mode", None)
@@ -65,6 +122,27 @@ def storage_folder(repo_id: str, repo_type: str) -> Path:
 def _snapshot_folder(ref: HubRef) -> Path:
     """The cache folder holding the files of ``ref.sha``."""
     return storage_folder(ref.repo_id, ref.repo_type) / "snapshots" / ref.sha
+
+
+def snapshot_blobs(path: Path) -> tuple[Path, ...]:
+    """``(<repo cache>/blobs,)`` when ``path`` lies in a snapshot of a huggingface_hub cache
+    (the folder ``hf download`` prints: ``<type>s--<org>--<name>/snapshots/<sha>/``, its
+    files links into that repository's own ``blobs/``), else ``()``. Only the layout is
+    checked, so any cache folder qualifies, and only that one repository's blobs folder."""
+    real = Path(path).resolve()
+    for snap in (real, *real.parents):
+        repo = snap.parent.parent
+        parts = repo.name.split("--")
+        if (
+            snap.parent.name == "snapshots"
+            and _SHA_RE.fullmatch(snap.name)
+            and len(parts) == 3
+            and parts[0] in {f"{t}s" for t in REPO_TYPES}
+            and all(parts[1:])
+        ):
+            blobs = repo / "blobs"
+            return (blobs,) if blobs.is_dir() and not blobs.is_symlink() else ()
+    return ()
 
 
 def _read_ref(repo_id: str, repo_type: str, name: str) -> str | None:

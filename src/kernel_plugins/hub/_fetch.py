@@ -79,3 +79,9 @@ def fetch_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Path:
 def blobs_folder(ref: HubRef) -> Path:
     """The folder the cached snapshot's file links lead into (``<repo cache>/blobs``)."""
     return storage_folder(ref.repo_id, ref.repo_type) / "blobs"
+
+
+def cached_variants(ref: HubRef) -> dict[str, Path]:
+    """The variant folders of ``ref`` present in the cache, complete or not, by name."""
+    build = _snapshot_folder(ref) / "build"
+    return {p.name: p for p in sorted(build.iterdir()) if p.is_dir()} if build.is_dir() else {}

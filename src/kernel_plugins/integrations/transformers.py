@@ -6,7 +6,7 @@ transformers decorates its layers (``LlamaRMSNorm``, the activation classes, ...
 compatible release of the Hub ``kernels`` package is importable; otherwise its decorators
 do nothing. :func:`enable` makes them place our marks instead (the same marks:
 ``kernel_layer_name`` on classes, marked-function modules in ``_kernel_funcs``) and
-registers :func:`default_mapping`, so that::
+registers :func:`default_mapping` beneath any mapping already there, so that::
 
     from kernel_plugins.integrations import transformers as kp_transformers
     kp_transformers.enable()            # before model classes are imported
@@ -123,8 +123,10 @@ def enable(*, register_mapping: bool = True) -> None:
     ``AutoModel...`` resolve them lazily, so before building the first model is enough).
     Safe to call more than once.
 
-    :param register_mapping: also merge :func:`default_mapping` into the process-wide
-        kernel mapping (``register_kernel_mapping``); mappings registered later win.
+    :param register_mapping: also register :func:`default_mapping` beneath the
+        process-wide kernel mapping: a name's entry for a backend is added only when
+        neither that backend nor its device type is mapped for the name yet, so mappings
+        registered before or after (and another ``enable()``) are never replaced.
     :raises ImportError: transformers is not installed (``pip install transformers``).
     """
     global _ENABLED
@@ -151,8 +153,28 @@ def enable(*, register_mapping: bool = True) -> None:
     if register_mapping:
         from ..layers import register_kernel_mapping
 
-        register_kernel_mapping(default_mapping())
+        register_kernel_mapping(_beneath_current(default_mapping()))
     _ENABLED = True
+
+
+def _beneath_current(defaults: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``defaults`` less each backend entry that would replace or outrank a mapped one (the
+    name already has an entry for that backend or for its device type)."""
+    from ..layers import current_mapping
+    from ..plugins import get_manager
+
+    current, records = current_mapping(), get_manager().backends()
+    out: dict[str, dict[str, Any]] = {}
+    for name, per_backend in defaults.items():
+        taken = set(current.device_keys(name))
+        kept = {
+            backend: repo
+            for backend, repo in per_backend.items()
+            if not taken & {backend, records[backend].spec.device_type}
+        }
+        if kept:
+            out[name] = kept
+    return out
 
 
 def is_enabled() -> bool:

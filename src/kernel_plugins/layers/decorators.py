@@ -35,8 +35,6 @@ __all__ = [
     "replace_kernel_forward_from_hub",
     "use_kernelized_func",
     "kernel_funcs",
-    "applies_to",
-    "is_marked",
     "marked_name",
     "original_function",
 ]
@@ -233,18 +231,6 @@ def kernel_funcs(module: object) -> list[Any]:
     """The marked functions attached to a module instance by :func:`use_kernelized_func`."""
     funcs = getattr(module, "__dict__", {}).get("_kernel_funcs")
     return list(funcs.values()) if isinstance(funcs, dict) else []
-
-
-def applies_to(module: object) -> bool:
-    """Whether the class's ``kernel_condition`` (if any) accepts this instance."""
-    condition = getattr(type(module), "kernel_condition", None)
-    return condition is None or bool(condition(module))
-
-
-def is_marked(obj: object) -> bool:
-    """Whether a module instance (or class) is marked for kernelize."""
-    cls = obj if inspect.isclass(obj) else type(obj)
-    return isinstance(getattr(cls, "kernel_layer_name", None), str)
 
 
 def marked_name(obj: object) -> str | None:

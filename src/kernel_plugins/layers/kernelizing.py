@@ -39,7 +39,7 @@ import logging
 import os
 import types
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._warn import warn_user
@@ -51,7 +51,7 @@ from ..errors import (
     MissingDependencyError,
     NoCompatibleVariantError,
 )
-from .decorators import applies_to, kernel_funcs, marked_name, original_function
+from .decorators import marked_name, original_function
 from .mapping import Candidate, KernelMapping, current_mapping, describe_device
 from .mode import Mode, check_kernelize_mode, describe_mode
 from .repositories import KernelRepository
@@ -65,6 +65,8 @@ from .validation import (
 
 if TYPE_CHECKING:
     from torch import nn
+
+    from ..loader import FallbackPolicy
 
 __all__ = [
     "kernelize",
@@ -138,17 +140,22 @@ def _resolve_device(device: object) -> Any:
     return kernel_plugins.get_device(device)
 
 
-def _load_kernel(repo: KernelRepository, device: Any, *, trust: bool = False) -> types.ModuleType:
+def _load_kernel(
+    repo: KernelRepository, device: Any, *, trust: bool = False,
+    fallback: FallbackPolicy = "reference",
+) -> types.ModuleType:
     """Load a candidate's kernel module through :func:`kernel_plugins.load`.
 
-    A repository may carry its own trust (``load_options()["trust_remote_code"]``, as the
-    ``kernels`` compatibility repositories do); either grant is enough.
+    A repository may carry its own trust (``load_options()["trust_remote_code"]``); either
+    grant is enough. ``fallback`` is ``load``'s (``"error"`` refuses reference kernels).
     """
     import kernel_plugins
 
     options = {k: v for k, v in repo.load_options().items() if v is not None}
     trust = bool(options.pop("trust_remote_code", False)) or trust
-    return kernel_plugins.load(repo.target(), device=device, trust_remote_code=trust, **options)
+    return kernel_plugins.load(
+        repo.target(), device=device, trust_remote_code=trust, fallback=fallback, **options
+    )
 
 
 def load_member(repo: KernelRepository, device: object = None) -> Any:
@@ -168,18 +175,16 @@ def _function(kmod: types.ModuleType, member: str, where: str) -> Any:
     return impl
 
 
-def _restore(module: Any) -> None:
-    module.__dict__.pop("forward", None)
-
-
 class _Session:
     """State of one kernelize call: device, mapping snapshot and per-call caches."""
 
     def __init__(
-        self, mode: Mode, device: object, require: frozenset[str], fallback: bool, trust: bool
+        self, mode: Mode, device: object, require: frozenset[str], fallback: bool, trust: bool,
+        reference: FallbackPolicy = "reference",
     ):
         self.mode = mode
         self.trust = trust
+        self.reference = reference
         self.require = require
         self.use_fallback = fallback
         self._device_arg = device
@@ -198,7 +203,9 @@ class _Session:
     def load(self, repo: KernelRepository) -> types.ModuleType | Exception:
         if repo not in self._modules:
             try:
-                self._modules[repo] = _load_kernel(repo, self.device, trust=self.trust)
+                self._modules[repo] = _load_kernel(
+                    repo, self.device, trust=self.trust, fallback=self.reference
+                )
             except _SKIPPABLE as e:
                 warn_user(
                     f"kernelize: skipping {repo.describe()} on {describe_device(self.device)}: {e}"
@@ -268,13 +275,6 @@ def _layer_class(kmod: types.ModuleType, member: str, where: str) -> Any:
     )
 
 
-def _install(module: Any, impl: Any) -> None:
-    if inspect.isclass(impl):
-        module.forward = types.MethodType(getattr(impl, "forward"), module)  # noqa: B009
-    else:
-        module.forward = impl
-
-
 def _nothing_mapped(session: _Session, name: str) -> str:
     keys = session.mapping.device_keys(name)
     if not keys:
@@ -289,9 +289,16 @@ def _nothing_mapped(session: _Session, name: str) -> str:
 
 @dataclass(frozen=True)
 class _Decision:
-    module: Any
-    impl: Any  # kernel layer class / function, or None for the original forward
+    """What every module of one marked class gets: ``forward`` (the kernel layer class's
+    forward to bind to each instance, or the kernel function itself; None: the original
+    forward) and the :class:`KernelChoice` to record (None: forget any earlier one)."""
+
+    forward: Any
+    bind: bool
     choice: KernelChoice | None
+
+
+_ORIGINAL = _Decision(None, False, None)
 
 
 def _decide(module: Any, name: str, session: _Session) -> _Decision:
@@ -305,7 +312,7 @@ def _decide(module: Any, name: str, session: _Session) -> _Decision:
                 f"keeps the original forward, which declares no properties; unset "
                 f"{DISABLE_ENV} or drop require"
             )
-        return _Decision(module, None, None)
+        return _ORIGINAL
     candidates = session.mapping.candidates(name, session.device, session.mode)
     skipped: list[str] = []
     device = describe_device(session.device)
@@ -331,7 +338,9 @@ def _decide(module: Any, name: str, session: _Session) -> _Decision:
         )
         if log.isEnabledFor(logging.INFO):
             log.info("kernelize: %s uses %s", what, cand.describe())
-        return _Decision(module, impl, choice)
+        if inspect.isclass(impl):
+            return _Decision(getattr(impl, "forward"), True, choice)  # noqa: B009
+        return _Decision(impl, False, choice)
     reasons = skipped or [_nothing_mapped(session, name)]
     context = f"{what} on {device} in mode {describe_mode(session.mode)}"
     if session.require:
@@ -350,16 +359,20 @@ def _decide(module: Any, name: str, session: _Session) -> _Decision:
         )
     log.info("kernelize: %s keeps its original forward:\n%s", context, "\n".join(reasons))
     return _Decision(
-        module, None, KernelChoice(name, session.mode, device, None, None, tuple(reasons))
+        None, False, KernelChoice(name, session.mode, device, None, None, tuple(reasons))
     )
 
 
-def _apply(decision: _Decision) -> None:
-    module = decision.module
-    if decision.impl is None:
-        _restore(module)
+def _apply(module: Any, decision: _Decision) -> None:
+    # Straight into the instance dict: what ``module.forward = f`` does for a function
+    # (``forward`` can never be a parameter, buffer or submodule name), without
+    # ``nn.Module.__setattr__``'s lookups, once per module of a large model.
+    if decision.forward is None:
+        module.__dict__.pop("forward", None)
+    elif decision.bind:
+        module.__dict__["forward"] = types.MethodType(decision.forward, module)
     else:
-        _install(module, decision.impl)
+        module.__dict__["forward"] = decision.forward
     if decision.choice is None:
         _CHOICES.pop(module, None)
     else:
@@ -374,6 +387,7 @@ def kernelize(
     use_fallback: bool = True,
     require: set[str] | frozenset[str] | str | None = None,
     trust_remote_code: bool = False,
+    fallback: FallbackPolicy = "reference",
 ) -> nn.Module:
     """Replace the forward of every marked layer of ``model`` by the best mapped kernel's.
 
@@ -393,6 +407,9 @@ def kernelize(
         see :mod:`kernel_plugins.contracts`. The original forward never satisfies them.
     :param trust_remote_code: allow mapped Hub repositories of organisations outside the
         trusted list (see :mod:`kernel_plugins.trust`); the check applies to every repo.
+    :param fallback: as for :func:`kernel_plugins.load`: ``"reference"`` lets a bundled
+        reference kernel stand in (with a warning) when a Hub kernel cannot be used,
+        ``"error"`` refuses that (:class:`~kernel_plugins.errors.FallbackError`).
     :return: ``model`` itself, changed in place. When kernelize raises, no module was
         changed.
 
@@ -410,41 +427,74 @@ def kernelize(
     required = normalize_require(require)
     session = _Session(
         mode, _model_device(model) if device is None else device, required, use_fallback,
-        trust_remote_code,
+        trust_remote_code, fallback,
     )
-    # Modules of one class marked with one name get the same decision: decide once each.
-    decided: dict[tuple[Any, ...], _Decision] = {}
-    decisions = []
-    for module in _marked_modules(model):
-        name = marked_name(module)
-        assert name is not None
-        key = (type(module), name, original_function(module))
-        first = decided.get(key)
-        if first is None:
-            first = decided[key] = _decide(module, name, session)
-        decisions.append(first if first.module is module else replace(first, module=module))
-    for decision in decisions:  # only after every module was decided: all or nothing
-        _apply(decision)
+    # The mark, the marked function and so the decision belong to the class: decide once
+    # per class, and change no module before every one was decided (all or nothing).
+    decided: dict[type, _Decision] = {}
+    plan = []
+    for module, name in _marked_modules(model):
+        decision = decided.get(type(module))
+        if decision is None:
+            decision = decided[type(module)] = _decide(module, name, session)
+        plan.append((module, decision))
+    for module, decision in plan:
+        _apply(module, decision)
+    _say_when_nothing_changed(model, plan, session)
     return model
 
 
-def _marked_modules(model: nn.Module) -> list[Any]:
+def _say_when_nothing_changed(
+    model: nn.Module, plan: list[tuple[Any, _Decision]], session: _Session
+) -> None:
+    """Warn when no forward of the model was replaced, with why (unless that was asked)."""
+    what = type(model).__name__
+    if not plan:
+        warn_user(
+            f"kernelize: no layer of `{what}` is marked for a kernel, so nothing was replaced. "
+            "Mark layer classes with use_kernel_forward_from_hub; for a transformers model, "
+            "call kernel_plugins.integrations.transformers.enable() before importing or "
+            "building it."
+        )
+        return
+    if session.disabled or any(d.forward is not None for _, d in plan):
+        return
+    reasons: dict[str, tuple[str, ...]] = {}
+    for _, d in plan:
+        if d.choice is not None:
+            reasons.setdefault(d.choice.layer_name, d.choice.skipped)
+    listed = "\n".join(f"`{n}`:\n" + "\n".join(r) for n, r in reasons.items())
+    warn_user(
+        f"kernelize: none of the {len(plan)} marked layers of `{what}` got a kernel on "
+        f"{describe_device(session.device)} in mode {describe_mode(session.mode)}, so "
+        f"nothing was replaced; they keep their original forward:\n{listed}"
+    )
+
+
+def _marked_modules(model: nn.Module) -> list[tuple[Any, str]]:
     """Marked modules of ``model`` and the marked functions its modules hold
-    (``_kernel_funcs``), each once, skipping instances their ``kernel_condition`` refuses."""
+    (``_kernel_funcs``), each once with its name, skipping instances their
+    ``kernel_condition`` refuses. Marks and conditions are read once per class."""
+    marks: dict[type, tuple[str | None, Any]] = {}
     seen: set[int] = set()
     out = []
-    for _, module in model.named_modules():
-        for candidate in (*kernel_funcs(module), module):
-            if id(candidate) in seen or marked_name(candidate) is None:
+    for module in model.modules():
+        funcs = module.__dict__.get("_kernel_funcs")
+        group = (*funcs.values(), module) if isinstance(funcs, dict) and funcs else (module,)
+        for candidate in group:
+            cls = type(candidate)
+            mark = marks.get(cls)
+            if mark is None:
+                mark = marks[cls] = (marked_name(cls), getattr(cls, "kernel_condition", None))
+            name, condition = mark
+            if name is None or id(candidate) in seen:
                 continue
             seen.add(id(candidate))
-            if not applies_to(candidate):
-                log.info(
-                    "kernelize: `%s` keeps its forward: its kernel_condition refused it",
-                    type(candidate).__name__,
-                )
+            if condition is not None and not condition(candidate):
+                log.info("kernelize: `%s` keeps its forward: its kernel_condition refused it",
+                         cls.__name__)
                 continue
-            out.append(candidate)
+            out.append((candidate, name))
     return out
 
 

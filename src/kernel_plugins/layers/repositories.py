@@ -20,13 +20,10 @@ hashable, so they can be compared and cached.
 
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import LockfileError
 from ._errors import MappingError
 
 __all__ = [
@@ -62,42 +59,6 @@ def _check_revision_version(revision: object, version: object, cls: str) -> None
         raise MappingError(
             f"{cls}: version must be a non-negative int (the v<N> branch), got {version!r}"
         )
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def caller_file() -> str | None:
-    """The file of the first frame outside kernel-plugins and generated code (the user's
-    code, also when a wrapper such as :mod:`kernel_plugins.compat.kernels` is between)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        inside = os.path.abspath(name).startswith(_PACKAGE_DIR + os.sep)
-        if not inside and not name.startswith("<"):
-            return name
-        frame = frame.f_back  # type: ignore[assignment]
-    return None
-
-
-def nearest_lockfile(origin: str | None, *, what: str) -> Path:
-    """The nearest ``kernels.lock`` above the file ``origin``, else above the working directory.
-
-    :param what: how to name the requester in the error.
-    :raises LockfileError: none found; names where it looked.
-    """
-    starts = [Path(origin).resolve().parent] if origin else []
-    starts.append(Path.cwd())
-    for start in starts:
-        for folder in (start, *start.parents):
-            candidate = folder / LOCKFILE_NAME
-            if candidate.is_file():
-                return candidate
-    looked = " and ".join(str(s) for s in starts)
-    raise LockfileError(
-        f"{what}: no {LOCKFILE_NAME} found in {looked} or their parents; pass "
-        f"lockfile=Path('.../{LOCKFILE_NAME}') or lock the project"
-    )
 
 
 class KernelRepository:
@@ -140,6 +101,7 @@ class _HubRepo(KernelRepository):
     _: KW_ONLY
     revision: str | None = None
     version: int | None = None
+    trust_remote_code: bool = False
 
     def _validate(self, member: object, member_arg: str) -> None:
         cls = type(self).__name__
@@ -152,8 +114,12 @@ class _HubRepo(KernelRepository):
         return self.repo_id
 
     def load_options(self) -> dict[str, Any]:
-        """``revision`` / ``version`` as given (at most one is set)."""
-        return {"revision": self.revision, "version": self.version}
+        """``revision`` / ``version`` as given (at most one is set), ``trust_remote_code``."""
+        return {
+            "revision": self.revision,
+            "version": self.version,
+            "trust_remote_code": self.trust_remote_code is True,
+        }
 
 
 @dataclass(frozen=True)
@@ -179,6 +145,7 @@ class _LockedRepo(KernelRepository):
     repo_id: str
     _: KW_ONLY
     lockfile: Path | None = None
+    trust_remote_code: bool = False
     origin: str | None = field(default=None, compare=False, repr=False)
 
     def _validate(self, member: object, member_arg: str) -> None:
@@ -190,6 +157,8 @@ class _LockedRepo(KernelRepository):
                 raise MappingError(f"{cls}: lockfile must be a str or Path, got {self.lockfile!r}")
             object.__setattr__(self, "lockfile", Path(self.lockfile).expanduser())
         elif self.origin is None:
+            from ..lock import caller_file
+
             object.__setattr__(self, "origin", caller_file())
 
     def target(self) -> str:
@@ -197,18 +166,21 @@ class _LockedRepo(KernelRepository):
         return self.repo_id
 
     def resolve_lockfile(self) -> Path:
-        """The lock file to use: the one given, else the nearest ``kernels.lock`` above the
-        file that created this repository, else above the working directory.
+        """The lock file to use: the one given, else the one found for the file that created
+        this repository (see :mod:`kernel_plugins.lock._discovery`).
 
-        Raises :class:`~kernel_plugins.errors.LockfileError` when none is found.
+        Raises :class:`~kernel_plugins.errors.LockfileError` when none is found, or the one
+        found may have been written by someone else.
         """
         if self.lockfile is not None:
             return self.lockfile
-        return nearest_lockfile(self.origin, what=f"{type(self).__name__}({self.repo_id!r})")
+        from ..lock import find_lockfile
+
+        return find_lockfile(self.origin, what=f"{type(self).__name__}({self.repo_id!r})")
 
     def load_options(self) -> dict[str, Any]:
-        """``lockfile``: the resolved lock file."""
-        return {"lockfile": self.resolve_lockfile()}
+        """``lockfile``: the resolved lock file, and ``trust_remote_code``."""
+        return {"lockfile": self.resolve_lockfile(), "trust_remote_code": self.trust_remote_code is True}
 
     def describe(self) -> str:
         """Like the base, without resolving the lock file (messages must not fail)."""
@@ -259,6 +231,8 @@ class LayerRepository(_LayerMember, _HubRepo):
         layer_name: class name in the kernel's ``layers`` module.
         revision: branch, tag or commit sha; cannot be combined with ``version``.
         version: kernel major version (the tip of branch ``v<N>``).
+        trust_remote_code: allow this repository although its organisation is not trusted
+            (see :mod:`kernel_plugins.trust`); only ``True`` itself allows it.
 
     Example::
 
@@ -287,6 +261,7 @@ class LockedLayerRepository(_LayerMember, _LockedRepo):
         layer_name: class name in the kernel's ``layers`` module.
         lockfile: the ``kernels.lock`` to use; None: the nearest one above the file that
             creates this repository (then above the working directory), found at load time.
+        trust_remote_code: allow this repository although its organisation is not trusted.
     """
 
 
@@ -299,6 +274,7 @@ class FuncRepository(_FuncMember, _HubRepo):
         func_name: function name in the kernel module.
         revision: branch, tag or commit sha; cannot be combined with ``version``.
         version: kernel major version.
+        trust_remote_code: allow this repository although its organisation is not trusted.
     """
 
 

@@ -21,7 +21,6 @@ Example::
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from ._layout import BACKENDS, SOURCE_DIR, materialize
@@ -29,7 +28,6 @@ from ._layout import BACKENDS, SOURCE_DIR, materialize
 __all__ = [
     "BACKENDS",
     "REFERENCE_ROOT",
-    "fast_path_status",
     "reference_names",
     "reference_repo",
     "reference_source",
@@ -39,27 +37,6 @@ REFERENCE_ROOT: Path = Path(__file__).resolve().parent
 """The packaged sources: one folder per reference kernel (``<name>/torch-ext/``)."""
 
 _NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
-_VARIANT_MODULE_RE = re.compile(r"^_[a-z0-9_]+_reference_[0-9a-f]{8}_[a-z0-9_]+\._fast$")
-
-
-def fast_path_status() -> dict[str, dict[str, object]]:
-    """Which tier of the fast path serves each reference kernel in this process.
-
-    ``"<function> <device type> <dtype>"`` -> ``{"tier": "c-loops" | "table" |
-    "compiled" | "blocked" | "uncompiled", "first_call_s": seconds the first call spent
-    building and probing, "reason": why a faster tier was not taken (``None`` when it
-    was)}``, for every key a probed tier was tried for (large inputs outside autograd and
-    tracing); other calls take the plain formula or the direct fast path. ``"c-loops host
-    any"`` is the build of the C loops themselves (``"built"``, or ``"uncompiled"`` with
-    the reason). Empty before a reference kernel ran such an input.
-    """
-    found: dict[str, dict[str, object]] = {}
-    for name, module in list(sys.modules.items()):
-        if _VARIANT_MODULE_RE.match(name):
-            status = getattr(module, "status", None)
-            if callable(status):
-                found.update(status())
-    return dict(sorted(found.items()))
 
 
 def _is_kernel(path: Path) -> bool:

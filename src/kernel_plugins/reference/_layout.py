@@ -10,23 +10,33 @@ instead, in a cache folder keyed by a fingerprint of the sources:
 
 ``<cache>/<fingerprint>/<name>/build/torch-<backend>/``
     every source file (a copy: the loader refuses links that lead out of a variant) and
-    ``metadata.json``, written with a ``digest`` of those files, so that every load checks
-    that nothing in the cache was changed since.
+    ``metadata.json``, with a ``digest`` of those files.
+
+What runs is always the packaged code. The whole repository (which files and folders
+exist, no links, every byte, ``metadata.json`` and its digest) is computed in this
+process from the packaged sources, and every :func:`materialize` compares the cached copy
+with it; a copy that differs in anything (an edited file with a rewritten digest, a
+missing ``metadata.json``, a planted variant) is rebuilt, atomically, before its path is
+returned. The loader then imports exactly the bytes that digest names.
 
 The cache is ``$KERNEL_PLUGINS_REFERENCE_CACHE`` when set, else
-``$XDG_CACHE_HOME/kernel-plugins/reference`` (``~/.cache/...`` without XDG), else a
-folder under the system temporary directory when the home cache is not writable.
-Creation is atomic (a finished repository is renamed into place), so concurrent
-processes never see a partial one. Besides the standard library it uses only :mod:`kernel_plugins.integrity` (for the digest).
+``$XDG_CACHE_HOME/kernel-plugins/reference`` (``~/.cache/...`` without XDG), never a
+temporary folder. The cache folder and the fingerprint folder in it must belong to the
+current user (POSIX), and only that user may write them: they are created with mode
+0700, write access for others is removed from them, and a folder of another user is
+refused. Creation is atomic (a finished repository is renamed into place), so concurrent
+processes never see a partial one. It uses only the standard library.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -35,6 +45,7 @@ __all__ = [
     "CACHE_ENV",
     "SOURCE_DIR",
     "cache_root",
+    "expected_files",
     "fingerprint",
     "kernel_info",
     "materialize",
@@ -65,7 +76,7 @@ SOURCE_DIR = "torch-ext"
 
 _ROOT = Path(__file__).resolve().parent
 _COMMON = _ROOT / "_common"
-_LAYOUT_VERSION = "2"  # 2: copies with a digest (1 linked to the packaged files)
+_LAYOUT_VERSION = "3"  # 3: checked against the packaged sources on every use
 
 
 def kernel_info(name: str) -> dict[str, object]:
@@ -113,6 +124,33 @@ def variant_id(name: str, backend: str, fp: str) -> str:
     return f"_{name.replace('-', '_')}_reference_{fp[:8]}_{backend}"
 
 
+@functools.cache
+def expected_files(name: str, extra_backends: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Relative POSIX path -> content of every file of the repository of ``name``, computed
+    in this process from the packaged sources (``metadata.json`` and its digest included)."""
+    info, fp = kernel_info(name), fingerprint(name, extra_backends)
+    sources = {n: p.read_bytes() for n, p in source_files(name).items()}
+    files: dict[str, bytes] = {}
+    readme = _ROOT / name / "README.md"
+    if readme.is_file():
+        files["README.md"] = readme.read_bytes()
+    digest = {n: base64.b64encode(hashlib.sha256(b).digest()).decode() for n, b in sources.items()}
+    for backend, depends in _backends(extra_backends).items():
+        metadata = {
+            "name": info["name"],
+            "id": variant_id(name, backend, fp),
+            "version": info["version"],
+            "license": info["license"],
+            "python-depends": list(depends),
+            "backend": {"type": backend},
+            "digest": {"algorithm": "sha256", "files": dict(sorted(digest.items()))},
+        }
+        variant = f"build/torch-{backend}"
+        files.update({f"{variant}/{n}": data for n, data in sources.items()})
+        files[f"{variant}/metadata.json"] = (json.dumps(metadata, indent=2) + "\n").encode()
+    return files
+
+
 def cache_root() -> Path:
     """The folder that holds materialised reference repositories (see the module doc)."""
     explicit = os.environ.get(CACHE_ENV)
@@ -123,81 +161,98 @@ def cache_root() -> Path:
     return base / "kernel-plugins" / "reference"
 
 
-def _build(name: str, fp: str, dest: Path, backends: dict[str, tuple[str, ...]]) -> None:
-    from ..integrity import compute_digest
-
-    info = kernel_info(name)
-    files = source_files(name)
-    readme = _ROOT / name / "README.md"
-    if readme.is_file():
-        shutil.copyfile(readme, dest / "README.md")
-    for backend, depends in backends.items():
-        variant = dest / "build" / f"torch-{backend}"
-        variant.mkdir(parents=True)
-        for file_name, src in files.items():
-            shutil.copyfile(src, variant / file_name)
-        metadata = {
-            "name": info["name"],
-            "id": variant_id(name, backend, fp),
-            "version": info["version"],
-            "license": info["license"],
-            "python-depends": list(depends),
-            "backend": {"type": backend},
-            "digest": {"algorithm": "sha256", "files": compute_digest(variant)},
-        }
-        (variant / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n", "utf-8")
-
-
-def _complete(repo: Path, backends: dict[str, tuple[str, ...]]) -> bool:
-    build = repo / "build"
-    return all((build / f"torch-{b}" / "metadata.json").is_file() for b in backends)
+def _matches(repo: Path, expected: dict[str, bytes]) -> bool:
+    """Whether ``repo`` holds exactly ``expected``: the same files, bytes and folders, no links."""
+    found: set[str] = set()
+    for folder, dirs, names in os.walk(repo):
+        where = Path(folder)
+        if any((where / d).is_symlink() for d in dirs):
+            return False
+        for file_name in names:
+            path = where / file_name
+            rel = path.relative_to(repo).as_posix()
+            if rel not in expected or path.is_symlink():
+                return False
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            try:
+                fd = os.open(path, flags)
+            except OSError:
+                return False
+            with os.fdopen(fd, "rb") as f:
+                if f.read(len(expected[rel]) + 1) != expected[rel]:
+                    return False
+            found.add(rel)
+    return found == set(expected)
 
 
-def _materialize_in(root: Path, name: str, fp: str, backends: dict[str, tuple[str, ...]]) -> Path:
-    repo = root / fp / name
-    if _complete(repo, backends):
+def _private_dir(path: Path) -> None:
+    """Create ``path`` (mode 0700) if missing; make sure only this user may write it.
+
+    :raises OSError: it is not a folder, or (POSIX) it belongs to another user.
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = path.stat()
+    if not path.is_dir():
+        raise NotADirectoryError(f"{path} is not a folder")
+    if hasattr(os, "getuid"):
+        if st.st_uid != os.getuid():
+            raise PermissionError(
+                f"{path} belongs to another user (uid {st.st_uid}), who could change what runs "
+                "as the reference kernel"
+            )
+        if st.st_mode & 0o022:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
+
+
+def _write(dest: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def _materialize_in(root: Path, name: str, extra: tuple[str, ...]) -> Path:
+    fp = fingerprint(name, extra)
+    expected = expected_files(name, extra)
+    folder = root / fp
+    _private_dir(root)
+    _private_dir(folder)
+    repo = folder / name
+    if _matches(repo, expected):
         return repo
-    (root / fp).mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root / fp))
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder))
+    trash = Path(tempfile.mkdtemp(prefix=f".{name}-old-", dir=folder))
     try:
-        _build(name, fp, staging, backends)
+        _write(staging, expected)
+        if repo.exists() or repo.is_symlink():  # damaged or changed: move it out of the way
+            try:
+                os.replace(repo, trash / name)
+            except FileNotFoundError:
+                pass  # another process moved it first
         try:
             os.replace(staging, repo)
         except OSError:
-            if not _complete(repo, backends):  # not a concurrent winner: a real failure
+            if not _matches(repo, expected):  # not a concurrent winner: a real failure
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(trash, ignore_errors=True)
     return repo
 
 
 def materialize(name: str, extra_backends: tuple[str, ...] = ()) -> Path:
-    """The kernel repository of reference kernel ``name``, created on first use.
+    """The kernel repository of reference kernel ``name``, created or repaired as needed.
 
     :param extra_backends: backends besides :data:`BACKENDS` (a third-party backend) that
         get a ``torch-<backend>`` variant too.
-    :raises OSError: neither the cache folder nor the temporary directory can be written
-        (the message names both and the variable that moves the cache).
+    :raises OSError: the cache folder cannot be written or belongs to another user (the
+        message names the folder and the variable that moves the cache).
     """
-    backends = _backends(extra_backends)
-    fp = fingerprint(name, extra_backends)
-    first = cache_root()
+    root = cache_root()
     try:
-        return _materialize_in(first, name, fp, backends)
+        return _materialize_in(root, name, tuple(extra_backends))
     except OSError as e:
-        if os.environ.get(CACHE_ENV):
-            raise OSError(
-                f"cannot create the reference kernel {name!r} under {first} ({e}); set "
-                f"{CACHE_ENV} to a writable folder"
-            ) from e
-        fallback = (
-            Path(tempfile.gettempdir())
-            / f"kernel-plugins-reference-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
-        )
-        try:
-            return _materialize_in(fallback, name, fp, backends)
-        except OSError as e2:
-            raise OSError(
-                f"cannot create the reference kernel {name!r} under {first} ({e}) nor under "
-                f"{fallback} ({e2}); set {CACHE_ENV} to a writable folder"
-            ) from e2
+        raise OSError(
+            f"cannot create the reference kernel {name!r} under {root} ({e}); set {CACHE_ENV} "
+            "to a folder that only you can write"
+        ) from e

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from kernel_plugins.errors import VariantNameError
-from kernel_plugins.metadata import MAX_METADATA_BYTES, KernelMetadata
+from kernel_plugins.errors import MetadataError, VariantNameError
+from kernel_plugins.metadata import (
+    MAX_METADATA_BYTES,
+    KernelMetadata,
+    metadata_problems,
+    parse_metadata,
+)
 from kernel_plugins.variants import Variant, parse_variant
 
 from ._report import _RENAME_FIX, _Ctx
@@ -113,15 +116,15 @@ def _read_metadata(ctx: _Ctx, folder: Path) -> KernelMetadata | None:
         ctx.add(path, "", f"expected a JSON object, got {type(data).__name__}", rebuild)
         return None
     try:
-        return KernelMetadata.model_validate(data)
-    except ValidationError as e:
-        for err in e.errors():
-            key = ".".join(str(p) for p in err.get("loc", ()))
-            msg = err["msg"].removeprefix("Value error, ")
-            if err.get("type") == "missing":
+        return parse_metadata(data, where=str(path))
+    except MetadataError:
+        for problem in metadata_problems(data):
+            key = problem.key
+            msg = problem.message.removeprefix("Value error, ")
+            if problem.missing:
                 msg = f"missing required key '{key}'"
             else:
-                msg = f"{msg} (got {_short(err.get('input'))})"
+                msg = f"{msg} (got {_short(problem.value)})"
             ctx.add(path, key, msg, f"rebuild the variant with the kernel builder, or set "
                     f"'{key}' in metadata.json")
     return None

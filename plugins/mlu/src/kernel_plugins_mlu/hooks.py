@@ -1,7 +1,7 @@
-"""kernel-plugins hooks of the Cambricon MLU backend (entry point ``mlu``).
+"""The Cambricon MLU backend: the plugin object :data:`MLU` (entry point ``mlu``).
 
-Vendor facts only; :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend` builds the
-hooks. Arch variants carry the token ``mlu<major><minor>`` of the CNToolkit release
+Vendor facts only; :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend` provides the
+hooks as methods. Arch variants carry the token ``mlu<major><minor>`` of the CNToolkit release
 (read from the environment or ``$NEUWARE_HOME/version.txt``, see :mod:`.versions`) and
 need an exact major.minor match; ``torch-mlu`` and ``torch-universal`` follow.
 """
@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_plugins.plugin_kit import (
+    Emulation,
     PrivateUse1Backend,
     RuntimeVersion,
+    SdkFile,
     VariantTokens,
     VendorDevices,
     torch_major_minor,
@@ -20,7 +22,9 @@ from kernel_plugins.plugin_kit import (
 )
 
 from .versions import (
+    NEUWARE_ENV,
     TOOLKIT_ENV,
+    VERSION_FILE,
     parse_extension_version,
     parse_toolkit_version,
     read_toolkit_version,
@@ -54,6 +58,25 @@ MLU = PrivateUse1Backend(
     ),
     tokens=VariantTokens(prefix="mlu"),
     extra_notes=extension_notes,
-    emulation="kernel_plugins_mlu.emulation",
+    # What torch_mlu shows PyTorch (see the README), for tests without an MLU. Every
+    # default is illustrative, not a product's data sheet.
+    emulation=Emulation(
+        facts={
+            "device_name": "MLU590-H8",
+            "capability": (5, 0),
+            "cluster_count": 12,
+            "core_num_per_cluster": 4,
+            "multi_processor_count": 48,  # cluster_count * core_num_per_cluster
+            "total_memory": 64 << 30,
+            "frequency": 1300,
+            "dram_bandwidth": 1228,
+            "supports_linear_memory": True,
+            "version": None,
+            "toolkit": "3.13.5",
+        },
+        functions={"is_bf16_supported": lambda facts: facts["capability"][0] >= 5},
+        version_attrs={"mlu": None},  # the real extension sets torch.version.mlu = None
+        version="1.22.0+torch{torch}",
+        sdk_file=SdkFile(NEUWARE_ENV, VERSION_FILE, "Neuware Version {toolkit}\n", "toolkit"),
+    ),
 )
-globals().update(MLU.hookimpls())

@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_plugins.plugin_kit import match_version
+
 __all__ = [
     "TOOLKIT_ENV",
     "NEUWARE_ENV",
@@ -100,10 +102,7 @@ def parse_toolkit_version(text: object) -> tuple[int, int] | None:
     >>> parse_toolkit_version("3.13.5")
     (3, 13)
     """
-    if not isinstance(text, str):
-        return None
-    m = _TOOLKIT_RE.match(text.strip())
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    return match_version(_TOOLKIT_RE, text)
 
 
 def read_toolkit_version(environ: Mapping[str, str] | None = None) -> ToolkitVersion:

@@ -1,16 +1,16 @@
-"""kernel-plugins hooks of the Moore Threads MUSA backend (entry point ``musa``).
+"""The Moore Threads MUSA backend: the plugin object :data:`MUSA` (entry point ``musa``).
 
-Vendor facts only; :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend` builds the
-hooks. Arch variants carry the token ``musa<major><minor>`` of the MUSA SDK in
+Vendor facts only; :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend` provides the
+hooks as methods. Arch variants carry the token ``musa<major><minor>`` of the MUSA SDK in
 ``torch.version.musa`` and need an exact major.minor match; ``torch-musa`` and
 ``torch-universal`` follow.
 """
 
 from __future__ import annotations
 
-from kernel_plugins.plugin_kit import PrivateUse1Backend, RuntimeVersion, VariantTokens
+from kernel_plugins.plugin_kit import Emulation, PrivateUse1Backend, RuntimeVersion, VariantTokens
 
-from .versions import parse_musa_version
+from .versions import musa_arch, parse_musa_version
 
 MUSA = PrivateUse1Backend(
     name="musa",
@@ -28,6 +28,24 @@ MUSA = PrivateUse1Backend(
         advice="install a torch_musa build that records its MUSA SDK",
     ),
     tokens=VariantTokens(prefix="musa"),
-    emulation="kernel_plugins_musa.emulation",
+    # What torch_musa shows PyTorch (see the README): torch_musa IS torch.musa. Every
+    # default is illustrative, not a product's data sheet.
+    emulation=Emulation(
+        facts={
+            "device_name": "MTT S4000",
+            "capability": (2, 2),
+            "total_memory": 48 << 30,
+            "multi_processor_count": 128,
+            "is_multi_gpu_board": False,
+            "is_integrated": False,
+            "runtime": "4030",  # torch.version.musa: SDK 4.3.0
+            "version": "2.7.1+5ee0a64",
+        },
+        functions={
+            "is_bf16_supported": lambda facts: musa_arch(facts["capability"]) >= 22,
+            "get_arch_list": lambda facts: [f"mp_{musa_arch(facts['capability'])}"],
+        },
+        version_attrs={"musa": "runtime"},
+        package_is_device_module=True,
+    ),
 )
-globals().update(MUSA.hookimpls())

@@ -1,10 +1,11 @@
-"""kernel-plugins hooks of the AWS Neuron backend (entry point ``neuron``).
+"""The AWS Neuron backend: the plugin object :data:`NEURON` (entry point ``neuron``).
 
 Targets TorchNeuron, the native PrivateUse1 backend named ``neuron`` (not the older
 XLA stack, whose tensors live on device type ``xla``). Its ``torch.neuron.*`` names
-are unverified, so detection (written here; the rest comes from
-:class:`~kernel_plugins.plugin_kit.PrivateUse1Backend`) asks PyTorch's generic APIs
-first (the PrivateUse1 name and ``torch.accelerator``) and ``torch.neuron`` second.
+are unverified, so detection (the ``detect_device`` method of :class:`NeuronBackend`;
+the other hooks come from :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend`)
+asks PyTorch's generic APIs first (the PrivateUse1 name and ``torch.accelerator``) and
+``torch.neuron`` second.
 Neuron kernels are NKI code compiled at run time: only noarch variants
 (``torch-neuron``, ``torch-universal``) load, and ``python-depends = ["nki"]`` is
 known. The priority is above CUDA's because the Neuron extension can be loaded into a
@@ -17,6 +18,7 @@ from types import ModuleType
 
 from kernel_plugins.plugin_kit import (
     DeviceInfo,
+    Emulation,
     PrivateUse1Backend,
     PyDepend,
     hookimpl,
@@ -27,26 +29,6 @@ from kernel_plugins.plugin_kit import (
     torch_if_installed,
 )
 
-NEURON = PrivateUse1Backend(
-    name="neuron",
-    display_name="AWS Neuron",
-    vendor_module="torch_neuronx",
-    import_hint=(
-        "install the torch-neuronx release that matches torch (torch-neuronx 2.14.* for torch 2.14)"
-    ),
-    priority=110,
-    capability_label="capability (not reported by Neuron)",
-    python_depends={"nki": PyDepend("nki", "nki")},
-    accelerator_sync=True,
-    vendor_optional=True,
-    noarch_reason=(
-        "Neuron kernels are NKI code compiled at run time and ship as the noarch variant "
-        "torch-neuron"
-    ),
-    emulation="kernel_plugins_neuron.emulation",
-)
-globals().update(NEURON.hookimpls())
-
 
 def neuron_device_count(torch: ModuleType) -> int | None:
     """Neuron devices visible to PyTorch, or None when no native Neuron backend is present.
@@ -55,12 +37,12 @@ def neuron_device_count(torch: ModuleType) -> int | None:
     ``neuron`` as the current accelerator), else ``torch.neuron``; otherwise
     ``torch.neuron`` when it exists.
     """
-    module = getattr(torch, NEURON.name, None)
-    if privateuse1_name(torch) == NEURON.name:
+    module = getattr(torch, "neuron", None)
+    if privateuse1_name(torch) == "neuron":
         accelerator = getattr(torch, "accelerator", None)
         if accelerator is not None and accelerator.is_available():
             current = accelerator.current_accelerator()
-            if current is not None and current.type == NEURON.name:
+            if current is not None and current.type == "neuron":
                 return int(accelerator.device_count())
         if module is not None and hasattr(module, "device_count"):
             return int(module.device_count())
@@ -82,34 +64,71 @@ def _device_name(module: object) -> str | None:
         return None
 
 
-@hookimpl
-def detect_device() -> DeviceInfo | None:
-    """A native ``neuron`` PrivateUse1 backend with at least one device.
+class NeuronBackend(PrivateUse1Backend):
+    """The Neuron backend: the PrivateUse1 facts, with its own ``detect_device``."""
 
-    When another out-of-tree backend already owns PrivateUse1 in this process, no native
-    Neuron device can exist here: None, and ``torch_neuronx`` is not imported.
-    """
-    torch = torch_if_installed()
-    if torch is None or privateuse1_conflict(NEURON.name, torch) is not None:
-        return None
-    vendor_module = NEURON.vendor_module
-    vendor = None
-    if module_installed(vendor_module):
-        vendor = import_vendor(vendor_module, NEURON.import_hint)
-    count = neuron_device_count(torch)
-    if not count:
-        return None
-    module = getattr(torch, NEURON.name, None)
-    ext = getattr(vendor, "__version__", None) if vendor is not None else None
-    notes = () if vendor is not None else (
-        f"{vendor_module} is not installed; the neuron device was found through PyTorch alone",
-    )
-    return DeviceInfo(
-        backend=NEURON.name,
-        device_type=NEURON.dtype,
-        count=count,
-        name=_device_name(module),
-        extension_version=None if ext is None else str(ext),
-        emulated=bool(getattr(module, "__kernel_plugins_emulated__", False)),
-        notes=notes,
-    )
+    @hookimpl
+    def detect_device(self) -> DeviceInfo | None:
+        """A native ``neuron`` PrivateUse1 backend with at least one device.
+
+        When another out-of-tree backend already owns PrivateUse1 in this process, no native
+        Neuron device can exist here: None, and ``torch_neuronx`` is not imported.
+        """
+        torch = torch_if_installed()
+        if torch is None or privateuse1_conflict(self.name, torch) is not None:
+            return None
+        vendor_module = self.vendor_module
+        vendor = None
+        if module_installed(vendor_module):
+            vendor = import_vendor(vendor_module, self.import_hint)
+        count = neuron_device_count(torch)
+        if not count:
+            return None
+        module = getattr(torch, self.name, None)
+        ext = getattr(vendor, "__version__", None) if vendor is not None else None
+        notes = () if vendor is not None else (
+            f"{vendor_module} is not installed; the neuron device was found through PyTorch alone",
+        )
+        return DeviceInfo(
+            backend=self.name,
+            device_type=self.dtype,
+            count=count,
+            name=_device_name(module),
+            extension_version=None if ext is None else str(ext),
+            emulated=bool(getattr(module, "__kernel_plugins_emulated__", False)),
+            notes=notes,
+        )
+
+
+NEURON = NeuronBackend(
+    name="neuron",
+    display_name="AWS Neuron",
+    vendor_module="torch_neuronx",
+    import_hint=(
+        "install the torch-neuronx release that matches torch (torch-neuronx 2.14.* for torch 2.14)"
+    ),
+    priority=110,
+    capability_label="capability (not reported by Neuron)",
+    python_depends={"nki": PyDepend("nki", "nki")},
+    accelerator_sync=True,
+    vendor_optional=True,
+    noarch_reason=(
+        "Neuron kernels are NKI code compiled at run time and ship as the noarch variant "
+        "torch-neuron"
+    ),
+    # The native backend's PrivateUse1 device and a torch_neuronx with __version__. The
+    # torch.neuron.* names are unverified, so nothing vendor-specific is added; nki is
+    # NOT emulated (a kernel needing it fails as on a machine without it).
+    emulation=Emulation(
+        facts={
+            "device_name": "Trainium2",
+            "total_memory": 96 << 30,
+            "multi_processor_count": 8,
+            "version": None,
+        },
+        version="{torch_minor}.0",
+        absent={"capability": "Neuron devices report no compute capability"},
+    ),
+)
+
+

@@ -1,7 +1,7 @@
-"""kernel-plugins hooks of the Huawei Ascend NPU backend (entry point ``npu``).
+"""The Huawei Ascend NPU backend: the plugin object :data:`NPU` (entry point ``npu``).
 
-Vendor facts only; :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend` builds the
-hooks. Arch variants carry the token ``cann<major><minor>`` of ``torch.version.cann``
+Vendor facts only; :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend` provides the
+hooks as methods. Arch variants carry the token ``cann<major><minor>`` of ``torch.version.cann``
 (the existing Hub convention; the minor is the last digit) and need an exact
 major.minor match; ``torch-npu`` and ``torch-universal`` follow. Ascend devices report
 no compute capability.
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kernel_plugins.plugin_kit import (
+    Emulation,
     PrivateUse1Backend,
     RuntimeVersion,
     VariantTokens,
@@ -52,6 +53,26 @@ NPU = PrivateUse1Backend(
     ),
     tokens=VariantTokens(prefix="cann", minor_width=1),
     extra_notes=soc_notes,
-    emulation="kernel_plugins_npu.emulation",
+    # What torch_npu shows PyTorch (see the README). Every default is illustrative, not
+    # a product's data sheet; Ascend devices report no compute capability.
+    emulation=Emulation(
+        facts={
+            "device_name": "Ascend910B2",
+            "total_memory": 64 << 30,
+            "multi_processor_count": 24,
+            "cube_core_num": 24,
+            "vector_core_num": 48,
+            "L2_cache_size": 192 * 1024**2,
+            "soc_version": 222,  # the 910B family
+            "cann": "8.3.RC1",
+            "version": None,
+        },
+        not_properties=("soc_version",),
+        functions={"get_soc_version": lambda facts: facts["soc_version"]},
+        version_attrs={"cann": "cann"},
+        # operators other libraries import at import time (transformers imports
+        # npu_fusion_attention); calling one under emulation raises
+        vendor_ops=("npu_fusion_attention", "npu_rms_norm", "npu_rotary_mul", "npu_swiglu"),
+        absent={"capability": "Ascend devices report no compute capability"},
+    ),
 )
-globals().update(NPU.hookimpls())

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from kernel_plugins.plugin_kit import match_version
+
 __all__ = [
     "parse_cann_version",
     "soc_family",
@@ -29,12 +31,8 @@ def parse_cann_version(text: object) -> tuple[int, int] | None:
     >>> parse_cann_version("8.3.RC1")
     (8, 3)
     """
-    if not isinstance(text, str):
-        return None
-    m = _CANN_RE.match(text.strip())
-    if not m or int(m.group(1)) == 0:
-        return None
-    return int(m.group(1)), int(m.group(2))
+    version = match_version(_CANN_RE, text)
+    return None if version is None or version[0] == 0 else version
 
 
 def soc_family(soc_version: object) -> str | None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kernel_plugins.errors import KernelPluginsError
 
@@ -38,13 +38,15 @@ class PluginFacts:
     """What a backend plugin declares, and where its vendor stack shows itself to PyTorch.
 
     Attributes:
-        hooks: the plugin's hooks module (its ``kernel_plugins`` entry point).
+        hooks: the plugin object (what its ``kernel_plugins`` entry point names), or a
+            hooks module.
         backend: the backend name.
         display_name: ``BackendSpec.display_name``.
         arch_tokens: ``BackendSpec.arch_tokens`` (empty for a noarch-only backend).
         vendor_module: the vendor package, e.g. ``"torch_mlu"``.
         build_stand_ins: ``count -> StandIns``, the plugin's detection-level stand-ins
-            (usually ``<plugin>.emulation.build_stand_ins``).
+            (default: built from its declared emulation facts, see
+            :func:`kernel_plugins_testing.stand_ins.build_declared`).
         device_type: the torch device type (default: ``backend``).
         distribution: the plugin's distribution (default ``kernel-plugins-<backend>``).
         runtime_version: a runtime version the plugin accepts, for the device the
@@ -59,16 +61,19 @@ class PluginFacts:
             saying so; False when it reports no device (a backend such as Neuron that
             only exists as a PrivateUse1 device).
         modules: the plugin's submodules that must import without torch.
+        package: the plugin's top-level package (default ``kernel_plugins_<backend>``).
+        cases: the vendor facts the data-driven tests check (the other tables of the
+            plugin's ``conformance.toml``, see :class:`~._plugin_cases.PluginCases`).
         foreign_variants: arch variants of other backends that ``explain_variant``
             must leave to the core (return None for).
     """
 
-    hooks: types.ModuleType
+    hooks: Any
     backend: str
     display_name: str
     arch_tokens: tuple[str, ...]
     vendor_module: str
-    build_stand_ins: Callable[[int], StandIns]
+    build_stand_ins: Callable[[int], StandIns] | None = None
     device_type: str | None = None
     distribution: str | None = None
     runtime_version: str | None = None
@@ -76,7 +81,9 @@ class PluginFacts:
     environ: tuple[str, ...] = ()
     other_privateuse1: str | None = None
     other_privateuse1_is_error: bool = True
-    modules: tuple[str, ...] = ("hooks", "emulation")
+    modules: tuple[str, ...] = ("hooks",)
+    package: str | None = None
+    cases: Mapping[str, Any] = field(default_factory=dict)
     foreign_variants: tuple[str, ...] = ("torch213-cxx11-cu128-x86_64-linux",)
 
     @property
@@ -90,9 +97,17 @@ class PluginFacts:
         return self.distribution or f"kernel-plugins-{self.backend}"
 
     @property
-    def package(self) -> str:
-        """The plugin's top-level package (where :attr:`hooks` lives)."""
-        return self.hooks.__name__.rpartition(".")[0] or self.hooks.__name__
+    def top_package(self) -> str:
+        """The plugin's top-level package."""
+        return self.package or f"kernel_plugins_{self.backend}"
+
+    def stand_ins(self, count: int, **facts: Any) -> StandIns:
+        """The plugin's detection-level stand-ins for ``count`` devices and ``facts``."""
+        if self.build_stand_ins is not None and not facts:
+            return self.build_stand_ins(count)
+        from .stand_ins import build_declared
+
+        return build_declared(self.hooks, count, facts)
 
     @property
     def other_backend(self) -> str:
@@ -140,10 +155,8 @@ class PluginFacts:
         return plugin_manager(self.hooks, name=self.backend, distribution=self.dist)
 
 
-def plugin_manager(
-    hooks: types.ModuleType, *, name: str, distribution: str | None = None
-) -> PluginManager:
-    """A plugin manager with the built-in backends and ``hooks`` registered as ``name``.
+def plugin_manager(hooks: Any, *, name: str, distribution: str | None = None) -> PluginManager:
+    """A plugin manager with the built-in backends and the plugin ``hooks`` registered as ``name``.
 
     Entry points are not loaded, so only this plugin (distribution ``distribution``,
     default ``kernel-plugins-<name>``, version ``test``) joins the built-in backends.
@@ -157,8 +170,8 @@ def plugin_manager(
     if pm.register(hooks, name=name, distribution=dist, version="test") is not None:
         return pm
     raise KernelPluginsError(
-        f"the plugin manager rejected the {name} hooks ({hooks.__name__}): {pm.failures()}; "
-        "fix the hooks module so that it registers"
+        f"the plugin manager rejected the {name} plugin ({hooks!r:.80}): {pm.failures()}; "
+        "fix the plugin so that it registers"
     )
 
 
@@ -199,7 +212,7 @@ class PluginConformance:
         from . import run_in_fresh_interpreter
 
         p = self._facts()
-        names = ", ".join([p.package] + [f"{p.package}.{m}" for m in p.modules])
+        names = ", ".join([p.top_package] + [f"{p.top_package}.{m}" for m in p.modules])
         code = (
             f"import sys, {names}; "
             f"print('torch' in sys.modules, {p.vendor_module!r} in sys.modules)"
@@ -245,7 +258,7 @@ class PluginConformance:
         """A vendor stack that sees no device means no device, not an error."""
         p = self._facts()
         p.hide(monkeypatch)
-        stand = p.build_stand_ins(0)
+        stand = p.stand_ins(0)
         spec = getattr(stand.package, "__spec__", None)
         assert getattr(spec, "name", stand.package.__name__) == p.vendor_module, spec
         module = p.put_in_place(monkeypatch, stand)

@@ -39,11 +39,15 @@ imports neither torch nor pytest; the tests do.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kernel_plugins.errors import KernelPluginsError
+
+if TYPE_CHECKING:
+    from ._declared import Suites
 
 from ._plugin_conformance import (
     PluginConformance,
@@ -54,6 +58,7 @@ from ._plugin_conformance import (
 
 __all__ = [
     "ConformanceError",
+    "declared_suites",
     "EmulatedBackendConformance",
     "Expected",
     "PluginConformance",
@@ -139,27 +144,39 @@ def recorded(results: dict[str, Any], key: str) -> Any:
 
 
 def run_scenario(
-    script: str | Path, *, timeout: float = 180, env: dict[str, str] | None = None
+    script: str | Path | None = None,
+    *,
+    timeout: float = 180,
+    env: dict[str, str] | None = None,
+    declared: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run a scenario script in a fresh interpreter and return what it recorded.
+    """Run a scenario in a fresh interpreter and return what it recorded.
 
-    The script runs as ``__main__`` with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (plus
-    ``env``) and must print a ``RESULT:<json>`` line, as
-    :meth:`~kernel_plugins_testing.plugin_checks.Recorder.emit` does; the last one wins.
+    The scenario is a script run as ``__main__``, or the ``[emulated]`` table of a
+    plugin's ``conformance.toml`` (``declared``, run by :func:`._declared.main`). It runs
+    with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (plus ``env``) and must print a
+    ``RESULT:<json>`` line, as :meth:`~kernel_plugins_testing.plugin_checks.Recorder.emit`
+    does; the last one wins.
 
-    :raises ConformanceError: the script exited non-zero or printed no result line
+    :raises ConformanceError: the scenario exited non-zero or printed no result line
         (the message has its exit status, stdout and stderr).
     """
     from . import run_in_fresh_interpreter
 
-    path = Path(script).resolve()
-    code = f"import runpy; runpy.run_path({str(path)!r}, run_name='__main__')"
+    if declared is not None:
+        label = f"declared scenario of {declared.get('backend')!r}"
+        code = ("import json; from kernel_plugins_testing._declared import main; "
+                f"main(json.loads({json.dumps(dict(declared))!r}))")
+    else:
+        path = Path(str(script)).resolve()
+        label = f"scenario {path}"
+        code = f"import runpy; runpy.run_path({str(path)!r}, run_name='__main__')"
     child_env = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", **(env or {})}
     proc = run_in_fresh_interpreter(code, env=child_env, timeout=timeout)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not lines:
         raise ConformanceError(
-            f"scenario {path} failed (exit {proc.returncode}, {len(lines)} result line(s)); "
+            f"{label} failed (exit {proc.returncode}, {len(lines)} result line(s)); "
             f"it must exit 0 after Recorder.emit()\nstdout:\n{proc.stdout}\n"
             f"stderr:\n{proc.stderr}"
         )
@@ -191,6 +208,8 @@ class EmulatedBackendConformance:
     scenario: ClassVar[Path]
     #: What it must have recorded.
     expected: ClassVar[Expected]
+    #: Or: the ``[emulated]`` table of a ``conformance.toml`` (see :func:`declared_suites`).
+    declared: ClassVar[Mapping[str, Any] | None] = None
     #: Seconds the scenario may run.
     scenario_timeout: ClassVar[float] = 180
 
@@ -213,15 +232,16 @@ class EmulatedBackendConformance:
         """
         self._facts()
         script = getattr(type(self), "scenario", None)
-        if script is None:
+        declared = getattr(type(self), "declared", None)
+        if script is None and declared is None:
             raise ConformanceError(
                 f"{type(self).__name__} sets no `scenario`: add `scenario = "
                 "Path(__file__).with_name('<name>_scenario.py')` to the class"
             )
-        key = str(Path(script).resolve())
+        key = str(Path(script).resolve()) if script is not None else f"declared:{declared}"
         if key not in _RUNS:
             try:
-                _RUNS[key] = run_scenario(script, timeout=self.scenario_timeout)
+                _RUNS[key] = run_scenario(script, declared=declared, timeout=self.scenario_timeout)
             except ConformanceError as e:
                 _RUNS[key] = e
         run = _RUNS[key]
@@ -340,3 +360,15 @@ class EmulatedBackendConformance:
         if exp.cli_variants is not None:
             assert row["variants"] == list(exp.cli_variants), row
         assert "EMULATED" in cli["stderr"], cli
+
+
+def declared_suites(plugin: Any, path: str | Path) -> Suites:
+    """The conformance suites of ``plugin`` with the vendor facts of its ``conformance.toml``.
+
+    See :func:`kernel_plugins_testing._declared.declared_suites`; subclass the returned
+    classes as ``Test...`` to collect them (vendor-only tests sit alongside as methods).
+    """
+    from ._declared import declared_suites as build
+
+    return build(plugin, path)
+

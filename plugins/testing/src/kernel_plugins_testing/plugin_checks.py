@@ -240,13 +240,7 @@ def check_kernelize(rec: Recorder, device: str, repo: Path) -> None:
     """
     import torch
 
-    from kernel_plugins.layers import (
-        LocalLayerRepository,
-        Mode,
-        kernel_choice,
-        kernelize,
-        use_kernel_mapping,
-    )
+    from kernel_plugins import layers as kl
 
     def run() -> dict[str, Any]:
         torch.manual_seed(1)
@@ -255,11 +249,11 @@ def check_kernelize(rec: Recorder, device: str, repo: Path) -> None:
         with torch.no_grad():
             expected = model(x)
         model.to(device)
-        mapping = {"SiluAndMul": {device: LocalLayerRepository(repo, layer_name="SiluAndMul")}}
-        with use_kernel_mapping(mapping):
-            kernelize(model, mode=Mode.INFERENCE, device=device)
+        mapping = {"SiluAndMul": {device: kl.LocalLayerRepository(repo, layer_name="SiluAndMul")}}
+        with kl.use_kernel_mapping(mapping):
+            kl.kernelize(model, mode=kl.Mode.INFERENCE, device=device)
         y = model(x.to(device))
-        choice = kernel_choice(model[1])
+        choice = kl.kernel_choice(model[1])
         prov = getattr(choice, "provenance", None)
         return {
             "uses_kernel": bool(choice and choice.uses_kernel),
@@ -285,27 +279,22 @@ def check_capability_range(
 
     Records ``{"path"}``: the folder of the chosen kernel.
     """
-    from kernel_plugins.layers import (
-        CapabilityRange,
-        LocalLayerRepository,
-        Mode,
-        kernel_choice,
-        kernelize,
-        use_kernel_mapping,
-    )
+    from kernel_plugins import layers as kl
 
     def run() -> dict[str, Any]:
         (low_repo, low_max), (high_repo, high_min) = low, high
         mapping = {"SiluAndMul": {device: {
-            CapabilityRange(max=low_max): LocalLayerRepository(low_repo, layer_name="SiluAndMul"),
-            CapabilityRange(min=high_min): LocalLayerRepository(
+            kl.CapabilityRange(max=low_max): kl.LocalLayerRepository(
+                low_repo, layer_name="SiluAndMul"
+            ),
+            kl.CapabilityRange(min=high_min): kl.LocalLayerRepository(
                 high_repo, layer_name="SiluAndMul"
             ),
         }}}
         layer = _silu_and_mul_layer()().to(device)
-        with use_kernel_mapping(mapping):
-            kernelize(layer, mode=Mode.INFERENCE, device=device)
-        choice = kernel_choice(layer)
+        with kl.use_kernel_mapping(mapping):
+            kl.kernelize(layer, mode=kl.Mode.INFERENCE, device=device)
+        choice = kl.kernel_choice(layer)
         return {"path": getattr(getattr(choice, "provenance", None), "path", None)}
 
     rec.check("capability_range", run)

@@ -1,4 +1,8 @@
-"""pytest plugin of kernel-plugins (entry point ``pytest11``: ``kernel_plugins``).
+"""The opt-in pytest plugin of kernel-plugins-testing (no ``pytest11`` entry point).
+
+A project enables it with ``-p kernel_plugins_testing.pytest_plugin`` (``addopts``) or
+``pytest_plugins = ["kernel_plugins_testing.pytest_plugin"]`` in its top ``conftest.py``;
+installing the distribution adds nothing to other projects' pytest runs.
 
 * ``--emulate-device NAME`` emulates the accelerator ``NAME`` on the CPU for the whole
   run (:func:`kernel_plugins_testing.emulate`); one name per run, since PyTorch allows

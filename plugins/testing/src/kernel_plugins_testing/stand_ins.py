@@ -1,11 +1,14 @@
-"""Building blocks for a backend plugin's vendor stand-ins (its ``emulation`` module).
+"""A backend plugin's vendor stand-ins, built from the facts it declares.
 
-A plugin's ``emulate_device`` hook puts stand-ins for its vendor stack next to the
-``torch.<name>`` module that :func:`kernel_plugins_testing.emulate` registered: a
-vendor package in ``sys.modules``, vendor attributes on ``torch.<name>`` and
-``torch.version``, sometimes environment variables. The steps every plugin takes
-are here; the plugin writes only its facts, its device properties and its vendor
-functions:
+A plugin declares what its vendor stack shows PyTorch as a
+:class:`kernel_plugins.plugin_kit.Emulation` (data only, shipped in its wheel). Its
+``emulate_device`` hook hands that to :func:`install_declared`, which puts stand-ins
+next to the ``torch.<name>`` module that :func:`kernel_plugins_testing.emulate`
+registered: a vendor package in ``sys.modules``, vendor attributes on ``torch.<name>``
+and ``torch.version``, sometimes an SDK folder named by an environment variable.
+:func:`build_declared` builds the same stand-ins without installing them (tests put them
+in place with ``monkeypatch``). The building blocks, for a plugin that writes its own
+``emulate_device`` hook:
 
 * :class:`StandIns`: what gets installed;
 * :func:`merge_facts`: vendor facts over the plugin's defaults, validated;
@@ -14,7 +17,7 @@ functions:
 * :func:`torch_release`: the installed torch as ``X.Y.Z`` (for default versions);
 * :func:`install_stand_ins`: the body of the plugin's ``install``.
 
-Example (a whole ``emulation`` module, less its docs)::
+Example (a hand-written emulation, less its docs)::
 
     DEFAULT_FACTS = {"device_name": "Example 1", "version": None}
 
@@ -43,13 +46,19 @@ import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ._device_module import configure_device_module, make_device_module
 from ._errors import EmulationError
 
+if TYPE_CHECKING:
+    from kernel_plugins.plugin_kit import PrivateUse1Backend
+
 __all__ = [
     "StandIns",
+    "build_declared",
+    "install_declared",
     "install_stand_ins",
     "merge_facts",
     "not_emulated",
@@ -228,3 +237,106 @@ def install_stand_ins(
         setattr(torch.version, key, value)
     os.environ.update(stand.environ)
     return True
+
+
+def _default_version(template: str) -> str:
+    """The template of :attr:`Emulation.version` with the installed torch filled in."""
+    release = torch_release()
+    return template.format(torch=release, torch_minor=".".join(release.split(".")[:2]))
+
+
+def _sdk_home(backend: str, text: str | None, name: str, workdir: Path | None) -> Path:
+    """A folder for the emulated SDK: ``workdir/<backend>-sdk``, or a temporary one."""
+    if workdir is None:
+        import atexit
+        import shutil
+        import tempfile
+
+        home = Path(tempfile.mkdtemp(prefix=f"kp-emulated-{backend}-sdk-"))
+        atexit.register(shutil.rmtree, home, True)
+    else:
+        home = workdir / f"{backend}-sdk"
+        home.mkdir(parents=True, exist_ok=True)
+    if text is None:
+        (home / name).unlink(missing_ok=True)
+    else:
+        (home / name).write_text(text, encoding="utf-8")
+    return home
+
+
+def build_declared(
+    backend: PrivateUse1Backend,
+    count: int,
+    facts: Mapping[str, Any] | None = None,
+    *,
+    device_module: types.ModuleType | None = None,
+    workdir: Path | None = None,
+) -> StandIns:
+    """The stand-ins of ``backend``'s declared :class:`~kernel_plugins.plugin_kit.Emulation`.
+
+    :param count: number of devices (0: the stack is present without devices).
+    :param facts: overrides of the declared facts (checked by :func:`merge_facts`).
+    :param device_module: the emulated ``torch.<type>`` to configure; None builds one.
+    :param workdir: where to write the SDK folder, if the backend declares one (default:
+        a temporary folder removed at exit).
+    :raises EmulationError: the backend declares no emulation, or a fact is wrong.
+    """
+    decl = backend.emulation
+    if decl is None:
+        raise EmulationError(f"the {backend.name} backend declares no emulation facts")
+    defaults = dict(decl.facts)
+    merged = merge_facts(backend.name, facts or {}, defaults, unknown_hints=decl.absent)
+    for key, default in defaults.items():  # a fact whose default is text takes text
+        value = merged[key]
+        if (default is None or isinstance(default, str)) and not isinstance(value, (str, type(None))):
+            like = f" (e.g. {default!r})" if isinstance(default, str) else ""
+            raise EmulationError(f"fact {key}={value!r} must be a string{like} or None")
+    props: dict[str, Any] = {}
+    for key in decl.properties():
+        if key == "capability":
+            props["major"], props["minor"] = (int(x) for x in merged[key])
+        else:
+            props["name" if key == "device_name" else key] = merged[key]
+    extra: dict[str, Any] = {
+        name: _returning(name, compute(merged)) for name, compute in decl.functions.items()
+    }
+    version = merged.get("version") or _default_version(decl.version)
+    if decl.package_is_device_module:
+        extra["__version__"] = version
+    module = vendor_device_module(backend.dtype, count, props, extra=extra, device_module=device_module)
+    if decl.package_is_device_module:
+        module.__spec__ = importlib.machinery.ModuleSpec(backend.vendor_module, None)
+        package = module
+    else:
+        package = stand_in_package(backend.vendor_module, version, vendor_ops=decl.vendor_ops)
+    attrs = {a: (None if f is None else merged[f]) for a, f in decl.version_attrs.items()}
+    environ: dict[str, str] = {}
+    sdk = decl.sdk_file
+    if sdk is not None:
+        text = None if merged[sdk.fact] is None else sdk.text.format(**merged)
+        environ[sdk.env] = str(_sdk_home(backend.name, text, sdk.name, workdir))
+    return StandIns(package, module, attrs, environ)
+
+
+def _returning(name: str, value: Any) -> Callable[..., Any]:
+    """A vendor function of ``torch.<type>`` that answers ``value`` whatever it is asked."""
+
+    def function(*args: Any, **kwargs: Any) -> Any:
+        return value
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"Emulated: always {value!r} (a declared vendor fact)."
+    return function
+
+
+def install_declared(backend: PrivateUse1Backend, count: int, facts: Mapping[str, Any]) -> bool:
+    """Install ``backend``'s declared stand-ins next to the emulated ``torch.<type>``.
+
+    The body of :meth:`PrivateUse1Backend.emulate_device`; :func:`kernel_plugins_testing.emulate`
+    must have created the PrivateUse1 device first.
+    """
+    return install_stand_ins(
+        backend.dtype,
+        backend.vendor_module,
+        lambda module: build_declared(backend, count, facts, device_module=module),
+    )

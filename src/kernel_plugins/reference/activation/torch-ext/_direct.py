@@ -3,7 +3,7 @@
 Each function here performs the operations of its ``_native`` formula in the same order,
 on operands of the same layout, but writes into the caller's ``out`` (and one scratch
 buffer for the longer formulas) instead of allocating a tensor per step, so the results
-are bitwise equal to the formula. Multiplication and addition are commutative in IEEE
+are bitwise equal to the formula: every element meets the same ATen code. Multiplication and addition are commutative in IEEE
 arithmetic, which lets ``b * act(a)`` be computed as ``act(a)`` then ``*= b``.
 """
 
@@ -19,14 +19,9 @@ from . import _native as N
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["INTO", "SCRATCH", "act_into"]
+__all__ = ["INTO", "act_into"]
 
 aten = torch.ops.aten
-
-
-def _like(x: Tensor, scratch: Tensor | None) -> Tensor:
-    """``scratch`` (a buffer of ``x``'s size, dtype and device) or a new one like ``x``."""
-    return torch.empty_like(x) if scratch is None else scratch
 
 
 def _silu(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
@@ -50,11 +45,9 @@ def _fatrelu(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
     out.nan_to_num_(0.0, posinf=float("inf"), neginf=float("-inf"))
 
 
-def _gelu_fast(
-    x: Tensor, out: Tensor, params: tuple[float, ...], scratch: Tensor | None = None
-) -> None:
+def _gelu_fast(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
     # 0.5*x*(1+tanh(C*x*(1+K*x*x)))
-    tmp = torch.mul(x, N._TANH_CUBIC, out=_like(x, scratch))
+    tmp = torch.mul(x, N._TANH_CUBIC)
     tmp.mul_(x).add_(1)
     torch.mul(x, N._GELU_FAST_COEF, out=out)
     out.mul_(tmp).tanh_().add_(1)
@@ -62,11 +55,9 @@ def _gelu_fast(
     out.mul_(tmp)
 
 
-def _gelu_new(
-    x: Tensor, out: Tensor, params: tuple[float, ...], scratch: Tensor | None = None
-) -> None:
+def _gelu_new(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
     # 0.5*x*(1+tanh(S*(x+K*x**3)))
-    tmp = torch.pow(x, 3, out=_like(x, scratch))
+    tmp = torch.pow(x, 3)
     tmp.mul_(N._TANH_CUBIC).add_(x).mul_(N._SQRT_2_OVER_PI).tanh_().add_(1)
     torch.mul(x, 0.5, out=out)
     out.mul_(tmp)
@@ -88,12 +79,6 @@ INTO: dict[Callable[..., Tensor], Callable[[Tensor, Tensor, tuple[float, ...]], 
     N.gelu_quick: _gelu_quick,
 }
 """Native activation formula -> the same formula written into ``out``."""
-
-SCRATCH: dict[Callable[..., Tensor], Callable[[Tensor, Tensor, tuple[float, ...], Tensor], None]]
-SCRATCH = {N.gelu_fast: _gelu_fast, N.gelu_new: _gelu_new}
-"""The formulas of :data:`INTO` that need a scratch buffer of the input's size, taking it
-as a fourth argument (so a caller working in blocks allocates it once)."""
-
 
 def act_into(spec: N.Activation, out: Tensor, x: Tensor, params: tuple[float, ...]) -> None:
     """Fill ``out`` with ``spec``'s activation of ``x`` (bitwise as ``_ops._forward``)."""

@@ -118,43 +118,49 @@ def fatrelu_grad(x: Tensor, grad: Tensor, threshold: float) -> Tensor:
 
 @dataclass(frozen=True)
 class Activation:
-    """One activation kernel: its name, shape kind, formula and derivative.
+    """One activation kernel: its name, layer class, shape kind, formula and derivative.
 
     ``kind`` is ``"unary"`` (``out = act(x)``), ``"act_and_mul"``
     (``out = act(x[..., :d]) * x[..., d:]``) or ``"mul_and_act"``
     (``out = x[..., :d] * act(x[..., d:])``). ``params`` names the extra float
-    arguments (with their defaults) that follow ``x``.
+    arguments (with their defaults) that follow ``x``; ``formula`` is the one-line
+    description the function and the layer class show.
     """
 
     name: str
+    layer: str
     kind: str
     act: Callable[..., Tensor]
     grad: Callable[..., Tensor]
+    formula: str
     params: tuple[tuple[str, float], ...] = ()
     batch_invariant: bool = False
 
 
 ACTIVATIONS: tuple[Activation, ...] = (
-    Activation("silu_and_mul", "act_and_mul", silu, silu_grad),
-    Activation("mul_and_silu", "mul_and_act", silu, silu_grad),
-    Activation("gelu_and_mul", "act_and_mul", gelu, gelu_grad),
-    Activation("gelu_tanh_and_mul", "act_and_mul", gelu_tanh, gelu_tanh_grad),
+    Activation("silu_and_mul", "SiluAndMul", "act_and_mul", silu, silu_grad,
+               "silu(x[..., :d]) * x[..., d:] (SwiGLU)"),
+    Activation("mul_and_silu", "MulAndSilu", "mul_and_act", silu, silu_grad,
+               "x[..., :d] * silu(x[..., d:])"),
+    Activation("gelu_and_mul", "GeluAndMul", "act_and_mul", gelu, gelu_grad,
+               "gelu(x[..., :d]) * x[..., d:] (erf GELU; GeGLU)"),
+    Activation("gelu_tanh_and_mul", "GeluTanhAndMul", "act_and_mul", gelu_tanh, gelu_tanh_grad,
+               "gelu_tanh(x[..., :d]) * x[..., d:]"),
     # Only comparisons and one multiplication: each element is exactly rounded, so the
     # result for a row never depends on the other rows.
-    Activation(
-        "fatrelu_and_mul",
-        "act_and_mul",
-        fatrelu,
-        fatrelu_grad,
-        params=(("threshold", 0.0),),
-        batch_invariant=True,
-    ),
-    Activation("silu", "unary", silu, silu_grad),
-    Activation("gelu", "unary", gelu, gelu_grad),
-    Activation("gelu_tanh", "unary", gelu_tanh, gelu_tanh_grad),
-    Activation("gelu_fast", "unary", gelu_fast, gelu_fast_grad),
-    Activation("gelu_new", "unary", gelu_new, gelu_new_grad),
-    Activation("gelu_quick", "unary", gelu_quick, gelu_quick_grad),
+    Activation("fatrelu_and_mul", "FatreluAndMul", "act_and_mul", fatrelu, fatrelu_grad,
+               "fatrelu(x[..., :d], threshold) * x[..., d:] (0 where not above the threshold)",
+               params=(("threshold", 0.0),), batch_invariant=True),
+    Activation("silu", "Silu", "unary", silu, silu_grad, "x * sigmoid(x)"),
+    Activation("gelu", "Gelu", "unary", gelu, gelu_grad, "exact (erf) GELU of x"),
+    Activation("gelu_tanh", "GeluTanh", "unary", gelu_tanh, gelu_tanh_grad,
+               "tanh-approximated GELU of x"),
+    Activation("gelu_fast", "FastGELU", "unary", gelu_fast, gelu_fast_grad,
+               "0.5*x*(1+tanh(0.7978845608*x*(1+0.044715*x*x)))"),
+    Activation("gelu_new", "NewGELU", "unary", gelu_new, gelu_new_grad,
+               "0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x**3)))"),
+    Activation("gelu_quick", "QuickGELU", "unary", gelu_quick, gelu_quick_grad,
+               "x * sigmoid(1.702 * x)"),
 )
 """Every activation this kernel provides, in the order of the Hub kernel's API."""
 

@@ -7,8 +7,7 @@ loaded side by side. Per activation ``<name>`` there are three operators:
   out-variant. A ``CompositeImplicitAutograd`` kernel that computes
   ``<name>_functional`` and copies it into ``out``, so autograd and ``torch.compile``
   see through it. On large inputs outside autograd and tracing it writes the same
-  native ops straight into ``out`` instead, or a fused or table form of them that was
-  checked to give the same bits (``_tiers``, ``_fast``).
+  native ops straight into ``out`` instead (``_direct``, ``_fast``): the same bits.
 * ``<name>_functional(Tensor x[, float threshold]) -> Tensor``: an opaque
   ``torch.library.custom_op`` with a fake (meta) implementation and a registered
   autograd formula.
@@ -26,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ._direct import act_into
 from ._fast import may_alias, route
 from ._namespace import NAMESPACE, add_op_namespace_prefix, has_op
 from ._native import ACTIVATIONS, Activation
-from ._tiers import run_fast
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -88,11 +87,12 @@ def _schema_params(spec: Activation, *, defaults: bool) -> str:
 def _direct_ok(spec: Activation, out: Tensor, x: Tensor) -> bool:
     """Whether the fast path may write ``spec`` of ``x`` straight into ``out``.
 
-    It needs a large input outside autograd and tracing (``_fast.route``), an ``out`` of
-    the result's shape and dtype that is contiguous (the layout the plain formula's
-    result has) and provably shares no memory with ``x``.
+    It needs a large input outside autograd and tracing (``_fast.route``), contiguous
+    ``x`` and ``out`` of the result's shape and dtype (then ATen walks the elements as in
+    the plain formula, whose result is contiguous too: a strided input would take ATen's
+    scalar loops, which round some functions differently), and no shared memory.
     """
-    if route(x, out) == "eager" or x.dim() == 0:
+    if route(x, out) == "eager" or x.dim() == 0 or not x.is_contiguous():
         return False
     if spec.kind != "unary" and x.shape[-1] % 2:
         return False
@@ -172,7 +172,7 @@ def _register(spec: Activation) -> None:
         def out_impl(out: Tensor, x: Tensor, *args: float, **kwargs: float) -> None:
             params = _params(spec, args, kwargs)
             if _direct_ok(spec, out, x):
-                run_fast(spec, out, x, params)
+                act_into(spec, out, x, params)
                 return
             result = functional(x, *params)
             torch._check(

@@ -1,4 +1,4 @@
-"""Kernel layers of the reference activation kernel.
+"""Kernel layers of the reference activation kernel, one per row of ``_native.ACTIVATIONS``.
 
 Each class replaces the ``forward`` of a model layer of the same name (see
 ``kernelize``) or is used as a layer directly. The classes define only ``forward`` and
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ._native import ACTIVATIONS
+from ._native import ACTIVATIONS, Activation
 from ._ops import ops
 
 if TYPE_CHECKING:
@@ -37,202 +37,82 @@ __all__ = [
     "SiluAndMul",
 ]
 
-# layer class -> the function it computes
-_FUNCTION_OF = {
-    "SiluAndMul": "silu_and_mul",
-    "MulAndSilu": "mul_and_silu",
-    "GeluAndMul": "gelu_and_mul",
-    "GeluTanhAndMul": "gelu_tanh_and_mul",
-    "FatreluAndMul": "fatrelu_and_mul",
-    "Silu": "silu",
-    "Gelu": "gelu",
-    "GeluTanh": "gelu_tanh",
-    "FastGELU": "gelu_fast",
-    "NewGELU": "gelu_new",
-    "QuickGELU": "gelu_quick",
-}
-
-_SPECS = {spec.name: spec for spec in ACTIVATIONS}
-
 __kernel_properties__: dict[str, frozenset[str]] = {
-    cls: frozenset({"deterministic", "batch_invariant"})
-    if _SPECS[fn].batch_invariant
+    spec.layer: frozenset({"deterministic", "batch_invariant"})
+    if spec.batch_invariant
     else frozenset({"deterministic"})
-    for cls, fn in _FUNCTION_OF.items()
+    for spec in ACTIVATIONS
 }
 """Guarantees per layer class: those of the function the layer computes."""
 
 
-def _half_out(x: Tensor) -> Tensor:
-    """An uninitialised tensor shaped like ``x`` with the last dimension halved."""
-    return torch.empty((*x.shape[:-1], x.shape[-1] // 2), dtype=x.dtype, device=x.device)
-
-
-def _same_out(x: Tensor) -> Tensor:
-    """An uninitialised tensor with the shape, dtype and device of ``x``."""
-    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
-
-
-class SiluAndMul(nn.Module):
-    """``silu(x[..., :d]) * x[..., d:]`` with ``d = x.shape[-1] // 2`` (SwiGLU)."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _half_out(x)
-        ops.silu_and_mul(out, x)
-        return out
-
-
-class MulAndSilu(nn.Module):
-    """``x[..., :d] * silu(x[..., d:])``."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _half_out(x)
-        ops.mul_and_silu(out, x)
-        return out
-
-
-class GeluAndMul(nn.Module):
-    """``gelu(x[..., :d]) * x[..., d:]`` (erf GELU; GeGLU)."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _half_out(x)
-        ops.gelu_and_mul(out, x)
-        return out
-
-
-class GeluTanhAndMul(nn.Module):
-    """``gelu_tanh(x[..., :d]) * x[..., d:]``."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _half_out(x)
-        ops.gelu_tanh_and_mul(out, x)
-        return out
-
-
-class _ThresholdConstructor(type):
-    """Metaclass giving ``FatreluAndMul`` the constructor ``FatreluAndMul(threshold=0.0)``.
+class _ParamsConstructor(type):
+    """Metaclass giving a layer with float parameters the community constructor, e.g.
+    ``FatreluAndMul(threshold=0.0)``.
 
     The class itself keeps ``nn.Module.__init__`` (kernel layers must not define one);
-    calling the class builds the module and stores ``threshold`` on the instance.
+    calling the class builds the module and stores each parameter on the instance.
     """
 
-    def __call__(cls, threshold: float = 0.0, *args: Any, **kwargs: Any) -> Any:
-        if args or kwargs:
+    _params: tuple[tuple[str, float], ...] = ()
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        names = [n for n, _ in cls._params]
+        if len(args) > len(names) or set(kwargs) - set(names[len(args) :]):
             raise TypeError(
-                f"{cls.__name__}() takes one optional argument, threshold (a float); got "
-                f"extra arguments {args!r} {kwargs!r}"
+                f"{cls.__name__}() takes the optional arguments {', '.join(names)} (floats); "
+                f"got {args!r} {kwargs!r}"
             )
         layer = super().__call__()
-        layer.threshold = threshold
+        for i, (name, default) in enumerate(cls._params):
+            setattr(layer, name, args[i] if i < len(args) else kwargs.get(name, default))
         return layer
 
 
-class FatreluAndMul(nn.Module, metaclass=_ThresholdConstructor):
-    """``fatrelu(x[..., :d], self.threshold) * x[..., d:]`` (FATReLU: 0 below the threshold).
+def _layer(spec: Activation) -> type[nn.Module]:
+    """The layer class of ``spec``: ``forward(x)`` allocates ``out`` and runs the op."""
+    op = getattr(ops, spec.name)
+    gated = spec.kind != "unary"
+    names = tuple(n for n, _ in spec.params)
 
-    ``FatreluAndMul(threshold=0.0)`` constructs it; as a kernel layer it reads the
-    ``threshold`` of the layer it replaces.
-    """
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x`` with ``self.threshold``."""
-        out = _half_out(x)
-        ops.fatrelu_and_mul(out, x, float(self.threshold))
+    def forward(self: nn.Module, x: Tensor) -> Tensor:
+        shape = (*x.shape[:-1], x.shape[-1] // 2) if gated else x.shape
+        out = torch.empty(shape, dtype=x.dtype, device=x.device)
+        if names:
+            op(out, x, *[float(getattr(self, n)) for n in names])
+        else:
+            op(out, x)
         return out
 
-
-class Silu(nn.Module):
-    """``x * sigmoid(x)``."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _same_out(x)
-        ops.silu(out, x)
-        return out
-
-
-class Gelu(nn.Module):
-    """Exact (erf) GELU."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _same_out(x)
-        ops.gelu(out, x)
-        return out
+    forward.__qualname__ = f"{spec.layer}.forward"
+    forward.__doc__ = "Apply the activation to ``x``" + (
+        f" with ``self.{', self.'.join(names)}``." if names else "."
+    )
+    members = {
+        "__module__": __name__,
+        "__qualname__": spec.layer,
+        "__doc__": f"``{spec.formula}`` with ``d = x.shape[-1] // 2``."
+        if gated
+        else f"``{spec.formula}``.",
+        "forward": forward,
+        "has_backward": True,
+        "can_torch_compile": True,
+    }
+    if not names:
+        return type(spec.layer, (nn.Module,), members)
+    meta = type(f"_{spec.layer}Constructor", (_ParamsConstructor,), {"_params": spec.params})
+    return meta(spec.layer, (nn.Module,), members)  # type: ignore[no-any-return]
 
 
-class GeluTanh(nn.Module):
-    """Tanh-approximated GELU."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _same_out(x)
-        ops.gelu_tanh(out, x)
-        return out
-
-
-class FastGELU(nn.Module):
-    """``0.5*x*(1+tanh(0.7978845608*x*(1+0.044715*x*x)))``."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _same_out(x)
-        ops.gelu_fast(out, x)
-        return out
-
-
-class NewGELU(nn.Module):
-    """``0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x**3)))``."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _same_out(x)
-        ops.gelu_new(out, x)
-        return out
-
-
-class QuickGELU(nn.Module):
-    """``x * sigmoid(1.702 * x)``."""
-
-    has_backward = True
-    can_torch_compile = True
-
-    def forward(self, x: Tensor) -> Tensor:
-        """Apply the activation to ``x``."""
-        out = _same_out(x)
-        ops.gelu_quick(out, x)
-        return out
+_BY_LAYER = {spec.layer: _layer(spec) for spec in ACTIVATIONS}
+SiluAndMul = _BY_LAYER["SiluAndMul"]
+MulAndSilu = _BY_LAYER["MulAndSilu"]
+GeluAndMul = _BY_LAYER["GeluAndMul"]
+GeluTanhAndMul = _BY_LAYER["GeluTanhAndMul"]
+FatreluAndMul = _BY_LAYER["FatreluAndMul"]
+Silu = _BY_LAYER["Silu"]
+Gelu = _BY_LAYER["Gelu"]
+GeluTanh = _BY_LAYER["GeluTanh"]
+FastGELU = _BY_LAYER["FastGELU"]
+NewGELU = _BY_LAYER["NewGELU"]
+QuickGELU = _BY_LAYER["QuickGELU"]

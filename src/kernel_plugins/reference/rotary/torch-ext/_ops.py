@@ -14,14 +14,11 @@ Registration is idempotent per process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
-from . import _cloops, _fast
-from ._compiled import compiled
-from ._fast import blocks, compiling, may_alias, on_cpu, route, same_bits
+from . import _fast
 from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
 
 if TYPE_CHECKING:
@@ -50,16 +47,12 @@ def apply_rotary_native(
 
     ``conj`` negates ``sin`` (the inverse rotation). Both results are computed before
     either output is written, so ``out1``/``out2`` may be ``x1``/``x2`` (in place).
-    Large inputs outside autograd go through ``_fused`` or, on the CPU, ``_blocked``
-    (bitwise the same).
+    Large inputs outside autograd on the CPU go through ``_blocked`` (bitwise the same).
     """
-    if (
-        _looped(x1, x2, cos, sin, out1, out2, conj)
-        or _fused(x1, x2, cos, sin, out1, out2, conj)
-        or _blocked(x1, x2, cos, sin, out1, out2, conj)
-    ):
+    if _blocked(x1, x2, cos, sin, out1, out2, conj):
         return
-    r1, r2 = _rotated(x1, x2, cos, sin, conj)
+    s = -sin if conj else sin
+    r1, r2 = x1 * cos - x2 * s, x2 * cos + x1 * s
     for label, out, result in (("out1", out1, r1), ("out2", out2, r2)):
         torch._check(
             tuple(out.shape) == tuple(result.shape),
@@ -73,109 +66,11 @@ def apply_rotary_native(
     out2.copy_(r2)
 
 
-def _rotated(x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, conj: bool) -> tuple[Tensor, Tensor]:
-    """The plain formula: ``(x1*cos - x2*s, x2*cos + x1*s)`` with ``s = -sin if conj``."""
-    s = -sin if conj else sin
-    return x1 * cos - x2 * s, x2 * cos + x1 * s
-
-
-def _rotate_into(
-    x1: Tensor, x2: Tensor, cos: Tensor, s: Tensor, out1: Tensor, out2: Tensor
-) -> None:
-    """The plain formula (``s`` already negated for ``conj``) written into the outputs:
-    what the compiled tier fuses."""
-    out1.copy_(x1 * cos - x2 * s)
-    out2.copy_(x2 * cos + x1 * s)
-
-
-def _probe(
-    dtype: torch.dtype, device: torch.device, in_place: bool
-) -> Callable[[Callable[..., Any]], str | None]:
-    """A check that ``run(x1, x2, cos, sin, out1, out2, conj)`` gives bitwise the plain
-    formula, rotating and un-rotating, into separate outputs and (``in_place``) into the
-    inputs, on values that include the special ones."""
-
-    def probe(run: Callable[..., Any]) -> str | None:
-        gen = torch.Generator().manual_seed(99)
-        q = (torch.randn(256, 4, 128, generator=gen) * 4).to(dtype)
-        q.view(-1)[:5] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan")])
-        cos = torch.randn(256, 1, 64, generator=gen).to(dtype)
-        sin = torch.randn(256, 1, 64, generator=gen).to(dtype)
-        # angles that make inf * 0, inf - inf and NaN products
-        cos.view(-1)[:4] = torch.tensor([float("inf"), 0.0, float("nan"), float("-inf")])
-        sin.view(-1)[:4] = torch.tensor([0.0, float("inf"), float("-inf"), float("nan")])
-        q, cos, sin = q.to(device), cos.to(device), sin.to(device)
-        x1, x2 = q[..., :64], q[..., 64:]
-        for conj in (False, True):
-            want = _rotated(x1, x2, cos, sin, conj)
-            got = (torch.empty_like(x1), torch.empty_like(x2))
-            if run(x1, x2, cos, sin, *got, conj) is False:
-                return "the probe's layout was declined"
-            results = [got]
-            if in_place:
-                p = q.clone()
-                if run(p[..., :64], p[..., 64:], cos, sin, p[..., :64], p[..., 64:], conj) is False:
-                    return "the probe's in-place layout was declined"
-                results.append((p[..., :64], p[..., 64:]))
-            for pair in results:
-                for g, w in zip(pair, want, strict=True):
-                    if not same_bits(g, w):
-                        return f"the rotation differs from the plain formula (conj={conj})"
-        return None
-
-    return probe
-
-
-def _looped(
-    x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool
-) -> bool:
-    """The rotation by the C loop (``_cloops.rotate``, CPU, float32 and bfloat16), in place
-    or not, once its probe passed; False when it does not apply."""
-    # the size first: the other checks cost microseconds a small call should not pay
-    if out1.numel() + out2.numel() < _fast.LOOPS_MIN_ELEMENTS:
-        return False
-    if not compiling() or x1.dtype not in _cloops.ROTATE_DTYPES:
-        return False
-    if route(x1, x2, cos, sin, out1, out2) == "eager" or not on_cpu(x1):
-        return False
-
-    def probe() -> str | None:
-        return _probe(x1.dtype, x1.device, in_place=True)(_cloops.rotate)
-
-    if not _cloops.admitted("apply_rotary", x1, "c-loops", probe):
-        return False
-    return _cloops.rotate(x1, x2, cos, sin, out1, out2, conj)
-
-
-def _fused(
-    x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool
-) -> bool:
-    """The rotation fused by ``torch.compile`` (``_compiled``); False when it does not apply.
-
-    Products, sums and differences are exactly rounded on every code path, so the fused
-    loop gives the plain formula's bits wherever its probe passed. Only for outputs that
-    share no memory with the inputs or each other (rotating in place takes ``_blocked``:
-    inductor's handling of outputs aliasing inputs fails on some layouts).
-    """
-    if out1.numel() + out2.numel() < _fast.COMPILED_MIN_ELEMENTS:
-        return False
-    if not compiling() or route(x1, x2, cos, sin, out1, out2) == "eager":
-        return False
-    if _common_shape(x1, x2, cos, sin, out1, out2) is None:
-        return False
-    if may_alias(out1, out2) or any(
-        may_alias(o, t) for o in (out1, out2) for t in (x1, x2, cos, sin)
-    ):
-        return False
-    fused = _compiled_rotation(x1)
-    return fused is not None and fused(x1, x2, cos, -sin if conj else sin, out1, out2)
-
-
 def _common_shape(
     x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor
 ) -> torch.Size | None:
     """The broadcast shape of the inputs when all six tensors share one dtype and device
-    and both outputs have that shape (what the fast paths need), else ``None``."""
+    and both outputs have that shape (what the blocked path needs), else ``None``."""
     tensors = (x1, x2, cos, sin, out1, out2)
     if len({t.dtype for t in tensors}) != 1 or len({t.device for t in tensors}) != 1:
         return None
@@ -188,16 +83,15 @@ def _common_shape(
     return shape
 
 
-def _compiled_rotation(x1: Tensor) -> Callable[..., bool] | None:
-    """The compiled tier's ``_rotate_into`` for ``x1``'s device and dtype, or None."""
-    if not compiling():
-        return None
-    check = _probe(x1.dtype, x1.device, in_place=False)
-
-    def probe(fused: Callable[..., Any]) -> str | None:
-        return check(lambda a, b, c, s, o1, o2, conj: fused(a, b, c, -s if conj else s, o1, o2))
-
-    return compiled("apply_rotary", _rotate_into, x1.device.type, x1.dtype, probe)
+def _no_self_overlap(t: Tensor) -> bool:
+    """Whether no two elements of ``t`` share memory (each stride, smallest first, steps
+    past everything the smaller dimensions span)."""
+    span = 0
+    for stride, size in sorted((st, n) for n, st in zip(t.shape, t.stride(), strict=True) if n > 1):
+        if stride <= span:
+            return False
+        span += (size - 1) * stride
+    return True
 
 
 def _rows_apart(views: list[Tensor], dim: int) -> bool:
@@ -224,71 +118,51 @@ def _rows_apart(views: list[Tensor], dim: int) -> bool:
     return step > 0 and max(ends) - min(starts) <= step
 
 
-def _safe_outputs(
-    outs: tuple[Tensor, Tensor], inputs: tuple[Tensor, ...], shape: torch.Size, dim: int
-) -> bool:
-    """Whether the outputs can be written block by block without corrupting later reads."""
-    expanded = [t.expand(shape) for t in (*inputs, *outs)]
-    for out in outs:
-        sharing = [t for t in expanded if may_alias(t, out)]
-        if len(sharing) > 1 and not _rows_apart(sharing, dim):
-            return False
-    return True
-
-
 def _blocked(
     x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool
 ) -> bool:
     """The rotation done in blocks that stay in the CPU cache; False when it does not apply.
 
-    Only exactly rounded products, sums and differences, each element computed by the same
-    operations as the plain formula, so the results are bitwise the same; each operand is
-    read from memory once and no full-size temporary is made. Where the compiled tier is
-    available (outputs that alias the inputs, which ``_fused`` leaves alone) each block is
-    rotated by the fused loop into cache-resident scratch and copied out.
+    Each element goes through the same exactly rounded products, differences and sums as
+    in the plain formula, and both results of a block are computed before either output
+    is written, as the plain formula does for the whole: the bits are the same. Each
+    operand is read from memory once and no full-size temporary is made. Declined (the
+    plain formula runs) unless every output is free of self-overlap and each block of the
+    outputs shares memory only with the same block of the operands.
     """
-    if x1.numel() < _fast.BLOCKED_MIN_ELEMENTS:  # what route says, without its checks' cost
+    if x1.numel() < _fast.BLOCKED_MIN_ELEMENTS:  # the size first: the checks cost more
         return False
-    if route(x1, x2, cos, sin, out1, out2) != "blocked":
+    if _fast.route(x1, x2, cos, sin, out1, out2) != "blocked":
         return False
     shape = _common_shape(x1, x2, cos, sin, out1, out2)
-    if shape is None:
+    if shape is None or any(not _no_self_overlap(o) for o in (out1, out2)):
         return False  # the plain formula raises the usual error, if any
-    inputs = (x1, x2, cos, sin)
-    if any(o.dim() != len(shape) or 0 in o.stride() for o in (out1, out2)):
-        return False
-    itemsize = max(t.element_size() for t in (*inputs, out1, out2))
-    big = out1.numel() + out2.numel() >= _fast.COMPILED_MIN_ELEMENTS
-    fused = _compiled_rotation(x1) if big else None
-    pieces = list(blocks(shape, itemsize))
-    if not _safe_outputs((out1, out2), inputs, shape, pieces[0][0]):
-        return False
-    a_all, b_all, c_all, s_all = (t.expand(shape) for t in inputs)
-    step = pieces[0][1].stop - pieces[0][1].start
-    dim = pieces[0][0]
+    pieces = list(_fast.blocks(shape, x1.element_size()))
+    dim, step = pieces[0][0], pieces[0][1].stop - pieces[0][1].start
+    views = [t.expand(shape) for t in (x1, x2, cos, sin, out1, out2)]
+    for out in views[4:]:
+        sharing = [t for t in views if _fast.may_alias(t, out)]
+        if len(sharing) > 1 and not _rows_apart(sharing, dim):
+            return False
     scratch_shape = list(shape)
     scratch_shape[dim] = step
     t1_buf, t2_buf, r1_buf = (x1.new_empty(scratch_shape) for _ in range(3))
     s_buf = x1.new_empty(scratch_shape) if conj else None
-    for dim, part in pieces:
+    for _, part in pieces:
         index = (slice(None),) * dim + (part,)
         head = (slice(None),) * dim + (slice(0, part.stop - part.start),)
-        a, b, c, s = a_all[index], b_all[index], c_all[index], s_all[index]
+        a, b, c, s, o1, o2 = (t[index] for t in views)
         t1, t2, r1 = t1_buf[head], t2_buf[head], r1_buf[head]
         if s_buf is not None:
             s = torch.neg(s, out=s_buf[head])
-        if fused is not None and fused(a, b, c, s, t1, r1):
-            out1[index].copy_(t1)
-            out2[index].copy_(r1)
-            continue
-        # r1 = a*c - b*s and r2 = b*c + a*s, each product rounded, as the plain formula
-        torch.mul(a, c, out=t1)
+        torch.mul(a, c, out=t1)  # r1 = a*c - b*s and r2 = b*c + a*s, each product rounded
         torch.mul(b, s, out=t2)
         torch.sub(t1, t2, out=r1)
         torch.mul(b, c, out=t1)
         torch.mul(a, s, out=t2)
-        torch.add(t1, t2, out=out2[index])  # a and b are no longer read: out2 may be one
-        out1[index].copy_(r1)
+        t1.add_(t2)
+        o1.copy_(r1)
+        o2.copy_(t1)
     return True
 
 

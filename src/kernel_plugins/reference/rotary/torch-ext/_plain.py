@@ -1,7 +1,7 @@
 """Rotary embeddings as plain PyTorch computes them: the benchmark reference of this kernel.
 
 ``apply_rotary`` evaluates the formula op by op on whole tensors (every intermediate
-allocated), what the kernel's blocked fast path replaces; ``apply_rotary_transformers``
+allocated), what the kernel's blocked path replaces on large CPU inputs; ``apply_rotary_transformers``
 is the ``transformers`` formula. ``kernel-plugins benchmark`` times the kernel against
 them (see ``__benchmark__`` in the package).
 """

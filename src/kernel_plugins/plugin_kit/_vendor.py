@@ -1,58 +1,31 @@
-"""A toolkit for backend plugins that wrap an out-of-tree PyTorch vendor stack.
+"""Generic steps of finding an out-of-tree PyTorch vendor stack (part of the plugin kit).
 
-Most accelerators reach PyTorch through a vendor extension (a ``torch_<name>``
-package) that registers the device type ``<name>`` in PyTorch's one out-of-tree
-device slot, PrivateUse1. Detecting such a stack is the same dance for every vendor;
-these helpers do the generic steps so that a plugin's ``hooks.py`` holds only what is
-vendor specific (version sources, variant tokens, vendor properties):
-
-* :func:`torch_if_installed`, :func:`module_installed`: look without importing;
-* :func:`privateuse1_name`, :func:`privateuse1_conflict`,
-  :func:`check_privateuse1_free`: never import a vendor package while another
-  backend owns PrivateUse1 in this process;
-* :func:`import_vendor`, :func:`import_vendor_for_kernel`: import it, turning a broken
-  install into a :class:`~kernel_plugins.errors.PluginError` or
-  :class:`~kernel_plugins.errors.KernelImportError` that names the cause;
-* :func:`find_vendor_devices` and :class:`VendorDevices`: the whole detection
-  skeleton ("torch and the vendor installed, ``torch.<type>`` registered and
-  available, at least one device"), then :meth:`VendorDevices.info` builds the
-  :class:`~kernel_plugins.device.DeviceInfo`;
-* :func:`capability_of`, :func:`missing_capability_note`, :func:`device_name_of`,
-  :func:`torch_major_minor`: read device properties and versions defensively;
-* :func:`noarch_only_note`, :func:`unparsable_note`, :func:`version_note`: the
-  wording of ``DeviceInfo.notes`` about versions that are missing or unreadable;
-* :func:`synchronize_device`: the ``synchronize`` hook's body.
-
-Every name is a parameter (nothing here knows any vendor). Importing this module
-imports neither torch nor any vendor package.
-
-Example (a whole ``detect_device`` hook)::
-
-    found = find_vendor_devices(
-        "mlu", "torch_mlu", "mlu", import_hint="check that NEUWARE_HOME is set"
-    )
-    if found is None:
-        return None
-    props = found.properties(0)
-    return found.info(name=device_name_of(props), capability=capability_of(props))
+Most accelerators reach PyTorch through a vendor extension (a ``torch_<name>`` package)
+that registers the device type ``<name>`` in PyTorch's one out-of-tree device slot,
+PrivateUse1. Every name here is a parameter (nothing knows any vendor): look without
+importing, never import a vendor package while another backend owns PrivateUse1, turn a
+broken install into an error naming the cause, the whole detection skeleton
+(:func:`find_vendor_devices`), defensive property readers and the wording of notes.
+Importing this module imports neither torch nor any vendor package.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .backends.torchinfo import major_minor
-from .errors import KernelImportError, PluginError
+from ..backends.torchinfo import major_minor
+from ..errors import KernelImportError, PluginError
 
 if TYPE_CHECKING:
-    from .device import DeviceInfo
-    from .importer import KernelLoad
+    from ..device import DeviceInfo
+    from ..provenance import KernelLoad
 
 __all__ = [
     "VendorDevices",
@@ -62,6 +35,7 @@ __all__ = [
     "find_vendor_devices",
     "import_vendor",
     "import_vendor_for_kernel",
+    "match_version",
     "missing_capability_note",
     "module_installed",
     "noarch_only_note",
@@ -237,6 +211,18 @@ def torch_major_minor(torch: ModuleType | None = None) -> tuple[int, int] | None
     return major_minor(str(torch.__version__))
 
 
+def match_version(pattern: re.Pattern[str], text: object) -> tuple[int, int] | None:
+    """``(major, minor)`` from the first two groups of ``pattern`` matched on ``text``.
+
+    ``text`` is stripped first; None when it is not a string or does not match.
+
+    >>> match_version(re.compile(r"(\\d+)\\.(\\d+)"), " 3.13 ")
+    (3, 13)
+    """
+    m = pattern.match(text.strip()) if isinstance(text, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def noarch_only_note(backend: str) -> str:
     """``"only torch-<backend> and torch-universal variants can load"``."""
     return f"only torch-{backend} and torch-universal variants can load"
@@ -331,7 +317,7 @@ class VendorDevices:
         Backend, device type, count, extension version and the emulated flag come from
         this object; the rest is the vendor's.
         """
-        from .device import DeviceInfo
+        from ..device import DeviceInfo
 
         return DeviceInfo(
             backend=self.backend,

@@ -1,128 +1,50 @@
-"""Everything a backend plugin needs, in one module, and a declarative PrivateUse1 backend.
+"""A declarative backend for a vendor extension on PyTorch's PrivateUse1 slot.
 
-Plugin authors import from here only::
-
-    from kernel_plugins.plugin_kit import PrivateUse1Backend, RuntimeVersion, VariantTokens
-
-Most accelerators reach PyTorch through a vendor extension (``torch_<name>``) that
-registers the device type ``<name>`` in PyTorch's one out-of-tree slot, PrivateUse1.
-For such a stack a plugin states facts in a :class:`PrivateUse1Backend`:
-
-* the device type, display name and priority;
-* the vendor module and the hint shown when importing it fails;
-* where the runtime version comes from (:class:`RuntimeVersion`: a ``torch.version``
-  attribute, or a reader function);
-* the variant token form and the compatibility rule (:class:`VariantTokens`);
-* how to synchronise (``torch.<type>.synchronize``, optionally falling back to
-  ``torch.accelerator``);
-* the module holding its test-only emulation (imported lazily, only by the
-  ``emulate_device`` hook).
-
-:meth:`PrivateUse1Backend.hookimpls` then builds the hooks (``explain_no_device`` too, so
-that "no device" names its cause) from the core's own helpers
-(:mod:`kernel_plugins.vendor`, :mod:`kernel_plugins.variants`). A plugin's ``hooks.py``
-installs them with ``globals().update(BACKEND.hookimpls())``; a hook the facts cannot
-express is written by hand in the same module after that line (it replaces the
-generated one).
-
-The rest of this module re-exports the names plugins used to import from six core
-modules (``device``, ``hookspecs``, ``variants``, ``vendor``, ``importer``, ``errors``).
-Importing it imports neither torch nor any vendor package.
+:class:`PrivateUse1Backend` is a pluggy plugin object: its methods marked with
+:data:`~kernel_plugins.hookspecs.hookimpl` are the backend's hooks, built from the facts
+it is given (:class:`RuntimeVersion`, :class:`VariantTokens`, an optional
+:class:`~kernel_plugins.plugin_kit.Emulation`). A hook the facts cannot express is a
+method of a subclass. Importing this module imports neither torch nor any vendor package.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
-from .errors import DeviceError, KernelImportError, PluginError
-from .hookspecs import hookimpl
-from .variants import (
+from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
+from ..hookspecs import hookimpl
+from ..variants import (
     Variant,
     arch_variant_names,
     decode_token_version,
     explain_token_version,
     noarch_variant_names,
-    parse_variant,
-    version_token_reason,
 )
-from .vendor import (
+from ._emulation import Emulation
+from ._vendor import (
     VendorDevices,
     capability_of,
     device_name_of,
     find_vendor_devices,
-    import_vendor,
     import_vendor_for_kernel,
     missing_capability_note,
     module_installed,
     noarch_only_note,
-    privateuse1_conflict,
-    privateuse1_name,
     synchronize_device,
     torch_if_installed,
-    torch_major_minor,
-    unparsable_note,
     version_note,
 )
 
 if TYPE_CHECKING:
-    from .importer import KernelLoad
+    from ..provenance import KernelLoad
 
-__all__ = [
-    "BackendSpec",
-    "DeviceError",
-    "DeviceInfo",
-    "KernelImportError",
-    "KernelLoad",
-    "PluginError",
-    "PrivateUse1Backend",
-    "PyDepend",
-    "Reading",
-    "RuntimeReading",
-    "RuntimeVersion",
-    "SystemInfo",
-    "Variant",
-    "VariantTokens",
-    "VendorDevices",
-    "arch_variant_names",
-    "capability_of",
-    "decode_token_version",
-    "device_name_of",
-    "explain_token_version",
-    "find_vendor_devices",
-    "hookimpl",
-    "import_vendor",
-    "import_vendor_for_kernel",
-    "missing_capability_note",
-    "module_installed",
-    "noarch_only_note",
-    "noarch_variant_names",
-    "parse_variant",
-    "privateuse1_conflict",
-    "privateuse1_name",
-    "synchronize_device",
-    "torch_if_installed",
-    "torch_major_minor",
-    "unparsable_note",
-    "version_note",
-    "version_token_reason",
-]
+__all__ = ["PrivateUse1Backend", "Reading", "RuntimeReading", "RuntimeVersion", "VariantTokens"]
 
 #: What a version parser returns: ``(major, minor, ...)`` or None for unreadable text.
 VersionParser = Callable[[object], "tuple[int, ...] | None"]
-
-
-def __getattr__(name: str) -> Any:
-    """``KernelLoad`` on first use (only needed for annotations; keeps imports light)."""
-    if name == "KernelLoad":
-        from .importer import KernelLoad
-
-        return KernelLoad
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Reading(Protocol):
@@ -247,9 +169,13 @@ class VariantTokens:
 NoteSource = Callable[[VendorDevices], Iterable[str]]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, eq=False)  # a plugin is compared by identity
 class PrivateUse1Backend:
     """A backend for a vendor extension on PyTorch's PrivateUse1 slot, stated as facts.
+
+    An instance is the plugin: the entry point names it (``mlu =
+    "kernel_plugins_mlu.hooks:MLU"``) and each hook is a method below. A hook the facts
+    cannot express is a ``@hookimpl`` method of a subclass.
 
     Attributes:
         name: the backend name (also the device type unless :attr:`device_type` is set).
@@ -267,8 +193,9 @@ class PrivateUse1Backend:
         python_depends: ``python-depends`` names known for this backend.
         accelerator_sync: fall back to ``torch.accelerator.synchronize`` when
             ``torch.<type>`` has no ``synchronize``.
-        emulation: the module with ``install(count, facts) -> bool`` for
-            :func:`kernel_plugins_testing.emulate`; imported only by ``emulate_device``.
+        emulation: the vendor facts for emulating the stack on the CPU (tests only); the
+            ``emulate_device`` hook hands them to kernel-plugins-testing, which builds
+            the stand-ins. None: the backend cannot be emulated beyond the bare device.
         noarch_reason: why arch variants are refused when :attr:`tokens` is None.
         vendor_optional: the device can exist without the vendor package (then
             ``load_kernel`` imports it only when it is installed).
@@ -287,7 +214,7 @@ class PrivateUse1Backend:
     extra_notes: NoteSource | None = None
     python_depends: Mapping[str, PyDepend] = field(default_factory=dict)
     accelerator_sync: bool = False
-    emulation: str | None = None
+    emulation: Emulation | None = None
     noarch_reason: str = "this backend's kernels ship only as noarch variants"
     vendor_optional: bool = False
 
@@ -411,26 +338,9 @@ class PrivateUse1Backend:
         """The ``emulate_device`` hook: the test-only stand-ins, imported only now."""
         if self.emulation is None:
             return None
-        return bool(importlib.import_module(self.emulation).install(count, facts))
+        from ..known_plugins import import_tool
 
-    def hookimpls(self) -> dict[str, Callable[..., Any]]:
-        """The hooks, by hook name, to put in the plugin's hooks module.
-
-        Each is a bound method marked with :data:`hookimpl`, so the plugin manager finds
-        it on the module like a hand-written hook function.
-        """
-        return {name: getattr(self, name) for name in _HOOKS}
-
-
-#: The hooks a :class:`PrivateUse1Backend` implements.
-_HOOKS = (
-    "backend_spec",
-    "detect_device",
-    "explain_no_device",
-    "list_variants",
-    "explain_variant",
-    "load_kernel",
-    "synchronize",
-    "emulate_device",
-)
-
+        stand_ins = import_tool(
+            "kernel_plugins_testing.stand_ins", "kernel-plugins-testing", f"emulating {self.name}"
+        )
+        return bool(stand_ins.install_declared(self, count, facts))

@@ -1,0 +1,86 @@
+"""``kernel-plugins info TARGET``: describe a kernel without importing it."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+from pathlib import Path
+from typing import Any
+
+from ._args import path_text
+from ._output import clean, print_json
+
+NAME = "info"
+HELP = ("describe a kernel (Hub repository or local folder): name, version, license, variants and "
+        "the one for this device, functions and layers, python-depends, digest and signature")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options: TARGET, revision, ``--device``, ``--json``."""
+    from .main import add_device_option, add_revision_options
+
+    parser.add_argument("target", metavar="TARGET", type=path_text,
+                        help="Hub repository org/name, short name or local kernel folder")
+    add_revision_options(parser)
+    add_device_option(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _names(path: Path, roots: tuple[Path, ...], kind: type | tuple[type, ...]) -> list[str]:
+    """A module's ``__all__`` read from its source (never run), else its public ``kind`` definitions."""
+    from ..integrity import read_small_file
+
+    try:
+        tree = ast.parse(read_small_file(path, max_bytes=4 << 20, roots=roots)) if path.is_file() else ast.Module([], [])
+    except (SyntaxError, ValueError):
+        return []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
+            try:
+                return sorted(str(n) for n in ast.literal_eval(node.value))
+            except ValueError:
+                break
+    return [n.name for n in tree.body if isinstance(n, kind) and not n.name.startswith("_")]  # type: ignore[attr-defined]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fetch the variant for this device (else the first), read it and print the summary."""
+    from ..detection import get_device, system_info
+    from ..fetching import fetch, offer
+    from ..jsonfile import parse_json
+    from ..metadata import MAX_METADATA_BYTES, parse_metadata
+    from ..resolving import resolve_variants
+    from ..signatures import check_bundle, files_problem, org_of, read_bundle, read_metadata
+    from ..sources import find
+
+    off = offer(find(args.target, revision=args.revision, version=args.version), trust_remote_code=True)
+    info = get_device(args.device)
+    best = resolve_variants(list(off.variants), info, system_info()).best
+    fetched = fetch(off, best or sorted(off.variants)[0], progress=False)  # read, never imported
+    raw, roots = read_metadata(fetched), (fetched.path, *fetched.link_roots)
+    meta = parse_metadata(parse_json(raw, where="metadata.json", max_bytes=MAX_METADATA_BYTES),
+                          where=f"{fetched.path}/metadata.json")
+    sig = check_bundle(raw, read_bundle(fetched), variant=fetched.variant, org=org_of(fetched))
+    pkg = fetched.path / meta.python_name
+    pkg = pkg if (pkg / "__init__.py").is_file() else fetched.path
+    doc: dict[str, Any] = {
+        "name": meta.name, "version": meta.version, "license": meta.license, "source": off.where,
+        "variants": sorted(off.variants), "device": info.device_type, "variant_for_device": best,
+        "described_variant": fetched.variant,
+        "functions": _names(pkg / "__init__.py", roots, (ast.FunctionDef, ast.AsyncFunctionDef)),
+        "layers": _names(pkg / "layers.py", roots, ast.ClassDef) or _names(pkg / "layers/__init__.py", roots, ast.ClassDef),
+        "python_depends": list(meta.python_depends),
+        "digest": files_problem(fetched, raw) or "files match the digest",
+        "signature": {"state": sig.state, "detail": sig.detail, "signer": sig.signer},
+    }
+    if args.json:
+        print_json(doc)
+        return 0
+    doc["kernel"] = f"{meta.name} version {meta.version}, license {meta.license}"
+    doc[f"for {info.device_type}"] = best or f"none fits; described: {fetched.variant}"
+    doc["signature"] = f"{sig.state}: {sig.detail}"
+    for key in ("kernel", "source", "variants", f"for {info.device_type}", "functions", "layers",
+                "python_depends", "digest", "signature"):
+        value = doc[key]
+        print(clean(f"{key.replace('_', '-')}: {', '.join(value) or '-' if isinstance(value, list) else value}"))
+    return 0

@@ -1,0 +1,57 @@
+"""``kernel-plugins versions REPO``: the version branches of a Hub kernel repository."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from ._output import clean, print_json
+
+NAME = "versions"
+HELP = ("list the version branches (v1, v2, ...) of a Hub kernel repository, each with its "
+        "commit and the variants it offers for this device")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options: REPO, ``--device``, ``--json``."""
+    from .main import add_device_option
+
+    parser.add_argument("repo", metavar="REPO", help="Hub repository org/name or short name")
+    add_device_option(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    """One line per version branch, oldest first."""
+    from huggingface_hub import HfApi
+
+    from .. import hub
+    from ..detection import get_device, system_info
+    from ..errors import HubError, OfflineError, SourceError
+    from ..resolving import resolve_variants
+    from ..sources import parse_name
+
+    repo_id = parse_name(args.repo).repo_id
+    if repo_id is None:
+        raise SourceError(f"{args.repo!r} is a local folder; versions are branches of a Hub repository")
+    if hub.is_offline():
+        raise OfflineError("listing versions asks the Hub for its branches, and HF_HUB_OFFLINE=1 is set")
+    ref = hub.resolve(repo_id)
+    try:
+        branches = HfApi(endpoint=hub.hub_endpoint(ref.endpoint)).list_repo_refs(repo_id, repo_type=ref.repo_type).branches
+    except Exception as e:  # noqa: BLE001 - mapped to a Hub error with a fix
+        raise hub.map_error(e, repo_id, None, ref.endpoint, "listing branches") from None
+    found = sorted((int(m[1]), b.target_commit) for b in branches if (m := re.fullmatch(r"v([1-9]\d*)", b.name)))
+    if not found:
+        raise HubError(f"{repo_id} has no version branches (v1, v2, ...)")
+    info, system, out = get_device(args.device), system_info(), []
+    for n, sha in found:
+        names = hub.list_variant_names(hub.HubRef(repo_id, ref.repo_type, f"v{n}", sha, n, ref.endpoint))
+        out.append({"branch": f"v{n}", "sha": sha, "variants": names,
+                    "for_device": list(resolve_variants(names, info, system).accepted)})
+    if args.json:
+        print_json({"repo_id": repo_id, "device": info.device_type, "versions": out})
+    for row in [] if args.json else out:
+        fit = ", ".join(row["for_device"]) or f"none of {len(row['variants'])} variants fits"
+        print(clean(f"{row['branch']} {row['sha'][:12]}: {info.device_type}: {fit}"))
+    return 0

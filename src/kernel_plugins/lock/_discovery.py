@@ -1,0 +1,181 @@
+"""Which ``kernels.lock`` a locked load uses when none is named.
+
+``LockedLayerRepository`` / ``LockedFuncRepository`` without ``lockfile=``, and the compat
+``load_kernel`` / ``get_locked_kernel`` with ``lockfile=None``, look in this order:
+
+1. the ``kernels.lock`` that the calling code's installed distribution ships (found
+   through the distribution's ``RECORD``);
+2. the folder of the calling code's file, then the working directory, each walking up
+   **to its project root only**: the nearest folder holding ``pyproject.toml``,
+   ``setup.py``, ``setup.cfg`` or ``.git``. Without a project root only the folder itself
+   is looked at. Folders in the temporary folder (where notebooks keep their cells) are
+   never searched.
+
+A lock file found this way is used only when it is a regular file owned by the current
+user (or root) that neither group nor others may write; anything else is refused with a
+:class:`~kernel_plugins.errors.LockfileError`. The file used is logged (logger
+``kernel_plugins``, level INFO) and named in the provenance notes of the kernel it pins.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import LockfileError
+from ._format import LOCKFILE_NAME
+
+__all__ = ["caller_file", "find_lockfile", "find_installed_lockfile", "check_lockfile_safe"]
+
+log = logging.getLogger("kernel_plugins")
+
+#: Files or folders that mark a project root; the search never goes above it.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def caller_file() -> str | None:
+    """The file of the first frame outside kernel-plugins and generated code (the user's
+    code, also when a wrapper such as :mod:`kernel_plugins.compat.kernels` is between)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        inside = os.path.abspath(name).startswith(_PACKAGE_DIR + os.sep)
+        if not inside and not name.startswith("<"):
+            return name
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def _temp_roots() -> list[Path]:
+    """The temporary folders no lock file is looked for in."""
+    roots = {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"}  # noqa: S108 - refused, not used
+    return [Path(os.path.realpath(r)) for r in sorted(roots)]
+
+
+def _in_temp(folder: Path, temps: list[Path]) -> bool:
+    return any(folder == t or t in folder.parents for t in temps)
+
+
+def _search_folders(start: Path) -> list[Path]:
+    """``start`` and its parents up to its project root (only ``start`` without one),
+    leaving out every folder in the temporary folder."""
+    chain = [start, *start.parents]
+    folders = [start]
+    for i, folder in enumerate(chain):
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            folders = chain[: i + 1]
+            break
+    temps = _temp_roots()
+    return [f for f in folders if not _in_temp(f, temps)]
+
+
+def check_lockfile_safe(path: Path) -> None:
+    """Refuse a found lock file that someone else could have written.
+
+    :raises LockfileError: not a regular file, owned by another user (root excepted), or
+        writable by group or others.
+    """
+    import stat
+
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise LockfileError(f"cannot read {path}: {e.strerror or e}") from None
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "it is not a regular file"
+    elif hasattr(os, "getuid") and st.st_uid not in (os.getuid(), 0):
+        why = f"it is owned by user id {st.st_uid}, not by you ({os.getuid()}) or root"
+    elif st.st_mode & 0o022:
+        why = f"group or others may write it (mode {stat.filemode(st.st_mode)})"
+    if why is not None:
+        raise LockfileError(
+            f"{path}: refusing this {LOCKFILE_NAME}: {why}, so someone else could choose the "
+            f"commits it pins. Fix its owner or mode (chmod go-w), or pass lockfile= with a "
+            "file you trust."
+        )
+
+
+def _distribution_lockfile(origin: Path) -> Path | None:
+    """The lock file of the installed distribution that holds the file ``origin``."""
+    from importlib import metadata
+
+    for entry in sorted({os.path.realpath(p) for p in sys.path if p}, key=len, reverse=True):
+        base = Path(entry)
+        if base not in origin.parents:
+            continue
+        top = origin.relative_to(base).parts[0].removesuffix(".py")
+        for dist_name in metadata.packages_distributions().get(top, []):
+            dist = metadata.distribution(dist_name)
+            if Path(os.path.realpath(str(dist.locate_file("")))) == base:
+                return find_installed_lockfile(dist_name)
+        return None
+    return None
+
+
+def find_lockfile(origin: str | None, *, what: str) -> Path:
+    """The ``kernels.lock`` for code in the file ``origin`` (see the module docs).
+
+    :param what: how to name the requester in messages.
+    :raises LockfileError: none found (names where it looked), or the one found is refused.
+    """
+    start = Path(os.path.realpath(origin)) if origin else None
+    found = _distribution_lockfile(start) if start is not None else None
+    how = "shipped by the caller's distribution"
+    looked: list[Path] = []
+    if found is None:
+        starts = [start.parent] if start is not None else []
+        starts.append(Path(os.path.realpath(Path.cwd())))
+        for folder in (f for s in starts for f in _search_folders(s)):
+            looked.append(folder)
+            if (folder / LOCKFILE_NAME).is_file():
+                found, how = folder / LOCKFILE_NAME, "nearest above the caller or the working directory"
+                break
+    if found is None:
+        where = (
+            f"in {', '.join(str(f) for f in dict.fromkeys(looked))} (searched up to the project "
+            "root, never in the temporary folder)" if looked else "(the calling code and the "
+            "working directory are in the temporary folder, which is never searched)"
+        )
+        raise LockfileError(
+            f"{what}: no {LOCKFILE_NAME} found {where}; pass "
+            f"lockfile=Path('.../{LOCKFILE_NAME}') or lock the project"
+        )
+    check_lockfile_safe(found)
+    log.info("%s: using lock file %s (%s)", what, found, how)
+    return found
+
+
+def find_installed_lockfile(dist_name: str) -> Path | None:
+    """The ``kernels.lock`` an installed distribution ships, found through its metadata.
+
+    The distribution's recorded files (``RECORD``) are searched for a file named
+    ``kernels.lock``; when several are recorded the one nearest the top is used.
+
+    :return: the file's path, or None when the distribution ships none (editable installs
+        usually record no data files).
+    :raises LockfileError: no distribution of that name is installed.
+    """
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(dist_name)
+    except metadata.PackageNotFoundError:
+        raise LockfileError(
+            f"no installed distribution named {dist_name!r}, so its {LOCKFILE_NAME} cannot be "
+            "found; install the project or pass lockfile= with the file's path"
+        ) from None
+    found = sorted(
+        (f for f in (dist.files or []) if f.name == LOCKFILE_NAME),
+        key=lambda f: (len(f.parts), str(f)),
+    )
+    for item in found:
+        path = Path(str(dist.locate_file(item)))
+        if path.is_file():
+            return path
+    return None

@@ -1,0 +1,384 @@
+"""Sigstore signatures of kernel builds (``metadata.json.sigstore``); see docs/signatures.md.
+
+Per variant, in order: the bundle over the raw ``metadata.json`` bytes (before parsing),
+the signer against the policy (:func:`signers`), the metadata digest against the files.
+``sigstore`` (extra ``kernel-plugins[signatures]``) is imported only to check a bundle; a
+load contacts sigstore only when a signature is required (:func:`requiring`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import importlib.util
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from .errors import KernelPluginsError, SignatureError
+
+if TYPE_CHECKING:
+    from .fetching import Fetched
+    from .hub import HubRef
+
+__all__ = ["BUNDLE_NAME", "DEFAULT_SIGNERS", "GITHUB_ACTIONS", "Signer", "SignatureCheck", "add_signer",
+           "check_bundle", "check_fetched", "requiring", "signature_required", "signers"]
+BUNDLE_NAME = "metadata.json.sigstore"
+MAX_BUNDLE_BYTES = 256 << 10  #: refused unread above this (real bundles are a few KiB)
+GITHUB_ACTIONS = "https://token.actions.githubusercontent.com"
+INSTALL = "pip install 'kernel-plugins[signatures]'"
+STATES = ("signed", "unsigned", "bundle invalid", "signature invalid", "signer not allowed",
+          "digest mismatch", "cannot check")
+_DOCS = "see docs/signatures.md"
+
+
+@dataclass(frozen=True)
+class Signer:
+    """A signer: ``identity`` and OIDC ``issuer`` as sigstore's ``--cert-identity`` and
+    ``--cert-oidc-issuer`` name them; ``orgs``: the Hub organisations it may sign for (empty: any).
+    A GitHub workflow identity also requires the build to run in that workflow's repository."""
+
+    identity: str
+    issuer: str
+    orgs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.identity or not self.issuer:
+            raise SignatureError(f"a signer needs an identity and an OIDC issuer, got identity="
+                                 f"{self.identity!r} issuer={self.issuer!r} (GitHub: {GITHUB_ACTIONS})")
+        if not self.issuer.startswith("https://"):
+            raise SignatureError(f"OIDC issuer {self.issuer!r} is not an https:// URL")
+
+    def repository(self) -> str | None:
+        """For a GitHub workflow identity, the repository the build must run in."""
+        parts = self.identity.split("/")
+        github = self.issuer == GITHUB_ACTIONS and self.identity.startswith("https://github.com/")
+        return "/".join(parts[:5]) if github and parts[5:7] == [".github", "workflows"] else None
+
+
+_KC = "https://github.com/huggingface/kernels-community/.github/workflows"
+#: kernels-community's build workflows (the signers Hugging Face ``kernels`` trusts).
+DEFAULT_SIGNERS: tuple[Signer, ...] = tuple(
+    Signer(f"{_KC}/{w}.yaml@refs/heads/main", GITHUB_ACTIONS, ("kernels-community",))
+    for w in ("build", "build-mac", "build-windows", "sign-old-builds"))
+_added: list[Signer] = []
+_required: contextvars.ContextVar[bool] = contextvars.ContextVar("kp_require_sig", default=False)
+_root_file: contextvars.ContextVar[str | None] = contextvars.ContextVar("kp_root", default=None)
+
+
+def add_signer(identity: str, issuer: str, *, orgs: Sequence[str] = ()) -> Signer:
+    """Trust ``identity`` from ``issuer`` too (for ``orgs`` only, when given), for this process."""
+    _added.append(Signer(identity, issuer, tuple(orgs)))
+    return _added[-1]
+
+
+def signers(extra: Sequence[Signer] = ()) -> tuple[Signer, ...]:
+    """The policy: the defaults, :func:`add_signer`'s, ``KERNEL_PLUGINS_CERT_IDENTITY`` with
+    ``KERNEL_PLUGINS_CERT_OIDC_ISSUER`` (``KERNEL_PLUGINS_CERT_ORGS=a,b``), then ``extra``."""
+    identity, issuer = (os.environ.get(f"KERNEL_PLUGINS_CERT_{k}") for k in ("IDENTITY", "OIDC_ISSUER"))
+    if bool(identity) != bool(issuer):
+        raise SignatureError("KERNEL_PLUGINS_CERT_IDENTITY and KERNEL_PLUGINS_CERT_OIDC_ISSUER go "
+                             "together: set both (the signer's identity and its OIDC issuer URL) or neither")
+    orgs = [o.strip() for o in os.environ.get("KERNEL_PLUGINS_CERT_ORGS", "").split(",") if o.strip()]
+    env = (Signer(identity, issuer, tuple(orgs)),) if identity and issuer else ()
+    return (*DEFAULT_SIGNERS, *_added, *env, *extra)
+
+
+def signature_required() -> bool:
+    """Whether loads must be signed now (:func:`requiring`, ``KERNEL_PLUGINS_REQUIRE_SIGNATURE``)."""
+    return _required.get() or os.environ.get("KERNEL_PLUGINS_REQUIRE_SIGNATURE", "") in ("1", "true")
+
+
+@contextlib.contextmanager
+def requiring(required: bool = True, *, trusted_root: str | os.PathLike[str] | None = None) -> Iterator[None]:
+    """Within the block, every load (kernelize and the compat module too) requires a signature
+    when ``required``, and checks bundles against ``trusted_root`` when given."""
+    req = _required.set(_required.get() or required)
+    root = _root_file.set(os.fspath(trusted_root) if trusted_root is not None else _root_file.get())
+    try:
+        yield
+    finally:
+        _root_file.reset(root)
+        _required.reset(req)
+
+
+@dataclass(frozen=True)
+class SignatureCheck:
+    """One variant's outcome: ``state`` (one of :data:`STATES`), ``detail`` (why, what to do),
+    ``signer`` (``identity (issuer)``, when known)."""
+
+    variant: str
+    state: str
+    detail: str
+    signer: str | None = None
+
+    ok = property(lambda self: self.state == "signed", doc="Signed by an allowed signer.")
+
+
+@functools.lru_cache(maxsize=8)
+def _root_from_file(path: str, mtime: int) -> Any:
+    import json
+
+    from sigstore.models import TrustedRoot
+    from sigstore_models.trustroot import v1
+
+    try:
+        json.loads(raw := Path(path).read_bytes())
+    except (OSError, ValueError) as e:
+        raise SignatureError(f"trusted root {path}: cannot be read as JSON ({e}); give a sigstore trusted_root.json") from None
+    try:
+        return TrustedRoot(v1.TrustedRoot.from_json(raw))
+    except Exception as e:  # noqa: BLE001 - pydantic and sigstore errors alike
+        raise SignatureError(f"trusted root {path}: not a sigstore trusted_root.json: {str(e).splitlines()[0]}") from None
+
+
+def _cached_root() -> Path:
+    """Where sigstore's TUF cache keeps the public-good ``trusted_root.json`` (sigstore's layout)."""
+    from urllib.parse import quote
+
+    import platformdirs
+
+    cache = Path(platformdirs.user_cache_dir("sigstore-python", "sigstore"))
+    return cache / "tuf" / quote("https://tuf-repo-cdn.sigstore.dev", safe="") / "trusted_root.json"
+
+
+@functools.lru_cache(maxsize=2)
+def _public_good(fetch: bool) -> tuple[Any, str]:
+    from .hub import is_offline
+
+    cached, note = _cached_root(), ""
+    if fetch and not is_offline():
+        from sigstore.models import ClientTrustConfig
+
+        try:
+            return ClientTrustConfig.production(offline=False).trusted_root, "sigstore public-good"
+        except Exception as e:  # noqa: BLE001 - TUF and network errors alike
+            note = f"; refreshing it online failed: {e} ({e.__cause__!r})"
+    if not cached.is_file():
+        return None, (f"no sigstore trust root is cached ({cached}){note or ' and the network is not used'}; "
+                      "run kernel-plugins verify-signature once online, or pass --trusted-root FILE "
+                      "/ KERNEL_PLUGINS_TRUSTED_ROOT=FILE")
+    return _root_from_file(str(cached), cached.stat().st_mtime_ns), f"sigstore public-good (cached{note})"
+
+
+def _trusted_root(path: str | os.PathLike[str] | None, fetch: bool) -> tuple[Any, str]:
+    """(root or None, its name or why there is none)."""
+    given = path or _root_file.get() or os.environ.get("KERNEL_PLUGINS_TRUSTED_ROOT")
+    if given:
+        file = Path(given).expanduser()
+        if not file.is_file():
+            raise SignatureError(f"trusted root {file}: no such file; give a sigstore trusted_root.json")
+        return _root_from_file(str(file), file.stat().st_mtime_ns), str(file)
+    return _public_good(fetch)
+
+
+def _who(cert: Any) -> str:
+    """``identity (issuer)`` of a signing certificate."""
+    from cryptography import x509
+
+    ext = {e.oid.dotted_string: e.value for e in cert.extensions}
+    san, issuer = ext.get("2.5.29.17"), ext.get("1.3.6.1.4.1.57264.1.1")
+    ids = [*san.get_values_for_type(x509.UniformResourceIdentifier),
+           *san.get_values_for_type(x509.RFC822Name)] if san is not None else []
+    return f"{' '.join(ids) or 'no identity'} ({issuer.value.decode(errors='replace') if issuer else 'no issuer'})"
+
+
+def _allowed(cert: Any, signer: Signer, org: str | None) -> bool:
+    from sigstore.errors import VerificationError
+    from sigstore.verify import policy
+
+    if org is not None and signer.orgs and org not in signer.orgs:
+        return False
+    checks: list[Any] = [policy.Identity(identity=signer.identity, issuer=signer.issuer)]
+    if (repo := signer.repository()) is not None:
+        checks.append(policy.OIDCSourceRepositoryURI(repo))
+    try:
+        policy.AllOf(checks).verify(cert)
+    except (VerificationError, ValueError, TypeError, LookupError):
+        return False
+    return True
+
+
+def check_bundle(
+    metadata: bytes, bundle: bytes | None, *, variant: str, org: str | None,
+    trusted_root: str | os.PathLike[str] | None = None, fetch: bool = True,
+    extra_signers: Sequence[Signer] = (),
+) -> SignatureCheck:
+    """Verify ``bundle`` over the raw ``metadata`` bytes, then the signer against the policy.
+
+    ``org``: the kernel's Hub organisation (None: a local folder, no org rule); ``fetch``: may
+    refresh sigstore's root online. :raises SignatureError: unusable trust root or signer variables.
+    """
+    def out(state: str, detail: str, signer: str | None = None) -> SignatureCheck:
+        return SignatureCheck(variant, state, detail, signer)
+
+    if bundle is None:
+        return out("unsigned", f"no {BUNDLE_NAME}: the publisher did not sign this build; accept "
+                   f"it by loading without a required signature, or ask them to sign it ({_DOCS})")
+    if len(bundle) > MAX_BUNDLE_BYTES:
+        return out("bundle invalid", f"{BUNDLE_NAME} is larger than {MAX_BUNDLE_BYTES} bytes; "
+                   "refusing to read it: do not use this build")
+    if importlib.util.find_spec("sigstore") is None:
+        return out("cannot check", f"the sigstore library is not installed: {INSTALL}")
+    from sigstore.models import Bundle
+
+    try:
+        parsed = Bundle.from_json(bundle)
+    except Exception as e:  # noqa: BLE001 - any parse failure means an unusable bundle
+        return out("bundle invalid", f"{BUNDLE_NAME} is not a sigstore bundle "
+                   f"({str(e).splitlines()[0][:200]}): do not use this build; fetch it again or "
+                   "report it to the publisher")
+    allowed = signers(extra_signers)
+    root, root_name = _trusted_root(trusted_root, fetch)
+    if root is None:
+        return out("cannot check", root_name)
+    from sigstore.verify import Verifier
+
+    try:
+        accept: Any = SimpleNamespace(verify=lambda cert: None)  # the signer is checked next, alone
+        Verifier(trusted_root=root).verify_artifact(metadata, parsed, accept)
+    except Exception as e:  # noqa: BLE001 - sigstore raises several types for a bad bundle
+        return out("signature invalid", f"{BUNDLE_NAME} does not verify over metadata.json with "
+                   f"the trust root {root_name} ({str(e).splitlines()[0][:200]}): metadata.json or "
+                   "the bundle was changed after signing, or it was signed elsewhere; do not use "
+                   "this build")
+    who = _who(parsed.signing_certificate)
+    if not any(_allowed(parsed.signing_certificate, s, org) for s in allowed):
+        where = f" for organisation {org!r}" if org else ""
+        return out("signer not allowed", f"signed by {who}, which the signer policy does not "
+                   f"allow{where}; if you trust it, add it with --cert-identity and "
+                   "--cert-oidc-issuer (or KERNEL_PLUGINS_CERT_IDENTITY and "
+                   f"KERNEL_PLUGINS_CERT_OIDC_ISSUER); {_DOCS}", who)
+    return out("signed", f"signed by {who}", who)
+
+
+def read_bundle(fetched: Fetched) -> bytes | None:
+    """The variant's bundle bytes (at most :data:`MAX_BUNDLE_BYTES` + 1), None when absent."""
+    from .integrity import read_small_file
+
+    path = fetched.path / BUNDLE_NAME
+    if not os.path.lexists(path):
+        return None
+    return read_small_file(path, max_bytes=MAX_BUNDLE_BYTES, roots=(fetched.path, *fetched.link_roots))
+
+
+def org_of(fetched: Fetched) -> str | None:
+    """The Hub organisation a fetched variant belongs to (None for a local folder)."""
+    repo_id = fetched.offer.source.repo_id
+    return repo_id.split("/", 1)[0] if repo_id and fetched.offer.source.kind != "local" else None
+
+
+def on_load(fetched: Fetched, metadata: bytes) -> str | None:
+    """Check a variant about to be loaded, before its ``metadata.json`` is parsed.
+
+    Required (:func:`signature_required`): anything but an allowed signature raises. Not
+    required: a bundle is checked only when sigstore and a trust root are available offline,
+    and one that is broken or does not verify raises; unsigned builds load.
+
+    :return: who signed, for the provenance (None: unsigned or not checked).
+    :raises SignatureError: refused; nothing from the variant may be imported.
+    """
+    if fetched.offer.source.kind in ("plugin", "reference"):
+        return None  # installed with the library or a plugin: pip's trust, not the Hub's
+    required = signature_required()
+    bundle = read_bundle(fetched)
+    if not required and (bundle is None or importlib.util.find_spec("sigstore") is None or not (
+            _root_file.get() or os.environ.get("KERNEL_PLUGINS_TRUSTED_ROOT") or _cached_root().is_file())):
+        return None  # nothing to check it against without the network: sigstore is not imported
+    res = check_bundle(metadata, bundle, variant=fetched.variant, org=org_of(fetched), fetch=required)
+    if res.ok or (not required and res.state in ("signer not allowed", "cannot check")):
+        return res.signer
+    why = "a signature is required" if required else "its signature bundle does not verify"
+    raise SignatureError(f"{fetched.offer.where} {fetched.variant}: refused, {why}: {res.state}: "
+                         f"{res.detail}")
+
+
+def files_problem(fetched: Fetched, metadata: bytes) -> str | None:
+    """Why the files of a variant do not match the digest in ``metadata`` (None: they match)."""
+    from .integrity import check_digest, read_variant
+    from .integrity.digest import digest_algorithm
+    from .jsonfile import parse_json
+    from .metadata import MAX_METADATA_BYTES, parse_metadata
+
+    try:
+        meta = parse_metadata(parse_json(metadata, where="metadata.json", max_bytes=MAX_METADATA_BYTES),
+                              where=f"{fetched.path}/metadata.json")
+    except (KernelPluginsError, ValueError) as e:
+        return f"metadata.json is unusable: {e}"
+    if meta.digest is None or (alg := digest_algorithm(meta.digest)) is None:
+        return "metadata.json has no usable digest, so nothing covers the other files"
+    snap = read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=[alg],
+                        preread={"metadata.json": metadata})
+    found = check_digest(snap, meta.digest)
+    return ("the files do not match its digest: " + "; ".join(m.describe() for m in found[:5])
+            + "; delete the folder and fetch it again") if found else None
+
+
+def read_metadata(fetched: Fetched) -> bytes:
+    """The raw ``metadata.json`` of a fetched variant (capped; links checked)."""
+    from .integrity import read_small_file
+    from .metadata import MAX_METADATA_BYTES
+
+    roots = (fetched.path, *fetched.link_roots)
+    return read_small_file(fetched.path / "metadata.json", max_bytes=MAX_METADATA_BYTES, roots=roots)
+
+
+def check_fetched(
+    fetched: Fetched, *, trusted_root: str | os.PathLike[str] | None = None,
+    extra_signers: Sequence[Signer] = (),
+) -> SignatureCheck:
+    """The full check of one variant folder (``kernel-plugins verify-signature``): bundle,
+    signer, then the metadata digest against the files."""
+    raw = read_metadata(fetched)
+    res = check_bundle(raw, read_bundle(fetched), variant=fetched.variant, org=org_of(fetched),
+                       trusted_root=trusted_root, extra_signers=extra_signers)
+    if not res.ok:
+        return res
+    problem = files_problem(fetched, raw)
+    state, detail = ("digest mismatch", f"{res.detail}, but {problem}") if problem else \
+        ("signed", f"{res.detail}; files match the digest")
+    return SignatureCheck(fetched.variant, state, detail, res.signer)
+
+
+def check_locked(fetched: Fetched, metadata: bytes, signer: str) -> None:
+    """Refuse a variant the lock records as signed by ``signer`` that now is not (``download``,
+    ``verify``). :raises SignatureError: unsigned, invalid, or signed by someone else now."""
+    res = check_bundle(metadata, read_bundle(fetched), variant=fetched.variant, org=org_of(fetched))
+    if res.signer != signer or res.state not in ("signed", "signer not allowed"):
+        raise SignatureError(f"{fetched.offer.where} {fetched.variant}: kernels.lock records it as signed by "
+                             f"{signer}, but now it is {res.state}: {res.detail}. Do not use it; if the "
+                             "change is expected, lock again (kernel-plugins lock)")
+
+
+def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
+    """Who signed each variant of ``ref`` with a bundle (``kernel-plugins lock``); downloads
+    only their ``metadata.json`` and bundle. :raises SignatureError: a bundle does not verify."""
+    from .hub import blobs_folder, hub_endpoint, map_error
+    from .integrity import read_small_file
+    from .metadata import MAX_METADATA_BYTES
+
+    signed = sorted(v for v, files in listing.items() if BUNDLE_NAME in files)
+    if not signed or importlib.util.find_spec("sigstore") is None:
+        return {}  # nothing to record (without sigstore, the lock records no signers)
+    from huggingface_hub import snapshot_download
+
+    try:
+        snap = Path(snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
+                                      endpoint=hub_endpoint(ref.endpoint), allow_patterns=[
+                                          f"build/{v}/{n}" for v in signed for n in ("metadata.json", BUNDLE_NAME)]))
+    except Exception as e:
+        raise map_error(e, ref.repo_id, ref.sha, ref.endpoint, "downloading signatures") from e
+    out = {}
+    for v in signed:
+        folder = snap / "build" / v
+        raw, bundle = (read_small_file(folder / n, max_bytes=m, roots=(folder, blobs_folder(ref)))
+                       for n, m in (("metadata.json", MAX_METADATA_BYTES), (BUNDLE_NAME, MAX_BUNDLE_BYTES)))
+        res = check_bundle(raw, bundle, variant=v, org=ref.repo_id.split("/", 1)[0])
+        if res.signer is None:
+            raise SignatureError(f"{ref} {v}: cannot record who signed it: {res.state}: {res.detail}")
+        out[v] = res.signer
+    return out

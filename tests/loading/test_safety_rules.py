@@ -1,0 +1,184 @@
+"""The safety rules of loading, each tested without the loopback Hub server.
+
+A fake Hub (resolve, list, fetch and the cached listing, monkeypatched on
+:mod:`kernel_plugins.hub`) serves kernel repositories from a temporary folder, so these
+tests run everywhere; the end-to-end tests of the same rules live in ``tests/hub`` and
+``tests/lockfiles``. Each test fails when its rule is removed from the code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import kernel_plugins
+from kernel_plugins import hub
+from kernel_plugins.cli.main import main
+from kernel_plugins.errors import FallbackError, IntegrityError, LockfileError
+from kernel_plugins.integrity import FileHash, git_blob_id, variant_hash
+from kernel_plugins.registry import module_name
+
+from .helpers import metadata, unique_id
+
+
+@dataclass
+class FakeRepo:
+    """One commit of a Hub repository: the published files and the files served."""
+
+    repo_id: str
+    sha: str
+    published: dict[str, dict[str, bytes]]
+    served: dict[str, dict[str, bytes]] = field(default_factory=dict)
+
+    def listing(self, variant: str) -> dict[str, FileHash]:
+        return {rel: FileHash("git", git_blob_id(data), len(data)) for rel, data in self.published[variant].items()}
+
+
+class FakeHub:
+    """Stands in for the Hub and huggingface_hub's cache."""
+
+    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.root = root
+        self.repos: dict[str, FakeRepo] = {}
+        self.answer_sha: str | None = None  # a Hub that answers another commit
+        self.fetched: list[tuple[str, str]] = []
+        for name in ("resolve", "list_variant_names", "fetch_variant", "blobs_folder",
+                     "cached_listing", "read_record", "record_path", "write_record"):
+            monkeypatch.setattr(hub, name, getattr(self, name))
+
+    def add(self, repo_id: str, variants: dict[str, dict[str, str]], kernel_id: str | None = None) -> FakeRepo:
+        kid = kernel_id or unique_id("rule")
+        published = {}
+        for variant, files in variants.items():
+            data = {rel: text.encode() for rel, text in files.items()}
+            backend = variant.removeprefix("torch-")
+            data["metadata.json"] = json.dumps(metadata(kid, backend={"type": backend})).encode()
+            published[variant] = data
+        sha = hashlib.sha1(repo_id.encode()).hexdigest()
+        repo = FakeRepo(repo_id, sha, published, {v: dict(f) for v, f in published.items()})
+        self.repos[repo_id] = repo
+        return repo
+
+    def resolve(self, repo_id: str, revision: str | None = None, version: int | None = None,
+                repo_type: str | None = None) -> hub.HubRef:
+        repo = self.repos[repo_id]
+        asked = revision if revision is not None else (f"v{version}" if version else None)
+        return hub.HubRef(repo_id, "kernel", asked, self.answer_sha or repo.sha, version)
+
+    def list_variant_names(self, ref: hub.HubRef) -> list[str]:
+        return sorted(self.repos[ref.repo_id].published)
+
+    def fetch_variant(self, ref: hub.HubRef, variant: str, *, progress: bool = True) -> Path:
+        self.fetched.append((ref.repo_id, variant))
+        folder = self.root / "cache" / ref.repo_id / ref.sha / "build" / variant
+        for rel, data in self.repos[ref.repo_id].served[variant].items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_bytes(data)
+        return folder
+
+    def blobs_folder(self, ref: hub.HubRef) -> Path:
+        return self.root / "cache" / "blobs"
+
+    def cached_listing(self, ref: hub.HubRef) -> dict[str, dict[str, FileHash]]:
+        repo = self.repos[ref.repo_id]
+        return {v: repo.listing(v) for v in repo.published}
+
+    def read_record(self, ref: hub.HubRef, variant: str) -> None:
+        return None
+
+    def record_path(self, ref: hub.HubRef, variant: str) -> Path:
+        return self.root / "records" / ref.sha / variant
+
+    def write_record(self, *args: object) -> None:
+        return None
+
+
+@pytest.fixture
+def fake_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeHub:
+    return FakeHub(tmp_path, monkeypatch)
+
+
+CODE = {"__init__.py": "VALUE = 7\n"}
+
+
+def cuda_only(fake_hub: FakeHub) -> FakeRepo:
+    """kernels-community/activation with no variant for cpu (a reference exists for it)."""
+    return fake_hub.add("kernels-community/activation", {"torch-cuda": CODE})
+
+
+def write_lock(folder: Path, repo: FakeRepo, variant: str, hash_: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = {"repo_id": repo.repo_id, "sha": repo.sha, "variants": {
+        variant: {"hash": hash_ or variant_hash(repo.listing(variant)), "hash_type": "git_lfs_concat"}}}
+    (folder / "kernels.lock").write_text(json.dumps([entry]))
+    return folder / "kernels.lock"
+
+
+def test_an_exact_pin_never_falls_back_to_the_reference(manager: object, fake_hub: FakeHub) -> None:
+    repo = cuda_only(fake_hub)
+    with pytest.warns(UserWarning, match="portable reference kernel"):  # unpinned: it may
+        module = kernel_plugins.load("activation", device="cpu")
+    assert module.__kernel_provenance__.source == "reference"
+    with pytest.raises(FallbackError, match=f"revision='{repo.sha}' is an exact pin"):
+        kernel_plugins.load("activation", revision=repo.sha, device="cpu")
+
+
+def test_kernel_plugins_strict_refuses_the_reference(
+    manager: object, fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cuda_only(fake_hub)
+    monkeypatch.setenv("KERNEL_PLUGINS_STRICT", "1")
+    with pytest.raises(FallbackError, match="not used \\(KERNEL_PLUGINS_STRICT=1\\)"):
+        kernel_plugins.load("activation", device="cpu")
+
+
+def test_a_hub_load_acts_on_failed_file_checks(manager: object, fake_hub: FakeHub) -> None:
+    kid = unique_id("tamper")
+    repo = fake_hub.add("kernels-community/rule-tamper", {"torch-cpu": CODE}, kernel_id=kid)
+    repo.served["torch-cpu"]["__init__.py"] = b"VALUE = 666\n"  # the cache holds other bytes
+    with pytest.raises(IntegrityError, match="__init__.py"):
+        kernel_plugins.load(repo.repo_id, device="cpu")
+    assert module_name(kid) not in __import__("sys").modules
+    repo.served["torch-cpu"]["__init__.py"] = CODE["__init__.py"].encode()
+    assert kernel_plugins.load(repo.repo_id, device="cpu").VALUE == 7
+
+
+def test_a_locks_hash_must_match(manager: object, fake_hub: FakeHub, tmp_path: Path) -> None:
+    repo = fake_hub.add("kernels-community/rule-lockhash", {"torch-cpu": CODE})
+    wrong = write_lock(tmp_path / "bad", repo, "torch-cpu", "sha256-" + "0" * 64)
+    with pytest.raises(IntegrityError, match="lock"):
+        kernel_plugins.load(repo.repo_id, lockfile=wrong, device="cpu")
+    right = write_lock(tmp_path / "good", repo, "torch-cpu")
+    module = kernel_plugins.load(repo.repo_id, lockfile=right, device="cpu")
+    assert module.VALUE == 7
+    assert f"locked by {right}" in module.__kernel_provenance__.notes  # which lock was used
+
+
+def test_a_locks_commit_must_match(manager: object, fake_hub: FakeHub, tmp_path: Path) -> None:
+    repo = fake_hub.add("kernels-community/rule-locksha", {"torch-cpu": CODE})
+    lock = write_lock(tmp_path, repo, "torch-cpu")
+    fake_hub.answer_sha = "f" * 40
+    with pytest.raises(LockfileError, match=f"pins {repo.repo_id} at {repo.sha} but the Hub answered commit {'f' * 40}"):
+        kernel_plugins.load(repo.repo_id, lockfile=lock, device="cpu")
+    assert fake_hub.fetched == []
+
+
+def test_download_checks_trust_before_fetching_anything(
+    manager: object, fake_hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = fake_hub.add("kernels-community/rule-trusted", {"torch-cpu": CODE})
+    evil = fake_hub.add("evil-org/rule-untrusted", {"torch-cpu": CODE})
+    entries = []
+    for repo in (good, evil):  # the trusted one first: nothing of it may be fetched either
+        write_lock(tmp_path, repo, "torch-cpu")
+        entries += json.loads((tmp_path / "kernels.lock").read_text())
+    (tmp_path / "kernels.lock").write_text(json.dumps(entries))
+    assert main(["download", str(tmp_path), "--all-variants"]) != 0
+    assert "evil-org" in capsys.readouterr().err
+    assert fake_hub.fetched == []
+    assert main(["download", str(tmp_path), "--all-variants", "--trust-remote-code"]) == 0
+    assert sorted(fake_hub.fetched) == [(evil.repo_id, "torch-cpu"), (good.repo_id, "torch-cpu")]

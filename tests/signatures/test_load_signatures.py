@@ -1,0 +1,133 @@
+"""Signatures on load: required or not, every loading path, nothing imported when refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kernel_plugins
+from kernel_plugins import signatures
+from kernel_plugins.cli.main import main
+from kernel_plugins.errors import SignatureError
+from tests.signatures.conftest import KC, OTHER, kernel, sign_variant
+from tests.signatures.instance import GITHUB, Instance
+
+
+def _module_id(vdir: Path) -> str:
+    return json.loads((vdir / "metadata.json").read_text())["id"]
+
+
+def _not_imported(vdir: Path) -> bool:
+    kid = _module_id(vdir)
+    return not [m for m in sys.modules if kid in m]
+
+
+def test_signed_local_folder_records_its_signer(tmp_path: Path, instance: Instance, root: Path, manager: object) -> None:
+    sign_variant(kernel(tmp_path / "k"), instance)
+    mod = kernel_plugins.load(tmp_path / "k", device="cpu", require_signature=True, trusted_root=root)
+    assert mod.add_one(1) == 2
+    assert mod.__kernel_provenance__.signer == f"{KC} ({GITHUB})"
+
+
+def test_unsigned_loads_unless_a_signature_is_required(tmp_path: Path, root: Path, manager: object,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    vdir = kernel(tmp_path / "k")
+    sign_variant(vdir, None)
+    with pytest.raises(SignatureError, match="refused, a signature is required: unsigned") as err:
+        kernel_plugins.load(tmp_path / "k", device="cpu", require_signature=True, trusted_root=root)
+    assert "torch-cpu" in str(err.value)
+    assert _not_imported(vdir)
+    monkeypatch.setenv("KERNEL_PLUGINS_REQUIRE_SIGNATURE", "1")
+    monkeypatch.setenv("KERNEL_PLUGINS_TRUSTED_ROOT", str(root))
+    with pytest.raises(SignatureError, match="unsigned"):
+        kernel_plugins.load(tmp_path / "k", device="cpu")
+    with pytest.raises(SignatureError, match="unsigned"):
+        from kernel_plugins.compat import kernels as compat
+
+        compat.get_local_kernel(tmp_path / "k")
+    assert _not_imported(vdir)
+    monkeypatch.delenv("KERNEL_PLUGINS_REQUIRE_SIGNATURE")
+    mod = kernel_plugins.load(tmp_path / "k", device="cpu")
+    assert mod.__kernel_provenance__.signer is None
+
+
+def test_a_bundle_that_does_not_verify_is_refused_without_the_requirement(
+    tmp_path: Path, instance: Instance, root: Path, manager: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vdir = kernel(tmp_path / "k")
+    sign_variant(vdir, instance)
+    meta = vdir / "metadata.json"
+    meta.write_bytes(meta.read_bytes().replace(b"Apache-2.0", b"Apache-2.1"))  # the digest still matches
+    # no trust root available offline: the bundle is not checked, the kernel loads
+    mod = kernel_plugins.load(tmp_path / "k", device="cpu")
+    assert mod.__kernel_provenance__.signer is None
+    vdir2 = kernel(tmp_path / "k2")
+    sign_variant(vdir2, instance)
+    meta2 = vdir2 / "metadata.json"
+    meta2.write_bytes(meta2.read_bytes().replace(b"Apache-2.0", b"Apache-2.1"))
+    monkeypatch.setenv("KERNEL_PLUGINS_TRUSTED_ROOT", str(root))
+    with pytest.raises(SignatureError, match="its signature bundle does not verify: signature invalid"):
+        kernel_plugins.load(tmp_path / "k2", device="cpu")
+    assert _not_imported(vdir2)
+
+
+def test_signer_not_allowed_loads_without_the_requirement(tmp_path: Path, instance: Instance, root: Path,
+                                                           manager: object) -> None:
+    sign_variant(kernel(tmp_path / "k"), instance, OTHER)
+    with signatures.requiring(False, trusted_root=root):
+        mod = kernel_plugins.load(tmp_path / "k", device="cpu")
+    assert mod.__kernel_provenance__.signer.startswith(OTHER)
+    sign_variant(kernel(tmp_path / "k2"), instance, OTHER)
+    with pytest.raises(SignatureError, match="signer not allowed"):
+        kernel_plugins.load(tmp_path / "k2", device="cpu", require_signature=True, trusted_root=root)
+
+
+def test_local_kernels_override_keeps_the_organisation(tmp_path: Path, instance: Instance, root: Path,
+                                                       manager: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    sign_variant(kernel(tmp_path / "k"), instance)
+    monkeypatch.setenv("LOCAL_KERNELS", f"evil-org/sigk={tmp_path / 'k'}")
+    with signatures.requiring(trusted_root=root), pytest.raises(SignatureError, match="organisation 'evil-org'"):
+        kernel_plugins.load("evil-org/sigk", device="cpu")
+    sign_variant(kernel(tmp_path / "k2"), instance)
+    monkeypatch.setenv("LOCAL_KERNELS", f"kernels-community/sigk={tmp_path / 'k2'}")
+    with signatures.requiring(trusted_root=root):
+        assert kernel_plugins.load("kernels-community/sigk", device="cpu").__kernel_provenance__.signer
+
+
+def test_required_offline_without_a_root_says_so(tmp_path: Path, instance: Instance, manager: object,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    sign_variant(kernel(tmp_path / "k"), instance)
+    with pytest.raises(SignatureError, match="cannot check: no sigstore trust root is cached"):
+        kernel_plugins.load(tmp_path / "k", device="cpu", require_signature=True)
+
+
+def test_cli_load_require_signature(tmp_path: Path, instance: Instance, root: Path, manager: object,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    sign_variant(kernel(tmp_path / "k"), instance)
+    code = main(["load", str(tmp_path / "k"), "--require-signature", "--trusted-root", str(root), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["provenance"]["signer"].startswith(KC)
+    sign_variant(kernel(tmp_path / "u"), None)
+    code = main(["load", str(tmp_path / "u"), "--require-signature", "--trusted-root", str(root)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "error:" in err and "unsigned" in err and "Traceback" not in err
+
+
+def test_a_plain_load_does_not_import_sigstore(tmp_path: Path, instance: Instance) -> None:
+    # unsigned, and signed with no trust root available offline (the environment's sigstore
+    # cache is the test's empty one): nothing to check, so sigstore is not imported
+    sign_variant(kernel(tmp_path / "k"), None)
+    sign_variant(kernel(tmp_path / "s"), instance)
+    code = (f"import sys, kernel_plugins; kernel_plugins.load({str(tmp_path / 'k')!r}, device='cpu'); "
+            f"m = kernel_plugins.load({str(tmp_path / 's')!r}, device='cpu'); "
+            "assert m.__kernel_provenance__.signer is None; assert 'sigstore' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
