@@ -15,12 +15,14 @@ elements in rows of 1,024 and on one large input (default 4096 x 8192), in one p
 * ``copy``: ``dst.copy_(x)`` into a preallocated tensor, bytes/s = 2 * input bytes / time,
   timed next to every kernel (the machine's speed drifts), for scale.
 
-Figures are the median of ``--calls`` calls, plain and shipped alternating. Bytes moved per
+Figures are the best of ``--calls`` calls, plain and shipped alternating (on a shared
+machine a median still catches other processes' bursts; the best call does not). Bytes moved per
 call are the kernel's minimum traffic: every input read once and every output written
 once. Writes ``results/reference-speed-<date>.json``, ``.md`` and, with matplotlib, ``.png``
 (``--out`` elsewhere).
 
-    python benchmarks/reference_speed.py [--rows 4096 --cols 8192 --calls 21 --max-elements N]
+    python benchmarks/reference_speed.py [--rows 4096 --cols 8192 --calls 21 --threads T
+                                          --max-elements N]
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ import functools
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 import warnings
@@ -170,7 +171,7 @@ def _time(call: Callable[[], object]) -> float:
 
 
 def measure_case(case: dict[str, Any], calls: int) -> tuple[float, float]:
-    """Median seconds per call: (plain, shipped), alternating, after a warm-up of each."""
+    """Best seconds per call: (plain, shipped), alternating, after a warm-up of each."""
     plain: list[float] = []
     shipped: list[float] = []
     for i in range(calls + 1):
@@ -180,7 +181,7 @@ def measure_case(case: dict[str, Any], calls: int) -> tuple[float, float]:
         if i:  # the first round warms both up
             plain.append(t_plain)
             shipped.append(t_shipped)
-    return statistics.median(plain), statistics.median(shipped)
+    return min(plain), min(shipped)
 
 
 def measure(sizes: list[tuple[int, int]], calls: int) -> dict[str, Any]:
@@ -249,7 +250,7 @@ def _markdown(report: dict[str, Any]) -> str:
         f"Bitwise equal everywhere: **{v['all_bitwise']}**.",
         "",
         "plain = the operator with its direct and blocked paths off (the plain formula), "
-        "shipped = as installed; median microseconds per call; ratio = shipped / plain; "
+        "shipped = as installed; best microseconds per call; ratio = shipped / plain; "
         "of copy = bytes/s as a fraction of `dst.copy_(x)` timed next to it.",
         "",
         "| kernel | dtype | elements | plain us | shipped us | ratio | plain of copy | shipped of copy | bitwise |",
@@ -298,10 +299,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-elements", type=int, default=None, help="leave out sizes above this (a quick run)"
     )
+    parser.add_argument(
+        "--threads", type=int, default=None,
+        help="torch.set_num_threads first (1 on a busy machine: a parallel region waits for "
+        "its slowest thread, so other processes' load lands on single calls)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.rows < 1 or args.cols < 16 or args.cols % 16 or args.calls < 1:
         parser.error("--rows must be >= 1, --cols a multiple of 16, --calls >= 1")
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
     sizes = [(n // 1024, 1024) for n in SMALL_ELEMENTS] + [(args.rows, args.cols)]
     if args.max_elements is not None:
         sizes = [(r, c) for r, c in sizes if r * c <= args.max_elements]

@@ -31,7 +31,7 @@ kernel-plugins variants ./examples/relu
 step "4. Load the best variant; where it came from and what it offers"
 kernel-plugins load ./examples/relu
 
-step "5. Time it against its portable reference and check every output"
+step "5. Time it (median) against its reference, plain torch.relu from the kernel's __benchmark__ (ref median), and check every output"
 kernel-plugins benchmark ./examples/relu --iterations 20 --no-progress
 
 step "6. The same listing with an MLU emulated on the CPU (labelled EMULATED: not hardware)"

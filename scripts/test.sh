@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # Install everything from scratch (scripts/setup.sh) and run the whole test suite:
-# the core's tests and every plugin's tests.
+# the core's tests and every plugin's tests. KP_SKIP_SETUP=1 reuses the installed .venv
+# (to rerun the tests after a change; ignored where CI is set: CI installs from scratch). Arguments go to
+# pytest: KP_SKIP_SETUP=1 bash scripts/test.sh -x -k cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+if [ "${KP_SKIP_SETUP:-0}" = 1 ] && [ -z "${CI:-}" ] && [ -x .venv/bin/python ]; then
+  echo "KP_SKIP_SETUP=1: using the installed .venv, nothing is installed"
+else
+  bash scripts/setup.sh
+fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
 ruff check src plugins tests benchmarks

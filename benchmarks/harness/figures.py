@@ -204,6 +204,9 @@ def measure_local(ctx: Context) -> list[dict[str, Any]]:
             kn and _pick(kn, "first_s"),
             target={"text": "<= 0.4x of kernels", "kind": "ratio", "max": 0.4},
             extra={
+                "cpu_median_s": {
+                    p: statistics.median(_pick(r, "first_cpu_s")) for p, r in out.items()
+                },
                 "import_s": {p: statistics.median(_pick(r, "import_s")) for p, r in out.items()},
                 "load_s": {p: statistics.median(_pick(r, "load_s")) for p, r in out.items()},
                 "heavy_modules": {p: r[0]["heavy_modules"] for p, r in out.items()},
@@ -373,7 +376,7 @@ def measure_inproc(ctx: Context) -> list[dict[str, Any]]:
         "names_file": str(ctx.names_file),
     }
     out: dict[str, list[dict[str, Any]]] = {e.package: [] for e in ctx.envs()}
-    regions = ["kernelize", "resolution"] if ctx.profile_dir is not None else []
+    regions = ["kernelize-first", "kernelize", "resolution"] if ctx.profile_dir else []
     for _ in range(ctx.runs):
         for e in ctx.envs():
             out[e.package].append(probe(e, task))
@@ -395,23 +398,42 @@ def _pick(runs: list[dict[str, Any]], *keys: str) -> list[float]:
 def _inproc_figures(out: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     kp = out["kernel_plugins"]
     kn = out.get("kernels")
+
+    def cpu(key: str) -> dict[str, float]:
+        return {p: statistics.median(_pick(r, "kernelize", key)) for p, r in out.items()}
+
+    half = {"text": "<= 0.5x of kernels", "kind": "ratio", "max": 0.5}
     figs = [
         figure(
-            "kernelize",
-            "first kernelize of a model with 1,000 marked layers in a fresh "
-            "process (includes loading the kernel from the local repository)",
+            "kernelize (kernel loaded)",
+            "kernelize of a fresh model with 1,000 marked layers, in a process that has "
+            "loaded the kernel (kernelize's own work)",
             "s",
-            _pick(kp, "kernelize", "first_s"),
-            kn and _pick(kn, "kernelize", "first_s"),
-            target={"text": "<= 0.5x of kernels", "kind": "ratio", "max": 0.5},
-            extra={"replaced": {p: r[0]["kernelize"]["replaced"] for p, r in out.items()}},
+            _pick(kp, "kernelize", "loaded_s"),
+            kn and _pick(kn, "kernelize", "loaded_s"),
+            target=half,
+            extra={"cpu_median_s": cpu("loaded_cpu_s")},
         ),
         figure(
             "kernelize again",
-            "kernelize of the same model again (kernel already loaded)",
+            "kernelize of the same model again (kernel loaded, forwards already replaced)",
             "s",
             _pick(kp, "kernelize", "again_s"),
             kn and _pick(kn, "kernelize", "again_s"),
+            target=half,
+            extra={"cpu_median_s": cpu("again_cpu_s")},
+        ),
+        figure(
+            "kernelize first call",
+            "first kernelize of a model with 1,000 marked layers in a fresh process: "
+            "includes loading the kernel from the local repository (see first local load)",
+            "s",
+            _pick(kp, "kernelize", "first_s"),
+            kn and _pick(kn, "kernelize", "first_s"),
+            extra={
+                "replaced": {p: r[0]["kernelize"]["replaced"] for p, r in out.items()},
+                "cpu_median_s": cpu("first_cpu_s"),
+            },
         ),
     ]
     call = {

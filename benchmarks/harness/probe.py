@@ -9,14 +9,18 @@ Tasks:
 * ``load``: import torch (timed apart), then import the package and load ``repo_id`` at
   ``revision`` or ``version`` (timed: ``load_s``); call the kernel once to prove it works.
 * ``local``: import torch (timed apart), then import the package and load the local
-  repository ``repo_path`` (timed together: ``first_s``; apart: ``import_s``, ``load_s``).
+  repository ``repo_path`` (timed together: ``first_s``, and as CPU time ``first_cpu_s``;
+  apart: ``import_s``, ``load_s``).
 * ``inproc``: in one process, kernelize a model with ``layers`` marked layers (first call,
-  then ``repeats`` more), time calls of a kernelized layer against calling the kernel's
-  forward directly, and resolve the variant names in ``names_file`` (first, then repeats).
+  which loads the kernel; then ``repeats`` fresh models of that size with the kernel
+  loaded: ``loaded_s``; then the first model ``repeats`` times again: ``again_s``; each
+  also as CPU time of the process, ``*_cpu_s``), time calls of a kernelized layer against
+  calling the kernel's forward directly, and resolve the variant names in ``names_file``
+  (first, then repeats).
 
 ``profile`` (optional) names a file: the region named by ``profile_region`` (``load``,
-``local``, ``kernelize``, ``resolution``) then runs under cProfile and the top functions are written
-there.
+``local``, ``kernelize-first``, ``kernelize`` (one more fresh model, kernel loaded),
+``resolution``) then runs under cProfile and the top functions are written there.
 """
 
 from __future__ import annotations
@@ -137,22 +141,30 @@ def _kernelize(task: dict[str, Any], api: Any) -> tuple[dict[str, Any], Any]:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.act(self.up(x))
 
-    model = nn.Sequential(*[Block() for _ in range(task["layers"])])
+    def timed(model: Any) -> tuple[float, float]:
+        c, t = time.process_time(), time.perf_counter()
+        api.kernelize(model, mode=api.Mode.INFERENCE, device="cpu")
+        return time.perf_counter() - t, time.process_time() - c
+
+    def build() -> Any:
+        return nn.Sequential(*[Block() for _ in range(task["layers"])])
+
+    model = build()
     repo = api.LocalLayerRepository(Path(task["repo_path"]), layer_name="SiluAndMul")
     api.register_kernel_mapping({"SiluAndMul": {"cpu": repo}})
+    with _maybe_profile(task, "kernelize-first"):
+        first, first_cpu = timed(model)
+    out: dict[str, Any] = {"first_s": first, "first_cpu_s": first_cpu}
+    for key, make in (("loaded", build), ("again", lambda: model)):
+        runs = [timed(make()) for _ in range(task["repeats"])]
+        out[f"{key}_s"] = [w for w, _ in runs]
+        out[f"{key}_cpu_s"] = [c for _, c in runs]
     with _maybe_profile(task, "kernelize"):
-        t = time.perf_counter()
-        api.kernelize(model, mode=api.Mode.INFERENCE, device="cpu")
-        first = time.perf_counter() - t
-    again = []
-    for _ in range(task["repeats"]):
-        t = time.perf_counter()
-        api.kernelize(model, mode=api.Mode.INFERENCE, device="cpu")
-        again.append(time.perf_counter() - t)
-    replaced = sum(
+        timed(build())
+    out["replaced"] = sum(
         1 for b in model if getattr(b.act.forward, "__func__", None) is not SiluAndMul.forward
     )
-    return {"first_s": first, "again_s": again, "replaced": replaced}, model[0].act
+    return out, model[0].act
 
 
 def _per_call(fn: Any, n: int) -> float:

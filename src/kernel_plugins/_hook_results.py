@@ -119,6 +119,23 @@ def marked_hooks(plugin: object) -> set[str]:
     return names
 
 
+def hooks_problem(plugin: object, known: set[str]) -> str | None:
+    """What is wrong with the hooks ``plugin`` offers, or None (see :func:`marked_hooks`).
+
+    A hook no specification knows, or no ``backend_spec`` at all (an entry point naming a
+    module whose hooks were never defined, say), is the plugin's failure.
+    """
+    hooks = marked_hooks(plugin)
+    unknown = sorted(hooks - known)
+    if not unknown and "backend_spec" in hooks:
+        return None
+    what = (f"implements hooks that do not exist: {', '.join(unknown)}" if unknown else
+            f"has no backend_spec hook (hooks found on {describe_plugin(plugin)}: "
+            f"{', '.join(sorted(hooks)) or 'none'}; is the entry point naming the plugin "
+            "object?)")
+    return f"{what} (known hooks: {', '.join(sorted(known))})"
+
+
 def describe_plugin(plugin: object) -> str:
     """``module x.hooks``, ``class X`` or ``X object``: what an entry point gave."""
     if isinstance(plugin, ModuleType):

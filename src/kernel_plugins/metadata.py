@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -33,7 +34,6 @@ __all__ = [
 MAX_METADATA_BYTES = 1 << 20
 
 _NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
-_DIGEST_ALGORITHMS = ("sha256", "sha512")
 
 
 @dataclass(frozen=True)
@@ -102,63 +102,78 @@ class MetadataProblem(NamedTuple):
 
 
 class _Bad(Exception):
-    """Raised inside the checks for one value; turned into a :class:`MetadataProblem`."""
+    """One value is wrong (the message says how)."""
 
 
-_MISSING = object()
+class _Nested(Exception):
+    """Values inside a value are wrong: their problems, keys relative to it."""
+
+    def __init__(self, problems: list[MetadataProblem]) -> None:
+        self.problems = problems
 
 
-class _Checker:
-    """Collects the problems of one document, in the order of its fields."""
-
-    def __init__(self) -> None:
-        self.problems: list[MetadataProblem] = []
-
-    def field(
-        self, data: dict[Any, Any], key: str, check: Any, *, at: str = "", default: object = _MISSING
-    ) -> Any:
-        """``check(value, location)`` for ``data[key]`` (or its snake_case spelling)."""
-        value = data.get(key, _MISSING)
-        if value is _MISSING and key.replace("-", "_") in data:
-            key = key.replace("-", "_")
-            value = data[key]
-        where = f"{at}{key}"
-        if value is _MISSING:
-            if default is _MISSING:
-                self.problems.append(MetadataProblem(where, "Field required", None, True))
-            return default
-        try:
-            return check(value, where)
-        except _Bad as e:
-            self.problems.append(MetadataProblem(where, str(e), value))
-            return None
-
-    def items(self, value: object, where: str, check: Any) -> tuple[Any, ...]:
-        """A JSON array (or tuple) checked item by item (``where.<index>``)."""
-        if not isinstance(value, (list, tuple)):
-            raise _Bad("Input should be a valid tuple")
-        out = []
-        for i, item in enumerate(value):
-            try:
-                out.append(check(item, f"{where}.{i}"))
-            except _Bad as e:
-                self.problems.append(MetadataProblem(f"{where}.{i}", str(e), item))
-        return tuple(out)
-
-    def table(self, value: object, what: str) -> dict[Any, Any]:
-        if not isinstance(value, dict):
-            raise _Bad(f"Input should be a valid dictionary or instance of {what}")
-        return value
+Check = Callable[[Any], Any]
+_REQUIRED = object()
 
 
-def _str(value: object, where: str = "") -> str:
+def _fields(data: object, spec: dict[str, tuple[Check, object]], what: str) -> dict[str, Any]:
+    """Check each key of ``spec`` (kebab-case, or its snake_case spelling) in a JSON object;
+    returns the values by attribute name, or raises every problem at once."""
+    if not isinstance(data, dict):
+        raise _Bad(f"Input should be a valid dictionary or instance of {what}")
+    out: dict[str, Any] = {}
+    problems: list[MetadataProblem] = []
+    for key, (check, default) in spec.items():
+        attr = key.replace("-", "_")
+        if key not in data and attr in data:
+            key = attr
+        if key in data:
+            out[attr] = _run(check, data[key], key, problems)
+        elif default is _REQUIRED:
+            problems.append(MetadataProblem(key, "Field required", None, True))
+        else:
+            out[attr] = default
+    if problems:
+        raise _Nested(problems)
+    return out
+
+
+def _run(check: Check, value: object, key: str, problems: list[MetadataProblem]) -> Any:
+    """``check(value)``, its problems added to ``problems`` under ``key``."""
+    try:
+        return check(value)
+    except _Bad as e:
+        problems.append(MetadataProblem(key, str(e), value))
+    except _Nested as e:
+        problems += [p._replace(key=f"{key}.{p.key}") for p in e.problems]
+    return None
+
+
+def _record(cls: type, spec: dict[str, tuple[Check, object]]) -> Check:
+    return lambda value: cls(**_fields(value, spec, cls.__name__))
+
+
+def _optional(check: Check) -> Check:
+    return lambda value: None if value is None else check(value)
+
+
+def _str(value: object) -> str:
     if not isinstance(value, str):
         raise _Bad("Input should be a valid string")
     return value
 
 
-def _opt_str(value: object, where: str = "") -> str | None:
-    return None if value is None else _str(value)
+def _items(check: Check) -> Check:
+    def items(value: object) -> tuple[Any, ...]:
+        if not isinstance(value, (list, tuple)):
+            raise _Bad("Input should be a valid tuple")
+        problems: list[MetadataProblem] = []
+        out = tuple(_run(check, item, str(i), problems) for i, item in enumerate(value))
+        if problems:
+            raise _Nested(problems)
+        return out
+
+    return items
 
 
 def _int(value: object) -> int:
@@ -167,34 +182,22 @@ def _int(value: object) -> int:
     return value
 
 
-def _lax_int(value: object, where: str = "") -> int | None:
-    """An optional integer, converted as JSON schema validators usually do (``true``, ``2.0``
-    and ``"2"`` are 1, 2 and 2), for keys that older builders wrote loosely."""
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    if isinstance(value, bool):
+def _loose_int(value: object) -> int:
+    """An integer as older builders may have written it (``true``, ``2.0``, ``"2"``)."""
+    if isinstance(value, bool) or (isinstance(value, float) and value.is_integer()):
         return int(value)
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise _Bad("Input should be a finite number")
-        if not value.is_integer():
-            raise _Bad("Input should be a valid integer, got a number with a fractional part")
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
         return int(value)
-    if isinstance(value, str):
-        if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
-            raise _Bad("Input should be a valid integer, unable to parse string as an integer")
-        return int(value)
-    raise _Bad("Input should be a valid integer")
+    return _int(value)
 
 
-def _name(value: object, where: str) -> str:
-    v = _str(value)
-    if not _NAME_RE.match(v):
+def _name(value: object) -> str:
+    if not _NAME_RE.match(v := _str(value)):
         raise _Bad(f"Value error, {v!r} must match {_NAME_RE.pattern} (lowercase, digits, '-')")
     return v
 
 
-def _id(value: object, where: str) -> str:
+def _id(value: object) -> str:
     v = _str(value)
     if not v.isidentifier() or keyword.iskeyword(v) or not v.isascii() or len(v) > 128:
         raise _Bad(
@@ -204,107 +207,87 @@ def _id(value: object, where: str) -> str:
     return v
 
 
-def _version(value: object, where: str) -> int:
-    v = _int(value)
-    if v < 0:
+def _version(value: object) -> int:
+    if (v := _int(value)) < 0:
         raise _Bad(f"Value error, kernel version must be >= 0, got {v}")
     return v
 
 
-def _backend_type(value: object, where: str) -> str:
-    v = _str(value)
-    if not v:
+def _backend_type(value: object) -> str:
+    if not (v := _str(value)):
         raise _Bad("String should have at least 1 character")
     if len(v) > 64:
         raise _Bad("String should have at most 64 characters")
     return v
 
 
-def _dict(value: object, where: str) -> dict[str, Any] | None:
-    if value is not None and not isinstance(value, dict):
+def _algorithm(value: object) -> str:
+    if not isinstance(value, str) or value not in ("sha256", "sha512"):
+        raise _Bad("Input should be 'sha256' or 'sha512'")
+    return value
+
+
+def _dict(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
         raise _Bad("Input should be a valid dictionary")
     return value
 
 
-def _check(data: dict[Any, Any]) -> tuple[KernelMetadata | None, list[MetadataProblem]]:
-    c = _Checker()
+def _files(value: object) -> dict[str, str]:
+    problems: list[MetadataProblem] = []
+    files = {k: _run(_str, v, str(k), problems) for k, v in _dict(value).items()}
+    if problems:
+        raise _Nested(problems)
+    return files
 
-    def backend(value: object, where: str) -> BackendField:
-        table = c.table(value, "BackendField")
-        at = f"{where}."
-        kind = c.field(table, "type", _backend_type, at=at)
-        archs = c.field(table, "archs", lambda v, w: c.items(v, w, _str), at=at, default=())
-        return BackendField(kind, archs)
 
-    def digest(value: object, where: str) -> Digest | None:
-        if value is None:
-            return None
-        table = c.table(value, "Digest")
-
-        def algorithm(v: object, w: str) -> str:
-            if v not in _DIGEST_ALGORITHMS or not isinstance(v, str):
-                raise _Bad("Input should be 'sha256' or 'sha512'")
-            return v
-
-        def files(v: object, w: str) -> dict[str, str]:
-            if not isinstance(v, dict):
-                raise _Bad("Input should be a valid dictionary")
-            for k, h in v.items():
-                if not isinstance(h, str) or not isinstance(k, str):
-                    c.problems.append(
-                        MetadataProblem(f"{w}.{k}", "Input should be a valid string", h)
-                    )
-            return dict(v)
-
-        alg = c.field(table, "algorithm", algorithm, at=f"{where}.")
-        return Digest(alg, c.field(table, "files", files, at=f"{where}."))
-
-    def depend(value: object, where: str) -> KernelDepend:
-        table = c.table(value, "KernelDepend")
-        at = f"{where}."
-        repo_id = c.field(table, "repo-id", _str, at=at)
-        version = c.field(table, "version", _lax_int, at=at, default=None)
-        return KernelDepend(repo_id, version, c.field(table, "revision", _opt_str, at=at,
-                                                      default=None))
-
-    values = {
-        "name": c.field(data, "name", _name),
-        "id": c.field(data, "id", _id),
-        "version": c.field(data, "version", _version),
-        "license": c.field(data, "license", _str),
-        "upstream": c.field(data, "upstream", _opt_str, default=None),
-        "source": c.field(data, "source", _opt_str, default=None),
-        "python_depends": c.field(data, "python-depends", lambda v, w: c.items(v, w, _str)),
-        "kernel_depends": c.field(
-            data, "kernel-depends", lambda v, w: c.items(v, w, depend), default=()
-        ),
-        "backend": c.field(data, "backend", backend),
-        "digest": c.field(data, "digest", digest, default=None),
-        "provenance": c.field(data, "provenance", _dict, default=None),
-    }
-    if c.problems:
-        return None, c.problems
-    return KernelMetadata(**values), []
+_METADATA = _record(KernelMetadata, {
+    "name": (_name, _REQUIRED),
+    "id": (_id, _REQUIRED),
+    "version": (_version, _REQUIRED),
+    "license": (_str, _REQUIRED),
+    "upstream": (_optional(_str), None),
+    "source": (_optional(_str), None),
+    "python-depends": (_items(_str), _REQUIRED),
+    "kernel-depends": (_items(_record(KernelDepend, {
+        "repo-id": (_str, _REQUIRED),
+        "version": (_optional(_loose_int), None),
+        "revision": (_optional(_str), None),
+    })), ()),
+    "backend": (_record(BackendField, {
+        "type": (_backend_type, _REQUIRED),
+        "archs": (_items(_str), ()),
+    }), _REQUIRED),
+    "digest": (_optional(_record(Digest, {
+        "algorithm": (_algorithm, _REQUIRED),
+        "files": (_files, _REQUIRED),
+    })), None),
+    "provenance": (_optional(_dict), None),
+})
 
 
 def metadata_problems(data: object) -> list[MetadataProblem]:
     """Every problem of already-decoded ``metadata.json`` content (empty when it is valid)."""
     if not isinstance(data, dict):
         return [MetadataProblem("", f"expected a JSON object, got {type(data).__name__}", data)]
-    return _check(data)[1]
+    try:
+        _METADATA(data)
+    except _Nested as e:
+        return e.problems
+    return []
 
 
 def parse_metadata(data: object, *, where: str) -> KernelMetadata:
     """Validate already-decoded JSON; errors name ``where`` and every bad key."""
     if not isinstance(data, dict):
         raise MetadataError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    meta, problems = _check(data)
-    if meta is None:
-        listed = "; ".join(f"key '{p.key}': {p.message}" for p in problems)
+    try:
+        return _METADATA(data)  # type: ignore[no-any-return]
+    except _Nested as e:
+        listed = "; ".join(f"key '{p.key}': {p.message}" for p in e.problems)
         raise MetadataError(
             f"{where}: invalid metadata: {listed}. Rebuild the kernel or fix the file."
-        )
-    return meta
+        ) from None
 
 
 def read_metadata(variant_dir: Path) -> KernelMetadata:

@@ -6,9 +6,8 @@ the object (``mlu = "kernel_plugins_mlu.hooks:MLU"``). Loading is lazy (the firs
 that needs a backend) and idempotent. A plugin that fails to import, whose hook raises
 or returns the wrong type, or that claims a backend name another plugin has, is recorded
 as a :class:`PluginFailure` (name, distribution, version, original error) and skipped;
-``KERNEL_PLUGINS_STRICT=1`` raises :class:`PluginError` instead.
-``KERNEL_PLUGINS_LOAD`` (comma-separated backend names; empty = built-ins only)
-limits which entry points are loaded.
+``KERNEL_PLUGINS_STRICT=1`` raises :class:`PluginError` instead. ``KERNEL_PLUGINS_LOAD``
+(comma-separated backend names; empty = built-ins only) limits the entry points loaded.
 
 Every hook call goes through :meth:`PluginManager._ask`, so that whatever a plugin raises
 (``SystemExit`` too; Ctrl-C goes through) is that plugin's error. The records kept about
@@ -31,11 +30,10 @@ import pluggy
 from . import hookspecs
 from ._hook_results import (
     backend_spec_problem,
-    describe_plugin,
     detect_outcome,
     folder_problem,
+    hooks_problem,
     kernel_module,
-    marked_hooks,
     variant_names,
 )
 from ._plugin_records import (
@@ -53,15 +51,8 @@ from .device import DeviceInfo, SystemInfo
 from .errors import PluginError
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
-    "BUILTIN_BACKENDS",
-    "BackendRecord",
-    "PluginFailure",
-    "DetectOutcome",
-    "PluginManager",
-    "get_manager",
-    "reset_manager",
-    "strict_mode",
+    "ENTRY_POINT_GROUP", "BUILTIN_BACKENDS", "BackendRecord", "PluginFailure", "DetectOutcome",
+    "PluginManager", "get_manager", "reset_manager", "strict_mode",
 ]
 
 log = logging.getLogger("kernel_plugins")
@@ -115,10 +106,12 @@ class PluginManager:
                 )
             self._loaded = True
             if self._use_builtins:
+                from . import __version__
+
                 for name, target in BUILTIN_BACKENDS.items():
                     modname, _, attr = target.partition(":")
                     plugin = getattr(importlib.import_module(modname), attr)
-                    self._add(plugin, name, _CORE_DIST, _core_version(), builtin=True)
+                    self._add(plugin, name, _CORE_DIST, __version__, builtin=True)
             if self._use_entry_points:
                 self._load_entry_points()
 
@@ -128,8 +121,7 @@ class PluginManager:
         allow = allowlist()
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
             dist = getattr(ep, "dist", None)
-            dist_name = getattr(dist, "name", None) if dist is not None else None
-            dist_version = getattr(dist, "version", None) if dist is not None else None
+            dist_name, dist_version = getattr(dist, "name", None), getattr(dist, "version", None)
             if allow is not None and ep.name not in allow:
                 log.debug("skipping plugin %s: not in KERNEL_PLUGINS_LOAD", ep.name)
                 continue
@@ -143,11 +135,7 @@ class PluginManager:
             self._add(plugin, ep.name, dist_name, dist_version, builtin=False)
 
     def register(
-        self,
-        plugin: object,
-        *,
-        name: str,
-        distribution: str | None = None,
+        self, plugin: object, *, name: str, distribution: str | None = None,
         version: str | None = None,
     ) -> BackendRecord | None:
         """Register a backend plugin object (or hooks module) by hand (tests, in-process plugins).
@@ -180,15 +168,9 @@ class PluginManager:
             fail("register", f"backend name {name!r} is already provided by {other}; uninstall "
                  "one of the two distributions")
             return None
-        hooks = marked_hooks(plugin)
-        unknown = sorted(h for h in hooks if not hasattr(self._pm.hook, h))
-        if unknown or "backend_spec" not in hooks:
-            known = ", ".join(sorted(h for h in dir(self._pm.hook) if not h.startswith("_")))
-            what = (f"implements hooks that do not exist: {', '.join(unknown)}" if unknown else
-                    f"has no backend_spec hook (hooks found on {describe_plugin(plugin)}: "
-                    f"{', '.join(sorted(hooks)) or 'none'}; is the entry point naming the "
-                    "plugin object?)")
-            fail("register", f"{what} (known hooks: {known})")
+        problem = hooks_problem(plugin, {h for h in dir(self._pm.hook) if not h.startswith("_")})
+        if problem is not None:
+            fail("register", problem)
             return None
         try:
             self._pm.register(plugin, name=f"kernel_plugins.{name}")
@@ -197,29 +179,23 @@ class PluginManager:
                 raise
             fail("register", _describe_exc(e), e)
             return None
+        cause: BaseException | None = None
         try:
             who = origin(name, dist, version)
             spec = self._ask("backend_spec", who, self._subset("backend_spec", plugin))
+            problem = backend_spec_problem(spec, name)
         except HookFailure as f:
-            self._pm.unregister(plugin)
-            fail("backend_spec", _describe_exc(f.error), f.error)
-            return None
-        problem = backend_spec_problem(spec, name)
+            problem, cause = _describe_exc(f.error), f.error
         if problem is not None:
             self._pm.unregister(plugin)
-            fail("backend_spec", problem)
+            fail("backend_spec", problem, cause)
             return None
         rec = BackendRecord(spec, plugin, dist, version, builtin)
         self._records[name] = rec
         return rec
 
     def _fail(
-        self,
-        name: str,
-        dist: str | None,
-        version: str | None,
-        stage: str,
-        message: str,
+        self, name: str, dist: str | None, version: str | None, stage: str, message: str,
         exc: BaseException | None = None,
     ) -> None:
         failure = PluginFailure(name, dist, version, stage, message)
@@ -287,10 +263,7 @@ class PluginManager:
 
     def token_owner(self, prefix: str) -> str | None:
         """The backend whose arch tokens start with ``prefix`` (``"cu"`` -> ``"cuda"``)."""
-        for rec in self.backends().values():
-            if prefix in rec.spec.arch_tokens:
-                return rec.name
-        return None
+        return next((r.name for r in self.backends().values() if prefix in r.spec.arch_tokens), None)
 
     # ---------------------------------------------------------------- detection
     def detect(self, backend: str, *, refresh: bool = False) -> DetectOutcome:
@@ -401,12 +374,6 @@ class PluginManager:
         """Forget cached detection results (after emulating a device, for instance)."""
         with self._lock:
             self._detected.clear()
-
-
-def _core_version() -> str | None:
-    from . import __version__
-
-    return __version__
 
 
 _manager: PluginManager | None = None

@@ -156,6 +156,34 @@ def _existing_folder(text: str) -> Path | None:
         return None
 
 
+def _repo_id_of_url(url: str) -> str:
+    """``https://huggingface.co/org/name`` (a pasted Hub address) -> ``org/name``.
+
+    :raises RepoIdError: another site, or an address of one revision or file (its
+        revision must be asked for explicitly).
+    """
+    from urllib.parse import urlsplit
+
+    from .hub import hub_endpoint
+
+    parts = urlsplit(url)
+    hosts = {"huggingface.co", "hf.co", urlsplit(hub_endpoint(None)).netloc.lower()}
+    segments = [s for s in parts.path.split("/") if s]
+    if parts.netloc.lower() not in hosts or len(segments) < 2:
+        raise RepoIdError(
+            f"{url!r} is not the address of a Hub repository: pass a repository id 'org/name' "
+            "(the Hub at huggingface.co or HF_ENDPOINT), a short name or a local folder"
+        )
+    repo_id = "/".join(segments[:2])
+    if len(segments) > 2:
+        rev = f" with revision={segments[3]!r}" if segments[2] in ("tree", "blob") and len(segments) > 3 else ""
+        raise RepoIdError(
+            f"{url!r} is the address of a page inside the Hub repository {repo_id!r}: pass "
+            f"{repo_id!r}{rev} instead"
+        )
+    return repo_id
+
+
 def parse_name(name: object) -> Name:
     """Read what a user passed as a kernel name (see the module docs).
 
@@ -176,6 +204,8 @@ def parse_name(name: object) -> Name:
     explicit = text.startswith(HUB_PREFIX)
     if explicit:
         text = text[len(HUB_PREFIX):].strip()
+    elif text.lower().startswith(("https://", "http://")):
+        text, explicit = _repo_id_of_url(text), True
     elif _is_path_spelling(text):
         p = _folder(Path(text))
         return Name(p, None, p.name)

@@ -20,8 +20,10 @@ from harness import figures, inputs, report  # noqa: E402
 
 EXPECTED = {
     "import",
-    "kernelize",
+    "first local load",
+    "kernelize (kernel loaded)",
     "kernelize again",
+    "kernelize first call",
     "call overhead",
     "resolution",
     "resolution again",
@@ -63,8 +65,15 @@ def test_quick_mode_runs_every_measurement_and_writes_results(quick_run):
     for f in data["figures"]:
         assert f["kernels"] is None and f["kernel_plugins"]["n"] >= 1
         assert f["kernel_plugins"]["min"] <= f["kernel_plugins"]["median"]
-    kernelize = next(f for f in data["figures"] if f["name"] == "kernelize")
+    kernelize = next(f for f in data["figures"] if f["name"] == "kernelize first call")
     assert kernelize["extra"]["replaced"] == {"kernel_plugins": 1000}
+    for name in ("kernelize (kernel loaded)", "kernelize again"):
+        fig = next(f for f in data["figures"] if f["name"] == name)
+        assert fig["target"]["max"] == 0.5 and fig["extra"]["cpu_median_s"]["kernel_plugins"] > 0
+    local = next(f for f in data["figures"] if f["name"] == "first local load")
+    assert local["target"]["max"] == 0.4
+    # the first load validates metadata.json without pydantic and needs no Hub client
+    assert local["extra"]["heavy_modules"] == {"kernel_plugins": []}
     res = next(f for f in data["figures"] if f["name"] == "resolution")
     assert res["extra"]["best"]["kernel_plugins"] is not None
     md = results.with_suffix(".md").read_text()

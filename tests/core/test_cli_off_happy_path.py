@@ -115,7 +115,15 @@ def test_emulate_typo_is_an_error_with_a_suggestion(
 def test_device_typo_gets_a_suggestion(manager: Any, capsys: pytest.CaptureFixture[str]) -> None:
     manager.register(fake_backend("mlu"), name="mlu")
     code, out, err = run(capsys, "variants", str(EXAMPLE), "--device", "mlux")
-    clean_failure(code, out, err, 1, "unknown device type 'mlux'", "did you mean 'mlu'?")
+    clean_failure(code, out, err, 2, "unknown device type 'mlux'", "did you mean 'mlu'?")
+    assert err.startswith("usage: kernel-plugins variants")
+
+
+def test_command_typo_gets_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "list-backend")
+    clean_failure(code, out, err, 2, "invalid choice: 'list-backend'; did you mean 'list-backends'?")
+    code, out, err = run(capsys, "zzzz")
+    clean_failure(code, out, err, 2, "invalid choice: 'zzzz' (choose from")
 
 
 def test_load_allowlist_typo_is_an_error(
@@ -300,7 +308,8 @@ def test_usage_errors_are_json_with_json(manager: Any, capsys: pytest.CaptureFix
     assert "--rtol" in data["error"]["message"]
     code, out, _ = run(capsys, "variants", str(EXAMPLE), "--device", "qpu", "--json")
     data = json.loads(out)
-    assert code == 1 and data["error"]["type"] == "UnknownDeviceError"
+    assert code == 2 and data["error"]["exit_status"] == 2
+    assert "unknown device type 'qpu'" in data["error"]["message"]
 
 
 def test_exit_statuses_are_documented() -> None:

@@ -1,4 +1,4 @@
-"""The toolkit for backend plugin authors: kernel_plugins.vendor and its testing helpers.
+"""The toolkit for backend plugin authors: the vendor helpers of kernel_plugins.plugin_kit.
 
 Made-up names (``kptestdev``, ``kp_test_vendor``) stand for a vendor stack, so no real
 plugin is involved; everything torch-side is put in place with ``monkeypatch``.
@@ -29,9 +29,9 @@ from kernel_plugins_testing.stand_ins import (
     vendor_device_module,
 )
 
-from kernel_plugins.plugin_kit import _vendor as vendor
 from kernel_plugins.device import DeviceInfo
 from kernel_plugins.errors import KernelImportError, PluginError
+from kernel_plugins.plugin_kit import _vendor as vendor
 
 DEV = "kptestdev"
 VENDOR = "kp_test_vendor"

@@ -6,7 +6,6 @@ Each case runs pytest on a small generated test folder in a fresh interpreter.
 from __future__ import annotations
 
 import json
-from importlib.metadata import entry_points
 from pathlib import Path
 
 from kernel_plugins_testing import run_in_fresh_interpreter
@@ -15,13 +14,10 @@ PLUGIN = "kernel_plugins_testing.pytest_plugin"
 
 
 def _run_pytest(folder: Path, *args: str) -> tuple[int, str]:
-    """Run pytest on ``folder`` with the plugin loaded once; return (exit code, output)."""
-    installed = any(ep.value == PLUGIN for ep in entry_points(group="pytest11"))
+    """Run pytest on ``folder`` with the plugin opted in; return (exit code, output)."""
     # other installed pytest plugins only cost start-up time here
     quiet = ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:anyio"]
-    argv = [".", *quiet, "-rA", *args]
-    if not installed:
-        argv = ["-p", PLUGIN, *argv]
+    argv = ["-p", PLUGIN, ".", *quiet, "-rA", *args]
     proc = run_in_fresh_interpreter(
         f"import sys, pytest\nsys.exit(pytest.main({json.dumps(argv)}))",
         env={"KERNEL_PLUGINS_LOAD": "", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},

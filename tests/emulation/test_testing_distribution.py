@@ -165,3 +165,45 @@ def test_installing_needs_the_emulated_device(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(torch, "kpdecl", plain, raising=False)
     with pytest.raises(EmulationError, match="not an emulated module"):
         install_declared(_backend(FACTS), 1, {})
+
+
+# -- the core imports it only when emulation is asked for -------------------------------
+
+_CLI = """
+import contextlib, io, sys
+{block}
+from kernel_plugins.cli.main import main
+err = io.StringIO()
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+    code = main({argv!r})
+print(code, sorted(m for m in sys.modules if m.startswith("kernel_plugins_testing")))
+print(err.getvalue())
+"""
+
+
+def _cli(argv: list[str], *, hide_testing: bool = False) -> list[str]:
+    block = 'sys.modules["kernel_plugins_testing"] = None' if hide_testing else ""
+    proc = subprocess.run(
+        [sys.executable, "-c", _CLI.format(block=block, argv=argv)],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={"PATH": "/usr/bin:/bin", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_the_core_runs_without_importing_the_testing_distribution() -> None:
+    first, *_ = _cli(["list-backends"])
+    assert first == "0 []"
+
+
+def test_emulate_without_the_testing_distribution_says_what_to_install() -> None:
+    first, *err = _cli(["--emulate", "mlu", "list-backends"], hide_testing=True)
+    assert not first.startswith("0 ")
+    assert "pip install kernel-plugins-testing" in "\n".join(err)
+
+
+def test_emulate_with_it_reports_the_device_as_emulated() -> None:
+    first, *err = _cli(["--emulate", "npu", "list-backends"])
+    assert first.startswith("0 ") and "'kernel_plugins_testing'" in first
+    assert "EMULATED" in "\n".join(err)

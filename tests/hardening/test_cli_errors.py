@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,10 +81,6 @@ BAD_COMMANDS = [
     (["check", "org/name", "--revision", "../main"], "must not contain '..'"),
     (["check", "org/name", "--version", "0"], "Invalid version 0"),
     (["check", "org/name", "--version", "-3"], "Invalid version -3"),
-    (["variants", "org/name", "--device", "mlu:x"], "invalid device string 'mlu:x'"),
-    (["variants", "org/name", "--device", "cuda:-1"], "invalid device string 'cuda:-1'"),
-    (["variants", "org/name", "--device", "qpu"], "unknown device type 'qpu'"),
-    (["variants", "org/name", "--device", "mlu"], "pip install kernel-plugins-mlu"),
     (["variants", "org/name", "--device", "cpu:7"], "cpu:7 requested, but cpu has 1 device(s)"),
     (["variants", "org/name", "--device", "cpu", "--version", "0"], "Invalid version 0"),
 ]
@@ -93,6 +97,26 @@ def test_bad_input_exits_1_without_traceback(
     assert "Traceback" not in err + out
 
 
+BAD_DEVICES = [
+    (["variants", "org/name", "--device", "mlu:x"], "invalid device string 'mlu:x'"),
+    (["variants", "org/name", "--device", "cuda:-1"], "invalid device string 'cuda:-1'"),
+    (["variants", "org/name", "--device", "qpu"], "unknown device type 'qpu'"),
+    (["variants", "org/name", "--device", "cpux"], "did you mean 'cpu'?"),
+    (["variants", "org/name", "--device", "mlu"], "pip install kernel-plugins-mlu"),
+]
+
+
+@pytest.mark.parametrize(("argv", "fragment"), BAD_DEVICES, ids=lambda v: " ".join(v)
+                         if isinstance(v, list) else None)
+def test_a_device_that_names_nothing_installed_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2, err  # docs/errors.md: a misspelt --device is a usage error
+    assert err.startswith("usage: ") and "error: --device: " in err and fragment in err
+    assert "Traceback" not in err + out
+
+
 def test_debug_shows_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "--debug", "check", "org/name", "--version", "0")
     assert code == 1 and "Traceback (most recent call last)" in err
@@ -106,3 +130,163 @@ def test_malformed_local_kernels_is_a_clean_error(
     code, _, err = run(capsys, "check", "acme/relu")
     assert code == 1 and "LOCAL_KERNELS entry 'garbage-without-equals' is malformed" in err
     assert "Traceback" not in err
+
+
+# -- issue 21 and issue 20: what the command line says is true where it is shown --------
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "relu"
+
+
+def _cli(*argv: str, env: dict[str, str] | None = None, timeout: float = 300,
+         **streams: Any) -> subprocess.CompletedProcess[str]:
+    streams = streams or {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    return subprocess.run([sys.executable, "-m", "kernel_plugins.cli", *argv], text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout, check=False,
+                          **streams)
+
+
+@contextlib.contextmanager
+def _silent_hub() -> Iterator[str]:
+    """A loopback server that accepts connections and never answers (some proxies and
+    firewalls); it stops itself when the block ends."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def test_a_hub_that_never_answers_ends_in_the_error_or_the_fallback(tmp_path: Path) -> None:
+    with _silent_hub() as endpoint:
+        env = {"HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0",
+               "HF_HUB_ETAG_TIMEOUT": "1", "HF_HUB_DOWNLOAD_TIMEOUT": "1",
+               "KERNEL_PLUGINS_REFERENCE_CACHE": str(tmp_path / "reference")}
+        # without timeouts each of these waits forever: the subprocess timeout fails it
+        failed = _cli("load", "acme/never-answers", "--trust-remote-code", env=env, timeout=120)
+        served = _cli("load", "activation", "--json", env=env, timeout=120)
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert failed.stderr.startswith("error: ") and "timed out" in failed.stderr, failed.stderr
+    assert served.returncode == 0, served.stderr
+    assert json.loads(served.stdout)["provenance"]["source"] == "reference"
+    assert "the Hub could not be reached" in served.stderr
+
+
+def test_a_typo_of_a_trusted_organisation_is_not_advised_to_be_trusted(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KERNEL_PLUGINS_TRUSTED_ORGS", raising=False)
+    code, out, err = run(capsys, "load", "kernels-comunity/activation")
+    assert code == 1 and "Traceback" not in err
+    assert err.startswith("error: ") and "did you mean 'kernels-community'" in err
+    assert "--trust-remote-code" not in err and "KERNEL_PLUGINS_TRUSTED_ORGS" not in err
+    code, out, err = run(capsys, "load", "acme/activation")  # not a look-alike: the advice
+    assert code == 1 and "did you mean" not in err
+    assert "--trust-remote-code" in err and "KERNEL_PLUGINS_TRUSTED_ORGS=acme" in err
+
+
+@pytest.mark.parametrize("url", [
+    "https://huggingface.co/kernels-community/activation/tree/main",
+    "https://huggingface.co/kernels-community/activation/blob/main/build/torch-cpu/x.py",
+])
+def test_a_hub_page_address_names_the_repository_and_its_revision(
+    capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    code, out, err = run(capsys, "load", url)
+    assert code == 1 and "Traceback" not in err
+    assert "pass 'kernels-community/activation' with --revision main instead" in err
+    assert "local" not in err  # not taken for a folder
+
+
+def test_a_hub_repository_address_is_the_repository() -> None:
+    from kernel_plugins.errors import RepoIdError
+    from kernel_plugins.sources import parse_name
+
+    for url in ("https://huggingface.co/kernels-community/activation",
+                "https://hf.co/kernels-community/activation/"):
+        assert parse_name(url).repo_id == "kernels-community/activation"
+    with pytest.raises(RepoIdError, match="not the address of a Hub repository"):
+        parse_name("https://github.com/kernels-community/activation")
+
+
+def test_no_device_names_emulation_as_the_next_step(
+    capsys: pytest.CaptureFixture[str], manager: Any
+) -> None:
+    from tests.core.fakes import fake_backend
+
+    manager.register(fake_backend("acme", detect=lambda: None), name="acme")
+    code, _, err = run(capsys, "load", str(EXAMPLE), "--device", "acme")
+    assert code == 1 and err.startswith("error: no 'acme' device is available")
+    assert "kernel-plugins --emulate acme" in err and "pip install kernel-plugins-testing" in err
+
+
+PRINTS_AT_IMPORT = "import sys\nprint('hello from the kernel')\nsys.stdout.write('more\\n')\n" \
+    "def relu(out, x):\n    return out.copy_(x.clamp_min(0))\n"
+
+
+@pytest.mark.parametrize("command", [["load"], ["benchmark", "--iterations", "1", "--warmup",
+                                                 "0", "--shapes", "4x4", "--no-progress"]])
+def test_json_stdout_is_one_document_when_a_kernel_prints(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: list[str]
+) -> None:
+    repo = make_repo(tmp_path / "noisy", {"torch-cpu": metadata(id=f"_noisy_{command[0]}_0a1b2c")})
+    (repo / "build" / "torch-cpu" / "__init__.py").write_text(
+        PRINTS_AT_IMPORT + "__benchmark__ = {'functions': {'relu': {'inputs': 'unary', "
+        "'reference': lambda out, x: out.copy_(x.relu())}}}\n", encoding="utf-8")
+    code, out, err = run(capsys, command[0], str(repo), "--json", *command[1:])
+    assert code == 0, err
+    json.loads(out)  # exactly one document
+    assert "hello from the kernel" in err and "more" in err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["list-backends", "--json"], ["load", str(EXAMPLE), "--json"],
+                                  ["list-backends"]])
+def test_a_full_disk_on_stdout_is_one_error_line(argv: list[str]) -> None:
+    with open("/dev/full", "w") as full:
+        proc = _cli(*argv, stdout=full, stderr=subprocess.PIPE)
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "No space left" in lines[0]
+
+
+def test_other_libraries_info_logs_are_quiet_and_their_warnings_are_not() -> None:
+    script = (
+        "import logging, sys\n"
+        "from kernel_plugins.cli import list_backends\n"
+        "def run(args):\n"
+        "    logging.getLogger('httpx2').info('HTTP Request: GET https://example')\n"
+        "    logging.getLogger('any.library.at.all').info('chatter')\n"
+        "    logging.getLogger('any.library.at.all').warning('a real problem')\n"
+        "    logging.getLogger('kernel_plugins.hub').info('ours')\n"
+        "    return 0\n"
+        "list_backends.run = run\n"
+        "from kernel_plugins.cli.main import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    plain = subprocess.run([sys.executable, "-c", script, "list-backends"], text=True,
+                           capture_output=True, timeout=300, check=False)
+    assert plain.returncode == 0, plain.stderr
+    assert "HTTP Request" not in plain.stderr and "chatter" not in plain.stderr
+    assert "warning: a real problem" in plain.stderr and "info: ours" in plain.stderr
+    debug = subprocess.run([sys.executable, "-c", script, "--debug", "list-backends"], text=True,
+                           capture_output=True, timeout=300, check=False)
+    assert "HTTP Request" in debug.stderr  # --debug shows everything

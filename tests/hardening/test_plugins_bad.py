@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -41,14 +41,9 @@ def fake_plugin(name: str = "mlu", **hooks: Callable[..., Any]) -> types.ModuleT
 
 
 @pytest.fixture
-def pm(monkeypatch: pytest.MonkeyPatch) -> Iterator[plugins.PluginManager]:
-    monkeypatch.delenv("KERNEL_PLUGINS_STRICT", raising=False)
-    manager = plugins.PluginManager(entry_points=False)
-    old = plugins.reset_manager(manager)
-    try:
-        yield manager
-    finally:
-        plugins.reset_manager(old)
+def pm(manager: plugins.PluginManager) -> plugins.PluginManager:
+    """The process-wide manager of ``tests/conftest.py`` (built-in backends only)."""
+    return manager
 
 
 @pytest.fixture

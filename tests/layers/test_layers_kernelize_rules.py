@@ -429,9 +429,17 @@ def test_a_refusal_after_many_kernelized_layers_changes_no_layer(fake_loader, re
 
 def test_kernelize_of_a_model_without_marked_layers_says_nothing_changed():
     # e.g. transformers' layers built before kernel_plugins.integrations.transformers.enable()
-    with pytest.warns(UserWarning, match=r"no layer of `Sequential` is marked.*nothing was "
-                      r"replaced.*integrations\.transformers\.enable\(\) before"):
+    with pytest.warns(UserWarning, match=r"no layer of `Sequential` is marked for a kernel, "
+                      r"so nothing was replaced.*integrations\.transformers\.enable\(\) before"):
         kernelize(nn.Sequential(nn.Linear(2, 2)), mode=INF, device="cpu")
+
+    @use_kernel_forward_from_hub("Never", condition=lambda module: False)
+    class Never(nn.Module):
+        def forward(self, x):
+            return x
+
+    with pytest.warns(UserWarning, match=r"kernel_condition of 2 marked ones excluded them"):
+        kernelize(nn.Sequential(Never(), Never()), mode=INF, device="cpu")
 
 
 def test_kernelize_that_replaces_no_forward_says_so_and_why(fake_loader, monkeypatch, recwarn):

@@ -102,3 +102,31 @@ def test_importing_layers_does_not_import_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_import_and_a_local_kernelize_import_no_validation_library(kernel_repo):
+    # metadata.json is validated by hand: neither importing the package nor loading a
+    # kernel (here through kernelize) imports pydantic, which costs more than the load
+    repo = kernel_repo(
+        "lean", "from torch import nn\nclass Twice(nn.Module):\n"
+        "    def forward(self, x):\n        return x * 2\n"
+    )
+    code = (
+        "import sys, torch\n"
+        "import kernel_plugins, kernel_plugins.metadata, kernel_plugins.contracts\n"
+        "from kernel_plugins.layers import LocalLayerRepository as R, Mode, kernelize, "
+        "use_kernel_forward_from_hub, use_kernel_mapping\n"
+        "print('pydantic' in sys.modules)\n"
+        "@use_kernel_forward_from_hub('Twice')\n"
+        "class Twice(torch.nn.Module):\n"
+        "    def forward(self, x):\n        return x + x\n"
+        f"with use_kernel_mapping({{'Twice': {{'cpu': R({str(repo)!r}, layer_name='Twice')}}}}):\n"
+        "    m = kernelize(Twice(), mode=Mode.INFERENCE, device='cpu')\n"
+        "print(m.forward.__func__ is not Twice.forward, 'pydantic' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True", "False"]
+    code = "import sys, kernel_plugins; print(sorted({'torch', 'pydantic'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -41,15 +41,16 @@ def test_a_kernel_id_never_meets_a_top_level_module(manager, tmp_path, monkeypat
     assert importlib.import_module(module_name(kernel_id)) is module
 
 
-def test_a_class_of_a_kernel_pickles_by_its_namespaced_name(manager, tmp_path):
+def test_a_layer_of_a_kernel_pickles_by_its_namespaced_name(manager, tmp_path):
     kid = unique_id("pickle")
-    write_variant(tmp_path / "k", {"__init__.py": "class Layer:\n    def __init__(self):\n"
+    write_variant(tmp_path / "k", {"__init__.py": "from . import layers\n",
+                                   "layers.py": "class Layer:\n    def __init__(self):\n"
                                    "        self.v = 3\n"}, kernel_id=kid)
     module = kernel_plugins.load(tmp_path / "k", device="cpu")
-    data = pickle.dumps(module.Layer())
-    assert module_name(kid).encode() in data
+    data = pickle.dumps(module.layers.Layer())
+    assert f"{module_name(kid)}.layers".encode() in data
     again = pickle.loads(data)
-    assert type(again) is module.Layer and again.v == 3
+    assert type(again) is module.layers.Layer and again.v == 3
 
 
 def test_kernel_calling_sys_exit_is_an_import_error_and_leaves_nothing(manager, tmp_path):

@@ -80,7 +80,9 @@ ACTIVATIONS = [
 def test_fast_activation_is_bitwise_the_native_formula(activation, fast_calls, name, dtype, shape):
     x = _input(shape, dtype)
     got = _run(activation, name, x)
-    assert fast_calls == [name]  # the fast path ran
+    # the fast path ran, except for the long 16-bit formulas (bound by conversions there)
+    wide_only = name in ("gelu_fast", "gelu_new") and dtype != torch.float32
+    assert fast_calls == ([] if wide_only else [name])
     assert _bitwise(got, _native(activation, name, x))
 
 

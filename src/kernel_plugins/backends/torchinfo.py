@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from types import ModuleType
 
 __all__ = ["torch_or_none", "major_minor", "torch_version_string", "no_device_reason"]
 
 
 def torch_or_none() -> ModuleType | None:
-    """``torch`` when it is installed, else None (never raises for "absent")."""
-    if importlib.util.find_spec("torch") is None:
+    """``torch`` when it is importable (importing it), else None.
+
+    Never raises because torch is absent; a torch already in ``sys.modules`` is
+    returned without looking at the import path.
+    """
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
         return None
     import torch
 

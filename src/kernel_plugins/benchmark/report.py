@@ -171,7 +171,12 @@ class BenchmarkReport:
             f"kernel     {k.get('repo_id')} (variant {k.get('variant')}, source {k.get('source')})"
         )
         ref = self.reference
-        out.append(f"reference  {ref['name']} ({ref['path']})" if ref else "reference  none")
+        if ref:
+            out.append(f"reference  {ref['name']} ({ref['path']})")
+        elif any(r.reference is not None for r in self.results):
+            out.append("reference  the functions the kernel's __benchmark__ names (ref median)")
+        else:
+            out.append("reference  none")
         d = self.device
         out.append(f"device     {d['summary']}; synchronised by {d['synchronize']}")
         st = self.settings

@@ -135,14 +135,17 @@ def print_json(data: Any) -> None:
     json_documents += 1
 
 
-def _fit(widths: list[int], limit: int, sep: int) -> list[int]:
-    """Column widths that fit ``limit``: the widest columns give way first (min 8)."""
+def _fit(widths: list[int], limit: int, sep: int, whole: Sequence[int] = ()) -> list[int]:
+    """Column widths that fit ``limit``: the widest columns give way first (min 8); the
+    columns in ``whole`` only when cutting the others was not enough."""
     widths = list(widths)
-    while sum(widths) + sep * (len(widths) - 1) > limit:
-        widest = max(range(len(widths)), key=lambda i: widths[i])
-        if widths[widest] <= 8:
-            break
-        widths[widest] -= 1
+    others = [i for i in range(len(widths)) if i not in whole]
+    for movable in (others, list(range(len(widths)))):
+        while movable and sum(widths) + sep * (len(widths) - 1) > limit:
+            widest = max(movable, key=lambda i: widths[i])
+            if widths[widest] <= 8:
+                break
+            widths[widest] -= 1
     return widths
 
 
@@ -152,6 +155,7 @@ def print_table(
     *,
     width: int | None = DEFAULT_WIDTH,
     wrap_last: bool = False,
+    whole: Sequence[int] = (),
 ) -> None:
     """Print a left-aligned plain-text table of cleaned cells.
 
@@ -159,13 +163,14 @@ def print_table(
         with ``...`` to fit. None prints every cell whole (``--wide``).
     :param wrap_last: wrap the last column onto continuation lines instead of cutting it
         (for reasons, which must be read whole).
+    :param whole: indices of columns cut last (names and versions).
     """
     cells = [[clean("" if c is None else c, one_line=True) for c in row] for row in rows]
     natural = [len(h) for h in headers]
     for row in cells:
         for i, c in enumerate(row):
             natural[i] = max(natural[i], len(c))
-    widths = natural if width is None else _fit(natural, width, 2)
+    widths = natural if width is None else _fit(natural, width, 2, whole)
     if width is not None and wrap_last:
         widths = _fit(natural[:-1], width - 2 - 30, 2) if len(natural) > 1 else []
         widths.append(max(min(natural[-1], width - sum(widths) - 2 * len(widths)), 10))

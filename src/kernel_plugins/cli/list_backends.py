@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         details += [f"{r['name']}: note: {note}" for note in r["notes"]]
     width = None if args.wide else DEFAULT_WIDTH
     print_table(["backend", "distribution", "status", "devices", "runtime", "accepts"], table,
-                width=width)
+                width=width, whole=(0, 1, 2))
     if details:
         print()
     for line in details:

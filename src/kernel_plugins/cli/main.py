@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         _add_global_options(p, top=False)
         mod.add_arguments(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _parser=p)
     return parser
 
 
@@ -171,12 +171,13 @@ def _check_device(args: argparse.Namespace) -> None:
     text = getattr(args, "device", None)
     if not text:
         return
+    usage = args._parser.format_usage()
     try:
         request = parse_device(text)
     except DeviceError as e:
-        raise CommandError(f"--device: {e}") from e
+        raise CommandError(f"--device: {e}", usage=usage) from e
     if not find_backends(request.device_type):
-        raise CommandError(f"--device: {unknown_device_error(request.device_type)}")
+        raise CommandError(f"--device: {unknown_device_error(request.device_type)}", usage=usage)
 
 
 def _message(text: object) -> str:
@@ -258,7 +259,6 @@ def _fail(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see :data:`EXIT_STATUS`)."""
-    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
     parser = build_parser()

@@ -433,28 +433,31 @@ def kernelize(
     # per class, and change no module before every one was decided (all or nothing).
     decided: dict[type, _Decision] = {}
     plan = []
-    for module, name in _marked_modules(model):
+    marked, excluded = _marked_modules(model)
+    for module, name in marked:
         decision = decided.get(type(module))
         if decision is None:
             decision = decided[type(module)] = _decide(module, name, session)
         plan.append((module, decision))
     for module, decision in plan:
         _apply(module, decision)
-    _say_when_nothing_changed(model, plan, session)
+    _say_when_nothing_changed(model, plan, excluded, session)
     return model
 
 
 def _say_when_nothing_changed(
-    model: nn.Module, plan: list[tuple[Any, _Decision]], session: _Session
+    model: nn.Module, plan: list[tuple[Any, _Decision]], excluded: int, session: _Session
 ) -> None:
     """Warn when no forward of the model was replaced, with why (unless that was asked)."""
     what = type(model).__name__
     if not plan:
         warn_user(
-            f"kernelize: no layer of `{what}` is marked for a kernel, so nothing was replaced. "
-            "Mark layer classes with use_kernel_forward_from_hub; for a transformers model, "
-            "call kernel_plugins.integrations.transformers.enable() before importing or "
-            "building it."
+            f"kernelize: no layer of `{what}` is marked for a kernel"
+            + (f" (the kernel_condition of {excluded} marked ones excluded them)" if excluded
+               else "")
+            + ", so nothing was replaced. Mark layer classes with use_kernel_forward_from_hub; "
+            "for a transformers model, call kernel_plugins.integrations.transformers.enable() "
+            "before importing or building it."
         )
         return
     if session.disabled or any(d.forward is not None for _, d in plan):
@@ -471,13 +474,14 @@ def _say_when_nothing_changed(
     )
 
 
-def _marked_modules(model: nn.Module) -> list[tuple[Any, str]]:
+def _marked_modules(model: nn.Module) -> tuple[list[tuple[Any, str]], int]:
     """Marked modules of ``model`` and the marked functions its modules hold
-    (``_kernel_funcs``), each once with its name, skipping instances their
+    (``_kernel_funcs``), each once with its name, skipping (and counting) instances their
     ``kernel_condition`` refuses. Marks and conditions are read once per class."""
     marks: dict[type, tuple[str | None, Any]] = {}
     seen: set[int] = set()
     out = []
+    excluded = 0
     for module in model.modules():
         funcs = module.__dict__.get("_kernel_funcs")
         group = (*funcs.values(), module) if isinstance(funcs, dict) and funcs else (module,)
@@ -493,9 +497,10 @@ def _marked_modules(model: nn.Module) -> list[tuple[Any, str]]:
             if condition is not None and not condition(candidate):
                 log.info("kernelize: `%s` keeps its forward: its kernel_condition refused it",
                          cls.__name__)
+                excluded += 1
                 continue
             out.append((candidate, name))
-    return out
+    return out, excluded
 
 
 def _model_device(model: nn.Module) -> Any:

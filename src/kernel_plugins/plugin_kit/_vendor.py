@@ -21,48 +21,15 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..backends.torchinfo import major_minor
+from ..backends.torchinfo import torch_or_none as torch_if_installed
 from ..errors import KernelImportError, PluginError
 
 if TYPE_CHECKING:
     from ..device import DeviceInfo
     from ..provenance import KernelLoad
 
-__all__ = [
-    "VendorDevices",
-    "capability_of",
-    "check_privateuse1_free",
-    "device_name_of",
-    "find_vendor_devices",
-    "import_vendor",
-    "import_vendor_for_kernel",
-    "match_version",
-    "missing_capability_note",
-    "module_installed",
-    "noarch_only_note",
-    "privateuse1_conflict",
-    "privateuse1_name",
-    "synchronize_device",
-    "torch_if_installed",
-    "torch_major_minor",
-    "unparsable_note",
-    "version_note",
-]
-
 #: The name PyTorch gives PrivateUse1 until a backend renames it.
 _UNNAMED_PRIVATEUSE1 = "privateuseone"
-
-
-def torch_if_installed() -> ModuleType | None:
-    """``torch`` when it is importable (importing it), else None.
-
-    Never raises because torch is absent; a torch already in ``sys.modules`` is
-    returned without looking at the import path.
-    """
-    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
-        return None
-    import torch
-
-    return torch
 
 
 def module_installed(name: str) -> bool:

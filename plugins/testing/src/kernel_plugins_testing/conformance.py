@@ -31,6 +31,12 @@ Example (``tests/test_mlu_emulated.py`` of a plugin)::
         def test_vendor_facts(self) -> None:      # vendor-specific tests sit alongside
             assert self.recorded("vendor")["cluster_count"] == 12
 
+The backend plugins of this repository declare their facts as data instead:
+:func:`declared_suites` reads a plugin's ``conformance.toml`` and returns both base
+classes filled in, plus data-driven tests (detection for given stand-in facts, variant
+names, refusal reasons, resolution, what the emulated stack shows), so that each
+plugin's tests are parameters of this suite rather than copies of it.
+
 A test the plugin cannot pass by design is switched off through its fact (e.g.
 ``Expected(cli=False)``) and then skipped with the reason. Importing this module
 imports neither torch nor pytest; the tests do.

@@ -19,7 +19,7 @@ from . import _native as N
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["INTO", "act_into"]
+__all__ = ["INTO", "WIDE_ONLY", "act_into"]
 
 aten = torch.ops.aten
 
@@ -79,6 +79,13 @@ INTO: dict[Callable[..., Tensor], Callable[[Tensor, Tensor, tuple[float, ...]], 
     N.gelu_quick: _gelu_quick,
 }
 """Native activation formula -> the same formula written into ``out``."""
+
+WIDE_ONLY = frozenset({N.gelu_fast, N.gelu_new})
+"""Formulas of many element-wise ops that gain nothing in 16-bit types: there each op
+converts to float32 and back, which costs more than the memory traffic the direct path
+saves (measured by ``benchmarks/reference_speed.py``), so such inputs take the plain
+formula."""
+
 
 def act_into(spec: N.Activation, out: Tensor, x: Tensor, params: tuple[float, ...]) -> None:
     """Fill ``out`` with ``spec``'s activation of ``x`` (bitwise as ``_ops._forward``)."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._direct import act_into
+from ._direct import WIDE_ONLY, act_into
 from ._fast import may_alias, route
 from ._namespace import NAMESPACE, add_op_namespace_prefix, has_op
 from ._native import ACTIVATIONS, Activation
@@ -95,6 +95,8 @@ def _direct_ok(spec: Activation, out: Tensor, x: Tensor) -> bool:
     if route(x, out) == "eager" or x.dim() == 0 or not x.is_contiguous():
         return False
     if spec.kind != "unary" and x.shape[-1] % 2:
+        return False
+    if spec.act in WIDE_ONLY and x.element_size() < 4:
         return False
     return (
         out.dtype == x.dtype
