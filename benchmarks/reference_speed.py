@@ -15,14 +15,15 @@ elements in rows of 1,024 and on one large input (default 4096 x 8192), in one p
 * ``copy``: ``dst.copy_(x)`` into a preallocated tensor, bytes/s = 2 * input bytes / time,
   timed next to every kernel (the machine's speed drifts), for scale.
 
-Figures are the best of ``--calls`` calls, plain and shipped alternating (on a shared
-machine a median still catches other processes' bursts; the best call does not). Bytes moved per
+Figures are the best of at least ``--calls`` calls, and of as many as fit in ``--seconds``
+per setting, plain and shipped alternating (on a shared machine a median still catches
+other processes' bursts; the best call does not). Bytes moved per
 call are the kernel's minimum traffic: every input read once and every output written
 once. Writes ``results/reference-speed-<date>.json``, ``.md`` and, with matplotlib, ``.png``
 (``--out`` elsewhere).
 
-    python benchmarks/reference_speed.py [--rows 4096 --cols 8192 --calls 21 --threads T
-                                          --max-elements N]
+    python benchmarks/reference_speed.py [--rows 4096 --cols 8192 --calls 9 --seconds 0.5
+                                          --threads T --max-elements N]
 """
 
 from __future__ import annotations
@@ -170,11 +171,14 @@ def _time(call: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def measure_case(case: dict[str, Any], calls: int) -> tuple[float, float]:
-    """Best seconds per call: (plain, shipped), alternating, after a warm-up of each."""
+def measure_case(case: dict[str, Any], calls: int, seconds: float) -> tuple[float, float]:
+    """Best seconds per call: (plain, shipped), alternating, after a warm-up of each; at
+    least ``calls`` of each, more until each setting ran ``seconds`` (at most 500)."""
     plain: list[float] = []
     shipped: list[float] = []
-    for i in range(calls + 1):
+    for i in range(501):
+        if i > calls and min(sum(plain), sum(shipped)) >= seconds:
+            break
         with plain_path():
             t_plain = _time(case["call"])
         t_shipped = _time(case["call"])
@@ -184,7 +188,7 @@ def measure_case(case: dict[str, Any], calls: int) -> tuple[float, float]:
     return min(plain), min(shipped)
 
 
-def measure(sizes: list[tuple[int, int]], calls: int) -> dict[str, Any]:
+def measure(sizes: list[tuple[int, int]], calls: int, seconds: float) -> dict[str, Any]:
     """Every case at every size; returns the report (see the module doc)."""
     import torch
 
@@ -203,7 +207,7 @@ def measure(sizes: list[tuple[int, int]], calls: int) -> dict[str, Any]:
             moved = 2 * src.numel() * src.element_size()
             for case in _cases(rows, cols, dtype):
                 equal = _bitwise(case)
-                plain_s, shipped_s = measure_case(case, calls)
+                plain_s, shipped_s = measure_case(case, calls, seconds)
                 copy_s = min(_time(functools.partial(dst.copy_, src)) for _ in range(5))
                 row = {
                     "kernel": case["kernel"],
@@ -295,7 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=4096)
     parser.add_argument("--cols", type=int, default=8192)
-    parser.add_argument("--calls", type=int, default=21, help="timed calls per figure")
+    parser.add_argument("--calls", type=int, default=9, help="timed calls per figure, at least")
+    parser.add_argument(
+        "--seconds", type=float, default=0.5, help="and more calls until each setting ran this long"
+    )
     parser.add_argument(
         "--max-elements", type=int, default=None, help="leave out sizes above this (a quick run)"
     )
@@ -315,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [(n // 1024, 1024) for n in SMALL_ELEMENTS] + [(args.rows, args.cols)]
     if args.max_elements is not None:
         sizes = [(r, c) for r, c in sizes if r * c <= args.max_elements]
-    report = measure(sizes, args.calls)
+    report = measure(sizes, args.calls, args.seconds)
     v = report["verdict"]
     print(
         f"never slower than the plain formula (ratio <= {NOISE}): {v['never_slower']}; worst "

@@ -37,8 +37,8 @@ _EXPORTS: dict[str, str] = {
     "get_manager": "plugins",
     # variants
     "Variant": "variants",
-    "Decision": "variants",
-    "Resolution": "variants",
+    "Decision": "resolving",
+    "Resolution": "resolving",
     "parse_variant": "variants",
     "arch_variant_names": "variants",
     "noarch_variant_names": "variants",
@@ -90,9 +90,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .plugins import get_manager
     from .provenance import KernelLoad, Provenance
     from .registry import loaded_kernels
+    from .resolving import Decision, Resolution
     from .variants import (
-        Decision,
-        Resolution,
         Variant,
         arch_variant_names,
         noarch_variant_names,

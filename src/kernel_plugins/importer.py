@@ -290,6 +290,7 @@ def import_verified(
             ),
             sha=None if ref is None else ref.sha,
             notes=notes,
+            signer=verified.signer,
             metadata=metadata,
         ),
     )

@@ -27,6 +27,7 @@ from .fallback import ReferencePolicy, check_requirements, requirements_of
 from .fetching import fetch, offer
 from .importer import import_verified
 from .resolving import choose, resolve_variants
+from .signatures import requiring
 from .sources import KernelSource, find
 from .verification import VerifiedVariant, verify
 
@@ -48,6 +49,8 @@ def load(
     fallback: FallbackPolicy = "reference",
     trust_remote_code: bool = False,
     repo_type: str | None = None,
+    require_signature: bool = False,
+    trusted_root: str | os.PathLike[str] | None = None,
 ) -> ModuleType:
     """Load a kernel for a device and return its module.
 
@@ -69,6 +72,9 @@ def load(
         version N; ``"error"`` to raise instead. ``KERNEL_PLUGINS_STRICT=1`` means ``"error"``.
     :param trust_remote_code: allow Hub organisations outside the trusted list.
     :param repo_type: ``"kernel"`` or ``"model"`` (default: try both).
+    :param require_signature: refuse a build not signed by an allowed signer
+        (``KERNEL_PLUGINS_REQUIRE_SIGNATURE=1`` too); ``trusted_root``: a sigstore
+        ``trusted_root.json`` to check signatures against (see docs/signatures.md).
     :return: the kernel module, with ``__kernel_provenance__``.
     :raises KernelPluginsError: subclasses naming what went wrong and how to fix it.
 
@@ -87,7 +93,8 @@ def load(
         repo_type=repo_type,
     )
     policy = ReferencePolicy(fallback, requirements)
-    module = load_source(source, info, system, trust_remote_code=trust_remote_code, fallback=policy)
+    with requiring(require_signature, trusted_root=trusted_root):
+        module = load_source(source, info, system, trust_remote_code=trust_remote_code, fallback=policy)
     check_requirements(module, requirements)
     return module
 

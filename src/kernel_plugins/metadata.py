@@ -112,11 +112,11 @@ class _Nested(Exception):
         self.problems = problems
 
 
-Check = Callable[[Any], Any]
+_Check = Callable[[Any], Any]
 _REQUIRED = object()
 
 
-def _fields(data: object, spec: dict[str, tuple[Check, object]], what: str) -> dict[str, Any]:
+def _fields(data: object, spec: dict[str, tuple[_Check, object]], what: str) -> dict[str, Any]:
     """Check each key of ``spec`` (kebab-case, or its snake_case spelling) in a JSON object;
     returns the values by attribute name, or raises every problem at once."""
     if not isinstance(data, dict):
@@ -138,7 +138,7 @@ def _fields(data: object, spec: dict[str, tuple[Check, object]], what: str) -> d
     return out
 
 
-def _run(check: Check, value: object, key: str, problems: list[MetadataProblem]) -> Any:
+def _run(check: _Check, value: object, key: str, problems: list[MetadataProblem]) -> Any:
     """``check(value)``, its problems added to ``problems`` under ``key``."""
     try:
         return check(value)
@@ -149,11 +149,11 @@ def _run(check: Check, value: object, key: str, problems: list[MetadataProblem])
     return None
 
 
-def _record(cls: type, spec: dict[str, tuple[Check, object]]) -> Check:
+def _record(cls: type, spec: dict[str, tuple[_Check, object]]) -> _Check:
     return lambda value: cls(**_fields(value, spec, cls.__name__))
 
 
-def _optional(check: Check) -> Check:
+def _optional(check: _Check) -> _Check:
     return lambda value: None if value is None else check(value)
 
 
@@ -163,7 +163,7 @@ def _str(value: object) -> str:
     return value
 
 
-def _items(check: Check) -> Check:
+def _items(check: _Check) -> _Check:
     def items(value: object) -> tuple[Any, ...]:
         if not isinstance(value, (list, tuple)):
             raise _Bad("Input should be a valid tuple")

@@ -46,6 +46,8 @@ class Provenance:
         backend, device_type: who it was loaded for. emulated: the device is emulated.
         path: the variant folder. module_name: ``sys.modules`` key.
         notes: remarks such as "reference fallback: no variant for mlu".
+        signer: who signed its ``metadata.json`` (``identity (issuer)``), None when unsigned
+            or not checked (see docs/signatures.md).
         metadata: the ``metadata.json`` verified and imported (not in :meth:`to_dict`).
     """
 
@@ -60,6 +62,7 @@ class Provenance:
     revision: str | None = None
     sha: str | None = None
     notes: tuple[str, ...] = field(default=())
+    signer: str | None = None
     metadata: KernelMetadata | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, object]:

@@ -45,12 +45,15 @@ class VerifiedVariant:
         fetched: where it came from. metadata: its validated ``metadata.json``.
         snapshot: the bytes that were checked (the importer runs these).
         check: the Hub check (listing, lock, digest), None for local sources.
+        signer: who signed ``metadata.json`` (``identity (issuer)``), None when unsigned or
+            not checked (:mod:`kernel_plugins.signatures`).
     """
 
     fetched: Fetched
     metadata: KernelMetadata
     snapshot: VariantSnapshot
     check: VariantCheck | None = None
+    signer: str | None = None
 
 
 def read_verified_metadata(fetched: Fetched) -> tuple[KernelMetadata, bytes]:
@@ -59,17 +62,26 @@ def read_verified_metadata(fetched: Fetched) -> tuple[KernelMetadata, bytes]:
     :raises MetadataError: missing, too large, not UTF-8, malformed or invalid.
     :raises IntegrityError: a link leading out of the variant.
     """
+    raw = _read_metadata_bytes(fetched)
+    return _parse_metadata_bytes(fetched, raw), raw
+
+
+def _read_metadata_bytes(fetched: Fetched) -> bytes:
     path = fetched.path / "metadata.json"
     if not path.is_file():
         raise MetadataError(
             f"{path}: missing; every build variant needs a metadata.json (is this a variant folder?)"
         )
-    raw = read_small_file(path, max_bytes=MAX_METADATA_BYTES, roots=(fetched.path, *fetched.link_roots))
+    return read_small_file(path, max_bytes=MAX_METADATA_BYTES, roots=(fetched.path, *fetched.link_roots))
+
+
+def _parse_metadata_bytes(fetched: Fetched, raw: bytes) -> KernelMetadata:
+    path = fetched.path / "metadata.json"
     try:
         data = parse_json(raw, where=str(path), max_bytes=MAX_METADATA_BYTES)
     except JSONFileError as e:
         raise MetadataError(str(e)) from None
-    return parse_metadata(data, where=str(path)), raw
+    return parse_metadata(data, where=str(path))
 
 
 def verify(fetched: Fetched) -> VerifiedVariant:
@@ -77,9 +89,13 @@ def verify(fetched: Fetched) -> VerifiedVariant:
 
     :raises MetadataError: ``metadata.json`` is missing or invalid.
     :raises IntegrityError: a file does not match, or a link or entry is refused; nothing
-        from the variant may be imported.
+        from the variant may be imported (:class:`SignatureError`: its signature is refused).
     """
-    metadata, raw = read_verified_metadata(fetched)
+    from .signatures import on_load
+
+    raw = _read_metadata_bytes(fetched)
+    signer = on_load(fetched, raw)  # the signature is checked over these bytes before parsing
+    metadata = _parse_metadata_bytes(fetched, raw)
     ref = fetched.offer.ref
     algorithms = ["sha256"]
     if ref is not None:
@@ -94,11 +110,11 @@ def verify(fetched: Fetched) -> VerifiedVariant:
     if ref is None:
         if metadata.digest is not None:
             verify_digest(snapshot, metadata.digest, where=f"{fetched.offer.where} {fetched.variant}")
-        return VerifiedVariant(fetched, metadata, snapshot)
+        return VerifiedVariant(fetched, metadata, snapshot, signer=signer)
     check = check_hub_snapshot(fetched, snapshot, metadata)
     check.raise_for_problems()
     _remember(fetched, check)
-    return VerifiedVariant(fetched, metadata, snapshot, check)
+    return VerifiedVariant(fetched, metadata, snapshot, check, signer)
 
 
 def _remember(fetched: Fetched, check: VariantCheck) -> None:
@@ -181,6 +197,11 @@ def check_cached(
     check = check_hub_snapshot(fetched, snapshot, metadata, listing=listing)
     if problem is not None:
         check.notes.append(f"metadata.json could not be used, so its digest was not checked: {problem}")
+    pinned = fetched.offer.lock.variants.get(fetched.variant) if fetched.offer.lock is not None else None
+    if pinned is not None and pinned.signer is not None:  # signed at lock time: still, by the same
+        from .signatures import check_locked
+
+        check_locked(fetched, raw or b"", pinned.signer)
     return check
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -237,7 +238,8 @@ def _hostile_backend() -> types.ModuleType:
     def detect() -> DeviceInfo:
         return DeviceInfo(backend="evil", device_type="evil", count=1, name="\x1b[2JGPU",
                           runtime_version="1.0\x1b]0;pwned\x07",
-                          notes=("\x1b[31mred\x1b[0m " + "long note " * 30,))
+                          notes=("\x1b[31mred\x1b[0m " + "long note " * 30,
+                                 "safe \u202egnp.exe\u202c and \u2066isolated\u2069\u200b"))
 
     return fake_backend("evil", detect=detect)
 
@@ -249,6 +251,8 @@ def test_plugin_text_is_sanitised_and_fits_100_columns(
     code, out, _ = run(capsys, "list-backends")
     assert code == 0 and "\x1b" not in out and "\x07" not in out
     assert "evil: note: red long note" in out
+    assert not re.search("[\u202a-\u202e\u2066-\u2069\u200b]", out)  # no bidi reordering
+    assert "safe \\u202egnp.exe\\u202c and \\u2066isolated\\u2069\\u200b" in out
     assert max(len(line) for line in out.splitlines()) <= 100
     code, wide, _ = run(capsys, "list-backends", "--wide")
     assert code == 0 and "\x1b" not in wide
@@ -323,3 +327,48 @@ def exit_status_table() -> str:
     """The exit-status table docs/errors.md must hold (from ``EXIT_STATUS``)."""
     rows = "".join(f"| {code} | {meaning} |\n" for code, meaning in EXIT_STATUS.items())
     return "| status | meaning |\n|---|---|\n" + rows
+
+
+def test_list_backends_keeps_distribution_versions_whole_next_to_an_emulated_device(
+    manager: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def emulated() -> DeviceInfo:
+        return DeviceInfo(backend="neuron", device_type="neuron", count=2, emulated=True,
+                          runtime_version="2.26.0")
+
+    long_variants = lambda device, system: [f"torch-stable-abi213-neuron{i}-x86_64-linux" for i in range(3)]  # noqa: E731
+    manager.register(fake_backend("neuron", detect=emulated, variants=long_variants),
+                     name="neuron", distribution="kernel-plugins-neuron", version="0.1.0")
+    code, out, _ = run(capsys, "list-backends")
+    row = next(line for line in out.splitlines() if line.startswith("neuron "))
+    assert code == 0 and "kernel-plugins-neuron 0.1.0" in row and "(EMULATED)" in row
+    assert max(len(line) for line in out.splitlines()) <= 100  # the variants column gave way
+
+
+def test_benchmark_shows_progress_on_stderr_when_piped(
+    manager: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import functools
+
+    from kernel_plugins.benchmark import runner
+
+    # a line every 0 s: every case of this short run counts as a long wait
+    monkeypatch.setattr(runner, "_Lines", functools.partial(runner._Lines, every_s=0.0))
+    code, out, err = run(capsys, "benchmark", str(EXAMPLE), "--iterations", "1", "--warmup", "0",
+                         "--shapes", "4x4", "8x8", "16x16")
+    assert code == 0, err
+    assert "benchmark: 1/3 cases done (last: relu (4, 4) float32)" in err  # stderr is no tty
+    assert "benchmark:" not in out
+    code, _, err = run(capsys, "benchmark", str(EXAMPLE), "--iterations", "1", "--shapes", "4x4",
+                       "8x8", "--no-progress")
+    assert code == 0 and "benchmark:" not in err
+
+
+def test_the_default_benchmark_run_stays_short() -> None:
+    from kernel_plugins.benchmark.inputs import DEFAULT_SHAPES
+    from kernel_plugins.cli.main import build_parser
+
+    args = build_parser().parse_args(["benchmark", "x"])
+    assert args.iterations * (args.warmup + 1) <= 100  # samples x calls per case
+    # a small and a medium input per function (larger ones: --shapes)
+    assert max(math.prod(s) for shapes in DEFAULT_SHAPES.values() for s in shapes) <= 2**19

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import shutil
@@ -57,3 +58,46 @@ def test_the_demo_runs_as_a_tour() -> None:
     assert "Traceback" not in proc.stdout + proc.stderr
     tour = proc.stdout.split("\n== ")
     assert "available (EMULATED)" in tour[-1] and "chosen: torch-cpu" in tour[2]
+
+
+def _fake_checkout(tmp_path: Path) -> Path:
+    """scripts/test.sh in a folder whose setup.sh, ruff, mypy and python only log calls."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(SCRIPTS / "test.sh", root / "scripts" / "test.sh")
+    log = root / "calls.log"
+    (root / "scripts" / "setup.sh").write_text(f'echo setup >> "{log}"\n', encoding="utf-8")
+    bindir = root / ".venv" / "bin"
+    bindir.mkdir(parents=True)
+    for tool in ("ruff", "mypy", "python"):
+        (bindir / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> "{log}"\n', encoding="utf-8")
+        (bindir / tool).chmod(0o755)
+    (bindir / "activate").write_text(f'PATH="{bindir}:$PATH"\n', encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(("env", "installs"), [({}, True), ({"KP_SKIP_SETUP": "1"}, False),
+                                                ({"KP_SKIP_SETUP": "1", "CI": "true"}, True)])
+def test_test_sh_reruns_without_installing_only_when_asked_and_never_in_ci(
+    tmp_path: Path, env: dict[str, str], installs: bool
+) -> None:
+    root = _fake_checkout(tmp_path)
+    base = {k: v for k, v in os.environ.items() if k not in ("CI", "KP_SKIP_SETUP")}
+    proc = subprocess.run(["bash", str(root / "scripts" / "test.sh"), "-x", "-k", "cli"],
+                          env={**base, **env}, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    calls = (root / "calls.log").read_text(encoding="utf-8").splitlines()
+    assert ("setup" in calls) is installs
+    assert calls[-1] == "python -m pytest tests plugins/*/tests -x -k cli"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "KP_SKIP_SETUP=1 bash scripts/test.sh" in readme
+
+
+def test_demo_step_5_names_what_its_reference_column_measures() -> None:
+    from kernel_plugins.benchmark.report import BenchmarkReport
+
+    heading = next(line for line in _code_lines(SCRIPTS / "demo.sh") if line.startswith('step "5.'))
+    assert "torch.relu" in heading and "ref median" in heading
+    assert "torch.relu(x)" in (ROOT / "examples" / "relu" / "build" / "torch-cpu" / "__init__.py").read_text()
+    assert "ref median" in inspect.getsource(BenchmarkReport.format_table)

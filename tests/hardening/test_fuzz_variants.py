@@ -7,13 +7,13 @@ from hypothesis import strategies as st
 
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.errors import VariantNameError
+from kernel_plugins.resolving import resolve
 from kernel_plugins.variants import (
     UNIVERSAL,
     Variant,
     arch_variant_names,
     noarch_variant_names,
     parse_variant,
-    resolve,
 )
 
 versions = st.tuples(st.integers(1, 9), st.integers(0, 30))

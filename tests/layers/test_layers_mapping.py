@@ -62,7 +62,7 @@ def test_repositories_are_hashable_values():
     assert a == LayerRepository("o/r", layer_name="L", version=2)
     assert a != LayerRepository("o/r", layer_name="L", version=3)
     assert len({a, LayerRepository("o/r", layer_name="L", version=2)}) == 1
-    assert a.load_options() == {"revision": None, "version": 2}
+    assert a.load_options() == {"revision": None, "version": 2, "trust_remote_code": False}
     assert a.describe() == "layer `L` of `o/r` (version 2)"
 
 
@@ -75,9 +75,10 @@ def test_locked_repository_finds_the_nearest_lockfile(tmp_path, monkeypatch):
     sub.mkdir(parents=True)
     monkeypatch.chdir(sub)
     locked = LockedLayerRepository("o/r", layer_name="L")
-    assert locked.load_options() == {"lockfile": tmp_path / "kernels.lock"}
+    assert locked.load_options() == {
+        "lockfile": tmp_path / "kernels.lock", "trust_remote_code": False}
     explicit = LockedLayerRepository("o/r", layer_name="L", lockfile=str(sub / "x.lock"))
-    assert explicit.load_options() == {"lockfile": sub / "x.lock"}
+    assert explicit.load_options() == {"lockfile": sub / "x.lock", "trust_remote_code": False}
 
 
 def test_locked_repository_without_lockfile_says_how_to_fix(tmp_path, monkeypatch):

@@ -152,7 +152,7 @@ def test_unknown_device_lists_the_installed_backends(
     environments: dict[str, dict[str, Any]],
 ) -> None:
     foo = environments["all"]["foo"]
-    assert foo["code"] == 1
+    assert foo["code"] == 2  # a --device no backend provides is a usage error
     assert "unknown device type 'foo'" in foo["err"]
     listed = foo["err"].split("Installed backends:", 1)[1]
     for name in ("cpu", "cuda", *PLUGINS):
@@ -173,6 +173,6 @@ def test_uninstalled_plugin_device_suggests_the_distribution(
     environments: dict[str, dict[str, Any]],
 ) -> None:
     mlu = environments["none"]["mlu"]
-    assert mlu["code"] == 1
+    assert mlu["code"] == 2  # usage error: no installed backend provides it
     assert "unknown device type 'mlu'" in mlu["err"]
     assert "pip install kernel-plugins-mlu" in mlu["err"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.errors import PluginError
-from kernel_plugins.variants import resolve
+from kernel_plugins.resolving import resolve
 from kernel_plugins_testing.conformance import declared_suites
 
 from kernel_plugins_mlu.hooks import MLU

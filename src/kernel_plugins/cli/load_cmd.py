@@ -31,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-fallback", action="store_true",
         help="fail instead of using a portable reference kernel when no variant fits",
     )
+    from .verify_signature_cmd import add_trusted_root_option
+
+    parser.add_argument("--require-signature", action="store_true",
+                        help="refuse a build not signed by an allowed signer (docs/signatures.md)")
+    add_trusted_root_option(parser)
 
 
 class _Annotation:
@@ -90,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         version=args.version,
         trust_remote_code=args.trust_remote_code,
         fallback="error" if args.no_fallback else "reference",
+        require_signature=args.require_signature,
+        trusted_root=args.trusted_root,
     )
     prov = module.__kernel_provenance__
     funcs = public_functions(module)

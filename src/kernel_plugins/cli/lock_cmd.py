@@ -24,8 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Resolve every dependency, hash its variants, write the lock file atomically."""
     from ..lock import lock_project
+    from ..signatures import lock_signers
 
-    path, locks = lock_project(args.project_dir)
+    path, locks = lock_project(args.project_dir, signers=lock_signers)  # records the signers
     for lock in locks:
         print(f"{lock.repo_id} {lock.sha} ({len(lock.variants)} variants)")
     print(f"wrote {path}")

@@ -39,7 +39,7 @@ EXIT_STATUS: dict[int, str] = {
     1: "the command ran and failed: an error of kernel-plugins (bad repository, no device, "
     "integrity failure, a failed check), an operating-system error, or a failed benchmark check",
     2: "the command line is wrong: unknown command or option, a missing argument, a value out "
-    "of range or misspelt (`--emulate mlux`), a path that cannot be used",
+    "of range or misspelt (`--emulate mlux`, `--device mlux`), a path that cannot be used",
     130: "interrupted (Ctrl-C)",
 }
 

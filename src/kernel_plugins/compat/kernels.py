@@ -26,12 +26,13 @@ import contextvars
 import inspect
 import logging
 import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import layers as _layers
 from ..layers import (
@@ -61,9 +62,6 @@ from ._kernels_types import (
     VariantName,
     VariantRejected,
 )
-
-if TYPE_CHECKING:
-    from ..loader import FallbackPolicy
 
 __version__ = "0.17.2"
 
@@ -116,7 +114,25 @@ def _check_user_agent(user_agent: object) -> None:
 def _load(target: str | Path, *, backend: str | None, trust: bool = False, **options: Any) -> ModuleType:
     import kernel_plugins
 
-    return kernel_plugins.load(target, device=backend, trust_remote_code=trust, **options)
+    with kernels_advice():
+        return kernel_plugins.load(target, device=backend, trust_remote_code=trust, **options)
+
+
+@contextmanager
+def kernels_advice() -> Iterator[None]:
+    """Warnings in the spelling of this API: ``kernels`` has no ``fallback=`` argument, so
+    the reference-fallback warning names ``KERNEL_PLUGINS_STRICT=1`` to refuse it."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:  # type: ignore[assignment]
+            warnings.simplefilter("always")
+            yield
+    finally:
+        for w in caught:
+            text = str(w.message).replace(
+                "Pass fallback='error' to refuse.", "Set KERNEL_PLUGINS_STRICT=1 to refuse."
+            )
+            warnings.warn_explicit(text, w.category, w.filename, w.lineno)
 
 
 @translated
@@ -129,22 +145,16 @@ def get_kernel(
     user_agent: str | dict[str, Any] | None = None,
     trust_remote_code: bool | list[str] = False,
     check_arch: bool = True,
-    fallback: FallbackPolicy = "reference",
 ) -> ModuleType:
     """Load a Hub kernel for ``backend`` (default: this machine's device) and return it.
 
     ``user_agent`` is accepted and not sent; ``check_arch`` is accepted (the backend
-    plugins always check the variant against the device). ``fallback`` (not in
-    ``kernels``) is :func:`kernel_plugins.load`'s: ``"error"`` refuses a bundled
-    reference kernel standing in.
+    plugins always check the variant against the device).
     """
     _check_user_agent(user_agent)
     need_version_or_revision(revision, version)
     trust = resolve_trust(repo_id, trust_remote_code)
-    return _load(
-        repo_id, backend=backend, trust=trust, revision=revision, version=version,
-        fallback=fallback,
-    )
+    return _load(repo_id, backend=backend, trust=trust, revision=revision, version=version)
 
 
 @translated
@@ -434,15 +444,13 @@ def kernelize(
     mode: Mode,
     device: str | Any | None = None,
     use_fallback: bool | KernelizeFallback = True,
-    fallback: FallbackPolicy = "reference",
 ) -> Any:
     """Replace the forward of marked layers by mapped kernels (see ``kernels.kernelize``).
 
     ``device`` defaults to the device of the model's parameters. ``use_fallback``:
     ``False`` or ``KernelizeFallback.NONE`` raises when no kernel fits a layer; anything
     else keeps the original forward then. A kernel that cannot be loaded on the device is
-    skipped with a warning. ``fallback`` (not in ``kernels``) is
-    :func:`kernel_plugins.kernelize`'s: ``"error"`` refuses bundled reference kernels.
+    skipped with a warning.
     """
     if mode == Mode.FALLBACK:
         raise ValueError("Mode.FALLBACK can only be used to register kernel mappings.")
@@ -452,10 +460,8 @@ def kernelize(
         keep = use_fallback
     else:
         raise TypeError(f"use_fallback must be a bool or KernelizeFallback, got {use_fallback!r}")
-    with as_kernels_errors("a mapped kernel repository"):
-        return _layers.kernelize(
-            model, mode=mode, device=device, use_fallback=keep, fallback=fallback
-        )
+    with as_kernels_errors("a mapped kernel repository"), kernels_advice():
+        return _layers.kernelize(model, mode=mode, device=device, use_fallback=keep)
 
 
 # ------------------------------------------------------------------------ benchmark

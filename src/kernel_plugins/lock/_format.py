@@ -58,14 +58,17 @@ _VARIANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 @dataclass(frozen=True)
 class VariantLock:
-    """The pinned hash of one build variant (``hash`` is ``sha256-<hex>``)."""
+    """The pinned hash of one build variant (``hash`` is ``sha256-<hex>``); ``signer``: who
+    signed it at lock time (``identity (issuer)``, see docs/signatures.md), None: unsigned."""
 
     hash: str
     hash_type: str = HASH_TYPE
+    signer: str | None = None
 
     def to_json(self) -> dict[str, str]:
         """The JSON object written to ``kernels.lock``."""
-        return {"hash": self.hash, "hash_type": self.hash_type}
+        signer = {"signer": self.signer} if self.signer is not None else {}
+        return {"hash": self.hash, "hash_type": self.hash_type, **signer}
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,10 @@ def _parse_variants(label: str, variants: object) -> dict[str, VariantLock]:
             raise LockfileError(
                 f"{at}: key 'hash' must be 'sha256-' + 64 hex digits, got {value!r}"
             )
-        out[name] = VariantLock(value, hash_type)
+        signer = item.get("signer")
+        if signer is not None and (not isinstance(signer, str) or not signer.strip()):
+            raise LockfileError(f"{at}: key 'signer' must be a non-empty string, got {signer!r}")
+        out[name] = VariantLock(value, hash_type, signer)
     return out
 
 

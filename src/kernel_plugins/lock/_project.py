@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ from ..errors import KernelPluginsError, LockfileError
 from ._format import LOCKFILE_NAME, MAX_LOCKFILE_BYTES, KernelLock, VariantLock, write_lockfile
 
 __all__ = ["PYPROJECT_NAME", "Dependency", "read_dependencies", "lock_dependency", "lock_project"]
+
+#: Who signed each variant of a commit: (ref, listing) -> {variant: signer}.
+SignerLookup = Callable[[Any, Mapping[str, Any]], Mapping[str, str]]
 
 #: Name of the project file holding ``[tool.kernels.dependencies]``.
 PYPROJECT_NAME = "pyproject.toml"
@@ -141,10 +145,12 @@ def _check_dep_version(where: str, key: str, value: object) -> int:
     return value
 
 
-def lock_dependency(dep: Dependency) -> KernelLock:
+def lock_dependency(dep: Dependency, *, signers: SignerLookup | None = None) -> KernelLock:
     """Pin one dependency: resolve branch ``v<version>`` and hash every variant at that commit.
 
-    Two requests: the repository's refs and one recursive listing of ``build/``.
+    Two requests: the repository's refs and one recursive listing of ``build/``. ``signers``
+    (``kernel_plugins.signatures.lock_signers``) names who signed each signed variant, for
+    the lock to record (it downloads their ``metadata.json`` and bundle).
 
     :raises VersionNotFoundError: no such version (lists those that exist).
     :raises SourceError: the commit has no build variants.
@@ -158,11 +164,15 @@ def lock_dependency(dep: Dependency) -> KernelLock:
     listing = hub_listing(ref)
     if not listing:
         raise SourceError(f"{ref}: no build variants under build/, nothing to lock")
-    variants = {name: VariantLock(variant_hash(files)) for name, files in sorted(listing.items())}
+    signed = signers(ref, listing) if signers is not None else {}
+    variants = {name: VariantLock(variant_hash(files), signer=signed.get(name))
+                for name, files in sorted(listing.items())}
     return KernelLock(dep.repo_id, ref.sha, variants)
 
 
-def lock_project(project: str | os.PathLike[str]) -> tuple[Path, list[KernelLock]]:
+def lock_project(
+    project: str | os.PathLike[str], *, signers: SignerLookup | None = None
+) -> tuple[Path, list[KernelLock]]:
     """Lock every ``[tool.kernels.dependencies]`` entry of a project into its ``kernels.lock``.
 
     The lock file is written only after every dependency was resolved, atomically.
@@ -170,6 +180,6 @@ def lock_project(project: str | os.PathLike[str]) -> tuple[Path, list[KernelLock
     :return: the lock file written and its entries.
     """
     deps = read_dependencies(project)
-    locks = [lock_dependency(dep) for dep in deps]
+    locks = [lock_dependency(dep, signers=signers) for dep in deps]
     folder = _pyproject_path(project).parent
     return write_lockfile(folder / LOCKFILE_NAME, locks), locks

@@ -1,6 +1,6 @@
 """The ``torch.ops`` namespace of one reference kernel build: its metadata ``id``.
 
-Shared by every reference kernel (each variant folder holds a link to this file), so the
+Shared by every reference kernel (each variant folder holds a copy of this file), so the
 ``metadata.json`` beside it names the build whose operators are registered.
 """
 
