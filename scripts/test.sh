@@ -21,3 +21,4 @@ from harness.envs import ensure_kernels_env
 print(ensure_kernels_env(say=lambda m: print(m, file=sys.stderr)).python)')"
 export KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON
 python -m pytest tests plugins/*/tests "$@"
+echo "scripts/test.sh: passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"

@@ -8,13 +8,13 @@ from collections.abc import Iterable
 __all__ = ["closest", "did_you_mean"]
 
 
-def closest(word: str, candidates: Iterable[str]) -> str | None:
-    """The candidate closest to ``word`` (difflib ratio >= 0.6), or None.
+def closest(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The candidate closest to ``word`` (difflib ratio >= ``cutoff``), or None.
 
     >>> closest("mlux", ["cpu", "cuda", "mlu"])
     'mlu'
     """
-    matches = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
+    matches = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=cutoff)
     return matches[0] if matches else None
 
 

@@ -90,7 +90,10 @@ def signers(extra: Sequence[Signer] = ()) -> tuple[Signer, ...]:
 
 def signature_required() -> bool:
     """Whether loads must be signed now (:func:`requiring`, ``KERNEL_PLUGINS_REQUIRE_SIGNATURE``)."""
-    return _required.get() or os.environ.get("KERNEL_PLUGINS_REQUIRE_SIGNATURE", "") in ("1", "true")
+    value = os.environ.get("KERNEL_PLUGINS_REQUIRE_SIGNATURE", "")
+    if value not in ("", "0", "1"):
+        raise SignatureError(f"KERNEL_PLUGINS_REQUIRE_SIGNATURE={value!r}: set it to 1 (require) or 0")
+    return _required.get() or value == "1"
 
 
 @contextlib.contextmanager

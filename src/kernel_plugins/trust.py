@@ -62,7 +62,9 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
     :param repo_id: the Hub repository, ``org/name``.
     :param trust_remote_code: the caller's explicit opt-in; when True nothing is checked.
     :raises TrustError: the organisation is not on the allowlist and no opt-in was given;
-        the message names both ways to allow it.
+        the message names both ways to allow it, or, for a name a small edit away from a
+        trusted organisation (a typo, or typosquatting), asks whether that one was meant
+        and advises nothing else.
     """
     if trust_remote_code or is_trusted(repo_id):
         return
@@ -89,11 +91,7 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
 
 def _look_alike(org: str) -> str | None:
     """The trusted organisation that ``org`` differs from by a small edit, or None."""
-    import difflib
+    from ._suggest import closest
 
-    orgs = {e.split("/", 1)[0] for e in trusted_entries()}
-    low = {o.lower(): o for o in orgs}
-    if org.lower() in low:
-        return None
-    match = difflib.get_close_matches(org.lower(), list(low), n=1, cutoff=0.85)
-    return low[match[0]] if match else None
+    orgs = {e.split("/", 1)[0].lower() for e in trusted_entries()}
+    return None if org.lower() in orgs else closest(org.lower(), orgs, cutoff=0.85)

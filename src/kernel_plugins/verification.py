@@ -197,11 +197,13 @@ def check_cached(
     check = check_hub_snapshot(fetched, snapshot, metadata, listing=listing)
     if problem is not None:
         check.notes.append(f"metadata.json could not be used, so its digest was not checked: {problem}")
+    from .signatures import check_locked, on_load, signature_required
+
     pinned = fetched.offer.lock.variants.get(fetched.variant) if fetched.offer.lock is not None else None
     if pinned is not None and pinned.signer is not None:  # signed at lock time: still, by the same
-        from .signatures import check_locked
-
         check_locked(fetched, raw or b"", pinned.signer)
+    if signature_required():  # download and verify under KERNEL_PLUGINS_REQUIRE_SIGNATURE=1
+        on_load(fetched, raw or b"")
     return check
 
 

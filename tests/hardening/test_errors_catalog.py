@@ -35,6 +35,7 @@ from kernel_plugins.metadata import parse_metadata, read_metadata
 from kernel_plugins.provenance import KernelLoad
 from kernel_plugins.registry import module_name
 from kernel_plugins.sources import local_variants, parse_local_kernels, parse_name
+from kernel_plugins.trust import check_trusted
 from kernel_plugins.variants import parse_variant, validate_variant_name
 
 from ._support import BUILD_TOML, make_variant, metadata, unvalidated_device
@@ -316,6 +317,18 @@ CASES: list[Case] = [
     Case("repo-id-git-suffix", R, '`"org/name.git"`',
          lambda e: hub.validate_repo_id("org/name.git"), E.RepoIdError,
          "drop the '.git' suffix", "Drop `.git`."),
+    Case("repo-id-hub-page-address", R, '`"https://huggingface.co/org/name/tree/main"`',
+         lambda e: parse_name("https://huggingface.co/org/name/tree/main"), E.RepoIdError,
+         "pass 'org/name' with revision='main' instead",
+         "Pass the repository id and the revision (`https://huggingface.co/org/name` alone is "
+         "read as `org/name`)."),
+    Case("repo-id-other-site-address", R, '`"https://github.com/org/name"`',
+         lambda e: parse_name("https://github.com/org/name"), E.RepoIdError,
+         "is not the address of a Hub repository", "Pass `org/name`, a short name or a folder."),
+    Case("trust-look-alike", R, '`"kernels-comunity/activation"`',
+         lambda e: check_trusted("kernels-comunity/activation"), E.TrustError,
+         "did you mean 'kernels-community'",
+         "Fix the spelling; a look-alike of a trusted name is never advised to be trusted."),
     Case("repo-id-not-string", R, "`42`", lambda e: hub.validate_repo_id(42), E.RepoIdError,
          "must be a string, got int", "Pass `org/name` as a string."),
     Case("kernel-name-empty", R, '`load("  ")`', lambda e: parse_name("  "), E.SourceError,

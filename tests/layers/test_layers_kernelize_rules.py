@@ -458,3 +458,19 @@ def test_kernelize_that_replaces_no_forward_says_so_and_why(fake_loader, monkeyp
     kernelize(model, mode=INF)  # the original forwards were asked for: nothing to say
     assert [str(w.message) for w in recwarn] == []
     assert "forward" not in model.a.__dict__
+
+
+def test_kernelize_visits_the_modules_of_model_modules_in_its_order():
+    from kernel_plugins.layers.kernelizing import _modules
+
+    class Custom(nn.Module):  # overrides named_modules: its own traversal must be used
+        def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+            yield from super().named_modules(memo, prefix, remove_duplicate)
+
+    shared = Scale()
+    tree = nn.Sequential(nn.Sequential(shared, nn.ReLU()), shared, nn.ModuleList([Scale(), shared]))
+    tree.add_module("empty", None)
+    assert _modules(tree) == list(tree.modules())
+    assert [id(m) for m in _modules(tree)].count(id(shared)) == 1
+    wrapped = nn.Sequential(tree, Custom())
+    assert _modules(wrapped) == list(wrapped.modules())

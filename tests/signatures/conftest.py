@@ -62,4 +62,4 @@ def sign_variant(vdir: Path, instance: Instance | None, identity: str = KC, **si
 
 def kernel(root: Path, variant: str = "torch-cpu", *, name: str = "sigk", **kw: object) -> Path:
     """A one-variant kernel folder ``root/build/<variant>`` with plain code; returns the variant."""
-    return make_variant(root, variant, name=name, code=CODE, **kw)  # type: ignore[arg-type]
+    return make_variant(root, variant, name=name, **{"code": CODE, **kw})  # type: ignore[arg-type]

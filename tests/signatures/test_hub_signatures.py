@@ -115,6 +115,11 @@ def test_lock_records_signers_and_refuses_a_change(served: dict[str, str], root:
     assert main(["download", str(project), "--trust-remote-code"]) == 0, capsys.readouterr().out
     assert main(["verify", str(project)]) == 0, capsys.readouterr().out
     capsys.readouterr()
+    monkeypatch.setenv("KERNEL_PLUGINS_REQUIRE_SIGNATURE", "1")  # download refuses the unsigned one
+    assert main(["download", str(project), "--trust-remote-code", "--json"]) == 1
+    rows = {r["repo_id"]: r for r in json.loads(capsys.readouterr().out)["variants"]}
+    assert rows[served["good"]]["status"] == "ok" and "a signature is required: unsigned" in rows[served["unsigned"]]["detail"]
+    monkeypatch.delenv("KERNEL_PLUGINS_REQUIRE_SIGNATURE")
     # the unsigned build pinned as if it had been signed: download and verify refuse it
     entries[served["unsigned"]]["variants"]["torch-cpu"]["signer"] = f"{KC} (x)"
     # and the signed one recorded under someone else's name

@@ -131,3 +131,44 @@ def test_a_plain_load_does_not_import_sigstore(tmp_path: Path, instance: Instanc
             f"m = kernel_plugins.load({str(tmp_path / 's')!r}, device='cpu'); "
             "assert m.__kernel_provenance__.signer is None; assert 'sigstore' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_kernelize_requires_the_signature_too(tmp_path: Path, instance: Instance, root: Path,
+                                              manager: object) -> None:
+    import torch
+    from torch import nn
+
+    from kernel_plugins.layers import (
+        LocalLayerRepository,
+        Mode,
+        kernelize,
+        use_kernel_forward_from_hub,
+        use_kernel_mapping,
+    )
+
+    layers = "import torch\n\nclass Twice(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+    for name, inst in (("signed", instance), ("unsigned", None)):
+        sign_variant(kernel(tmp_path / name, name=f"tw{name}", code="from . import layers\n",
+                            extra_files={"layers.py": layers}), inst)
+
+    @use_kernel_forward_from_hub("Twice")
+    class Doubler(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + x
+
+    def run(name: str) -> nn.Module:
+        model = nn.Sequential(Doubler())
+        repo = LocalLayerRepository(tmp_path / name, layer_name="Twice")
+        with use_kernel_mapping({"Twice": {"cpu": repo}}), signatures.requiring(trusted_root=root):
+            return kernelize(model, mode=Mode.INFERENCE, device="cpu")
+
+    assert torch.equal(run("signed")(torch.ones(2)), torch.full((2,), 2.0))
+    with pytest.raises(SignatureError, match="unsigned"):
+        run("unsigned")
+
+
+def test_a_misspelt_requirement_is_an_error(tmp_path: Path, manager: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    sign_variant(kernel(tmp_path / "k"), None)
+    monkeypatch.setenv("KERNEL_PLUGINS_REQUIRE_SIGNATURE", "yes")
+    with pytest.raises(SignatureError, match="KERNEL_PLUGINS_REQUIRE_SIGNATURE='yes': set it to 1"):
+        kernel_plugins.load(tmp_path / "k", device="cpu")

@@ -230,3 +230,23 @@ def test_sigstore_missing_names_the_install(signed: Path, root: Path, monkeypatc
 def test_importing_kernel_plugins_does_not_import_sigstore() -> None:
     code = "import sys, kernel_plugins, kernel_plugins.signatures; assert 'sigstore' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_help_lists_the_new_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for command in ("verify-signature", "info", "versions"):
+        assert f"\n    {command}" in out
+
+
+def test_versions_needs_a_hub_repository(signed: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    code, out, err = _run(capsys, "versions", str(signed))
+    assert code == 1 and "is a local folder; versions are branches of a Hub repository" in err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    code, out, err = _run(capsys, "versions", "kernels-community/activation")
+    assert code == 1 and "HF_HUB_OFFLINE=1 is set" in err and "Traceback" not in err

@@ -58,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
     best = resolve_variants(list(off.variants), info, system_info()).best
     fetched = fetch(off, best or sorted(off.variants)[0], progress=False)  # read, never imported
     raw, roots = read_metadata(fetched), (fetched.path, *fetched.link_roots)
-    meta = parse_metadata(parse_json(raw, where="metadata.json", max_bytes=MAX_METADATA_BYTES),
-                          where=f"{fetched.path}/metadata.json")
     sig = check_bundle(raw, read_bundle(fetched), variant=fetched.variant, org=org_of(fetched))
+    meta = parse_metadata(parse_json(raw, where="metadata.json", max_bytes=MAX_METADATA_BYTES),
+                          where=f"{fetched.path}/metadata.json")  # parsed after the signature check
     pkg = fetched.path / meta.python_name
     pkg = pkg if (pkg / "__init__.py").is_file() else fetched.path
     doc: dict[str, Any] = {

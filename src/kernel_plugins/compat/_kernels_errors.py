@@ -16,6 +16,7 @@ NoCompatibleVariantError           FileNotFoundError    ``Cannot find a build va
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -61,6 +62,23 @@ def as_kernels_errors(repo_id: str, version: object = None) -> Iterator[None]:
         if new is None:
             raise
         raise new from e
+
+
+@contextmanager
+def kernels_advice() -> Iterator[None]:
+    """Warnings in the spelling of this API: ``kernels`` has no ``fallback=`` argument, so
+    the reference-fallback warning names ``KERNEL_PLUGINS_STRICT=1`` to refuse it."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:  # type: ignore[assignment]
+            warnings.simplefilter("always")
+            yield
+    finally:
+        for w in caught:
+            text = str(w.message).replace(
+                "Pass fallback='error' to refuse.", "Set KERNEL_PLUGINS_STRICT=1 to refuse."
+            )
+            warnings.warn_explicit(text, w.category, w.filename, w.lineno)
 
 
 def translated(func: F) -> F:

@@ -53,8 +53,7 @@ def func_layer(func: Any) -> type:
 
 def _load_member(repo: Any) -> Any:
     from ..layers.kernelizing import load_member
-    from ._kernels_errors import as_kernels_errors
-    from .kernels import kernels_advice
+    from ._kernels_errors import as_kernels_errors, kernels_advice
 
     with as_kernels_errors(repo.target(), getattr(repo, "version", None)), kernels_advice():
         return load_member(repo)

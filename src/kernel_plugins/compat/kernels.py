@@ -26,7 +26,6 @@ import contextvars
 import inspect
 import logging
 import sys
-import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -41,7 +40,12 @@ from ..layers import (
     use_kernel_forward_from_hub,
 )
 from ..layers.repositories import KernelRepository
-from ._kernels_errors import as_kernels_errors, need_version_or_revision, translated
+from ._kernels_errors import (
+    as_kernels_errors,
+    kernels_advice,
+    need_version_or_revision,
+    translated,
+)
 from ._kernels_repos import (
     FuncRepository,
     LayerRepository,
@@ -116,23 +120,6 @@ def _load(target: str | Path, *, backend: str | None, trust: bool = False, **opt
 
     with kernels_advice():
         return kernel_plugins.load(target, device=backend, trust_remote_code=trust, **options)
-
-
-@contextmanager
-def kernels_advice() -> Iterator[None]:
-    """Warnings in the spelling of this API: ``kernels`` has no ``fallback=`` argument, so
-    the reference-fallback warning names ``KERNEL_PLUGINS_STRICT=1`` to refuse it."""
-    caught: list[warnings.WarningMessage] = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:  # type: ignore[assignment]
-            warnings.simplefilter("always")
-            yield
-    finally:
-        for w in caught:
-            text = str(w.message).replace(
-                "Pass fallback='error' to refuse.", "Set KERNEL_PLUGINS_STRICT=1 to refuse."
-            )
-            warnings.warn_explicit(text, w.category, w.filename, w.lineno)
 
 
 @translated

@@ -480,27 +480,61 @@ def _marked_modules(model: nn.Module) -> tuple[list[tuple[Any, str]], int]:
     ``kernel_condition`` refuses. Marks and conditions are read once per class."""
     marks: dict[type, tuple[str | None, Any]] = {}
     seen: set[int] = set()
-    out = []
+    out: list[tuple[Any, str]] = []
     excluded = 0
-    for module in model.modules():
-        funcs = module.__dict__.get("_kernel_funcs")
-        group = (*funcs.values(), module) if isinstance(funcs, dict) and funcs else (module,)
-        for candidate in group:
-            cls = type(candidate)
-            mark = marks.get(cls)
-            if mark is None:
-                mark = marks[cls] = (marked_name(cls), getattr(cls, "kernel_condition", None))
-            name, condition = mark
-            if name is None or id(candidate) in seen:
-                continue
-            seen.add(id(candidate))
-            if condition is not None and not condition(candidate):
-                log.info("kernelize: `%s` keeps its forward: its kernel_condition refused it",
-                         cls.__name__)
-                excluded += 1
-                continue
+
+    def mark_of(cls: type) -> tuple[str | None, Any]:
+        mark = marks.get(cls)
+        if mark is None:
+            mark = marks[cls] = (marked_name(cls), getattr(cls, "kernel_condition", None))
+        return mark
+
+    def visit(candidate: Any, name: str, condition: Any) -> None:
+        nonlocal excluded
+        if id(candidate) in seen:
+            return
+        seen.add(id(candidate))
+        if condition is not None and not condition(candidate):
+            log.info("kernelize: `%s` keeps its forward: its kernel_condition refused it",
+                     type(candidate).__name__)
+            excluded += 1
+        else:
             out.append((candidate, name))
+
+    for module in _modules(model):
+        funcs = module.__dict__.get("_kernel_funcs")
+        if funcs and isinstance(funcs, dict):
+            for func in funcs.values():
+                name, condition = mark_of(type(func))
+                if name is not None:
+                    visit(func, name, condition)
+        name, condition = mark_of(type(module))
+        if name is not None:
+            visit(module, name, condition)
     return out, excluded
+
+
+def _modules(model: nn.Module) -> list[Any]:
+    """``list(model.modules())``: the same modules in the same order (each once), without a
+    generator per module when no class in the tree overrides ``named_modules``."""
+    import torch.nn as nn
+
+    base = nn.Module.named_modules
+    out = []
+    seen: set[int] = set()
+    stack = [model]
+    while stack:
+        module = stack.pop()
+        if id(module) in seen:
+            continue
+        if type(module).named_modules is not base:
+            return list(model.modules())
+        seen.add(id(module))
+        out.append(module)
+        children = module._modules
+        if children:
+            stack.extend([c for c in reversed(children.values()) if c is not None])
+    return out
 
 
 def _model_device(model: nn.Module) -> Any:
