@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from kernel_plugins.benchmark import SCHEMA
+from kernel_plugins_benchmark import SCHEMA
 from kernel_plugins.cli import main
 
 from .conftest import ACTIVATION_REFERENCE, make_kernel
@@ -166,7 +166,7 @@ def test_kernel_that_raises_is_an_error_naming_it(manager, capsys, tmp_path):
 def test_benchmark_convention_builder_reference_and_skipped_functions(manager, capsys, tmp_path):
     source = """
 import torch
-from kernel_plugins.benchmark import BenchmarkInputs, randn
+from kernel_plugins_benchmark import BenchmarkInputs, randn
 
 
 def scale(x, factor):

@@ -350,7 +350,7 @@ def test_benchmark_shows_progress_on_stderr_when_piped(
 ) -> None:
     import functools
 
-    from kernel_plugins.benchmark import runner
+    from kernel_plugins_benchmark import runner
 
     # a line every 0 s: every case of this short run counts as a long wait
     monkeypatch.setattr(runner, "_Lines", functools.partial(runner._Lines, every_s=0.0))
@@ -365,7 +365,7 @@ def test_benchmark_shows_progress_on_stderr_when_piped(
 
 
 def test_the_default_benchmark_run_stays_short() -> None:
-    from kernel_plugins.benchmark.inputs import DEFAULT_SHAPES
+    from kernel_plugins_benchmark.inputs import DEFAULT_SHAPES
     from kernel_plugins.cli.main import build_parser
 
     args = build_parser().parse_args(["benchmark", "x"])

@@ -95,7 +95,7 @@ def test_test_sh_reruns_without_installing_only_when_asked_and_never_in_ci(
 
 
 def test_demo_step_5_names_what_its_reference_column_measures() -> None:
-    from kernel_plugins.benchmark.report import BenchmarkReport
+    from kernel_plugins_benchmark.report import BenchmarkReport
 
     heading = next(line for line in _code_lines(SCRIPTS / "demo.sh") if line.startswith('step "5.'))
     assert "torch.relu" in heading and "ref median" in heading

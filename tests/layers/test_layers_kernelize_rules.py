@@ -463,14 +463,20 @@ def test_kernelize_that_replaces_no_forward_says_so_and_why(fake_loader, monkeyp
 def test_kernelize_visits_the_modules_of_model_modules_in_its_order():
     from kernel_plugins.layers.kernelizing import _modules
 
-    class Custom(nn.Module):  # overrides named_modules: its own traversal must be used
+    class Custom(nn.Module):  # its named_modules adds a module: that traversal must be used
+        def __init__(self):
+            super().__init__()
+            object.__setattr__(self, "hidden", Scale())  # not a registered submodule
+
         def named_modules(self, memo=None, prefix="", remove_duplicate=True):
             yield from super().named_modules(memo, prefix, remove_duplicate)
+            yield f"{prefix}.hidden", self.hidden
 
     shared = Scale()
     tree = nn.Sequential(nn.Sequential(shared, nn.ReLU()), shared, nn.ModuleList([Scale(), shared]))
     tree.add_module("empty", None)
     assert _modules(tree) == list(tree.modules())
     assert [id(m) for m in _modules(tree)].count(id(shared)) == 1
-    wrapped = nn.Sequential(tree, Custom())
-    assert _modules(wrapped) == list(wrapped.modules())
+    custom = Custom()
+    wrapped = nn.Sequential(tree, custom)
+    assert _modules(wrapped) == list(wrapped.modules()) and custom.hidden in _modules(wrapped)

@@ -1,7 +1,7 @@
 """``kernel-plugins benchmark``: time a kernel's functions against the reference, check outputs.
 
 Human-readable table by default, ``--json`` for machines (layout documented in
-:mod:`kernel_plugins.benchmark`), ``--plot FILE.png`` for a chart (needs matplotlib). Exit
+:mod:`kernel_plugins_benchmark`), ``--plot FILE.png`` for a chart (needs matplotlib). Exit
 status 1 when an output differs from the reference beyond the tolerance (the message names
 the function, shape, maximum error and tolerance), 2 for usage errors.
 """
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="AxB",
         help="input shapes for every selected function, e.g. 16x1024 128x4096 (what a shape "
-        "means depends on the function: see kernel_plugins.benchmark.BUILDERS)",
+        "means depends on the function: see kernel_plugins_benchmark.BUILDERS)",
     )
     parser.add_argument(
         "--dtype",
@@ -128,8 +128,10 @@ def _check_plot(path: str | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, benchmark, print; exit 1 when a check failed."""
-    from ..benchmark import benchmark, plot_report
+    from ..known_plugins import import_tool
 
+    tool = import_tool("kernel_plugins_benchmark", "kernel-plugins-benchmark", "kernel-plugins benchmark")
+    benchmark, plot_report = tool.benchmark, tool.plot_report
     _check_plot(args.plot)
     device = args.device or getattr(args, "emulate", None)
     load_options = {

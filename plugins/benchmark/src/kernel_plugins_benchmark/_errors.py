@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import KernelPluginsError
+from kernel_plugins.errors import KernelPluginsError
 
 __all__ = ["BenchmarkError", "CorrectnessError"]
 

@@ -113,7 +113,7 @@ class BenchmarkReport:
         """The JSON report."""
         import torch
 
-        from .. import __version__
+        from kernel_plugins import __version__
 
         return {
             "schema": SCHEMA,

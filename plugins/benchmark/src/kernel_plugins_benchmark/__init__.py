@@ -62,7 +62,7 @@ or ``skipped``; ``max_abs_error``, ``max_rel_error``, ``mismatched``, ``elements
 
 Example::
 
-    from kernel_plugins.benchmark import benchmark
+    from kernel_plugins_benchmark import benchmark
     report = benchmark("kernels-community/activation", device="mlu", iterations=50)
     print(report.format_table())
     report.raise_for_failures()

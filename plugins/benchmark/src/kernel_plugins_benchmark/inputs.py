@@ -1,6 +1,6 @@
 """How the arguments of a benchmarked call are built: builders and ``__benchmark__``.
 
-See :mod:`kernel_plugins.benchmark` for the convention a kernel module follows.
+See :mod:`kernel_plugins_benchmark` for the convention a kernel module follows.
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def description(module: ModuleType) -> dict[str, Any]:
         return {}
     if not isinstance(desc, Mapping):
         raise BenchmarkError(
-            f"{module.__name__}.__benchmark__ must be a dict (see kernel_plugins.benchmark), got "
+            f"{module.__name__}.__benchmark__ must be a dict (see kernel_plugins_benchmark), got "
             f"{type(desc).__name__}"
         )
     return dict(desc)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..errors import KernelPluginsError
+from kernel_plugins.errors import KernelPluginsError
 from ._errors import BenchmarkError
 from .inputs import BenchmarkInputs, FunctionSpec, description, function_specs
 from .measure import TOLERANCES, Check, Timer, compare, tolerance_for
@@ -18,7 +18,7 @@ from .report import BenchmarkReport, CaseResult
 if TYPE_CHECKING:
     import torch
 
-    from ..device import DeviceInfo
+    from kernel_plugins.device import DeviceInfo
 
 __all__ = ["benchmark", "benchmark_module"]
 
@@ -37,8 +37,8 @@ def _dtype(name: str) -> torch.dtype:
 def _reference_module(
     desc: Mapping[str, Any], kernel_name: str | None, info: DeviceInfo
 ) -> tuple[ModuleType | None, dict[str, Any] | None]:
-    from ..loader import load
-    from ..reference import reference_repo
+    from kernel_plugins.loader import load
+    from kernel_plugins.reference import reference_repo
 
     if "reference" in desc and desc["reference"] is None:
         return None, None
@@ -172,9 +172,9 @@ def benchmark_module(
     """
     import torch
 
-    from ..detection import get_device
-    from ..metadata import read_metadata
-    from ..plugins import get_manager
+    from kernel_plugins.detection import get_device
+    from kernel_plugins.metadata import read_metadata
+    from kernel_plugins.plugins import get_manager
 
     if warmup < 0 or iterations < 1:
         raise BenchmarkError(f"need warmup >= 0 and iterations >= 1, got {warmup}, {iterations}")
@@ -320,7 +320,7 @@ def benchmark(
     :param load_options: more keyword arguments for ``load`` (revision, version...).
     :param options: keyword arguments of :func:`benchmark_module`.
     """
-    from ..loader import load
+    from kernel_plugins.loader import load
 
     module = load(target, device=device, **dict(load_options or {}))
     return benchmark_module(module, device=device, **options)
