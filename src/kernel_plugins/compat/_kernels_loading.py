@@ -1,0 +1,267 @@
+"""The loading half of the ``kernels`` 0.17 API (see :mod:`.kernels`): get, has, install,
+locked and local kernels, variants and the record of loaded kernels."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import sys
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ._kernels_errors import (
+    kernels_advice,
+    need_version_or_revision,
+    translated,
+)
+from ._kernels_repos import (
+    resolve_trust,
+)
+from ._kernels_types import (
+    Metadata,
+    RepoInfo,
+    VariantAccepted,
+    VariantName,
+    VariantRejected,
+)
+
+log = logging.getLogger("kernel_plugins.compat.kernels")
+
+
+# ----------------------------------------------------------------------------- loading
+def _check_user_agent(user_agent: object) -> None:
+    if user_agent is not None and not isinstance(user_agent, (str, dict)):
+        raise TypeError(f"user_agent must be a str, a dict or None, got {user_agent!r}")
+
+
+def _load(target: str | Path, *, backend: str | None, trust: bool = False, **options: Any) -> ModuleType:
+    import kernel_plugins
+
+    with kernels_advice():
+        return kernel_plugins.load(target, device=backend, trust_remote_code=trust, **options)
+
+
+@translated
+def get_kernel(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    version: int | None = None,
+    backend: str | None = None,
+    user_agent: str | dict[str, Any] | None = None,
+    trust_remote_code: bool | list[str] = False,
+    check_arch: bool = True,
+) -> ModuleType:
+    """Load a Hub kernel for ``backend`` (default: this machine's device) and return it.
+
+    ``user_agent`` is accepted and not sent; ``check_arch`` is accepted (the backend
+    plugins always check the variant against the device).
+    """
+    _check_user_agent(user_agent)
+    need_version_or_revision(revision, version)
+    trust = resolve_trust(repo_id, trust_remote_code)
+    return _load(repo_id, backend=backend, trust=trust, revision=revision, version=version)
+
+
+@translated
+def get_local_kernel(
+    repo_path: Path,
+    *,
+    backend: str | None = None,
+    trust_remote_code: bool | list[str] = False,
+    user_agent: str | dict[str, Any] | None = None,
+) -> ModuleType:
+    """Import a kernel from a local repository folder (one holding ``build/``)."""
+    _check_user_agent(user_agent)
+    return _load(Path(repo_path), backend=backend)
+
+
+@translated
+def has_kernel(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    version: int | None = None,
+    backend: str | None = None,
+    trust_remote_code: bool | list[str] = False,
+    check_arch: bool = True,
+) -> bool:
+    """Whether the Hub kernel has a build variant for this environment.
+
+    Trust is checked first (an untrusted repository raises). Offline with nothing cached,
+    or without the Hub, it answers like :func:`get_kernel` loads: for the bundled
+    reference kernel (with a warning), else with the same error.
+    """
+    from ..errors import NoCompatibleVariantError
+
+    need_version_or_revision(revision, version)
+    try:
+        resolution = _resolution(repo_id, revision, version, backend, trust_remote_code)
+    except NoCompatibleVariantError:
+        return False
+    return bool(resolution.accepted)
+
+
+def _caller_lockfile(repo_id: str) -> Path:
+    """The calling code's ``kernels.lock`` (see :mod:`kernel_plugins.lock._discovery`)."""
+    from ..lock import caller_file, find_lockfile
+
+    return find_lockfile(caller_file(), what=repo_id)
+
+
+@translated
+def load_kernel(repo_id: str, *, lockfile: Path | None, backend: str | None = None) -> ModuleType:
+    """Load a locked kernel (``kernels.lock``; None: the calling code's lock file)."""
+    lock = Path(lockfile) if lockfile is not None else _caller_lockfile(repo_id)
+    return _load(repo_id, backend=backend, lockfile=lock)
+
+
+@translated
+def get_locked_kernel(
+    repo_id: str,
+    *,
+    lockfile: Path | None,
+    backend: str | None = None,
+    user_agent: str | dict[str, Any] | None = None,
+    trust_remote_code: bool | list[str] = False,
+) -> ModuleType:
+    """Load the kernel revision pinned in ``kernels.lock`` (downloading it if needed)."""
+    _check_user_agent(user_agent)
+    lock = Path(lockfile) if lockfile is not None else _caller_lockfile(repo_id)
+    trust = resolve_trust(repo_id, trust_remote_code)
+    return _load(repo_id, backend=backend, trust=trust, lockfile=lock)
+
+
+@translated
+def install_kernel(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    version: int | None = None,
+    backend: str | None = None,
+    local_files_only: bool = False,
+    user_agent: str | dict[str, Any] | None = None,
+    trust_remote_code: bool | list[str] = False,
+) -> Path:
+    """Download the kernel's variant for this environment and return its folder.
+
+    kernel-plugins fetches and checks the variant by loading it, so it is imported too.
+    ``local_files_only=True`` works from the cache alone, for this call only (other
+    threads and the process environment are not affected).
+    """
+    from .. import hub
+
+    _check_user_agent(user_agent)
+    with hub.offline() if local_files_only else nullcontext():
+        module = get_kernel(
+            repo_id,
+            revision=revision,
+            version=version,
+            backend=backend,
+            trust_remote_code=trust_remote_code,
+        )
+    return Path(module.__kernel_provenance__.path)
+
+
+def _resolution(
+    repo_id: str,
+    revision: str | None,
+    version: int | None,
+    backend: str | None,
+    trust_remote_code: bool | list[str] = False,
+) -> Any:
+    from ..errors import HubError
+    from ..fetching import offer
+    from ..loader import resolve_variants
+    from ..sources import hub_source
+
+    source = hub_source(repo_id, revision=revision, version=version)
+    try:
+        off = offer(source, trust_remote_code=resolve_trust(repo_id, trust_remote_code))
+    except HubError as e:  # offline with nothing cached, or no Hub: as get_kernel does
+        from .._warn import warn_user
+        from ..detection import get_device
+        from ..fallback import ReferencePolicy
+
+        ref = ReferencePolicy().next_source(source, get_device(backend), e)
+        warn_user(f"answering for {repo_id!r} from the bundled reference kernel ({ref.notes[0]})")
+        off = offer(ref)
+    return resolve_variants(off.variants, backend)
+
+
+@translated
+def get_kernel_variants(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    version: int | None = None,
+    backend: str | None = None,
+) -> list[VariantAccepted | VariantRejected]:
+    """Every build variant of a Hub kernel, accepted ones first (best first), each
+    :class:`VariantAccepted` or :class:`VariantRejected` with the reason."""
+    need_version_or_revision(revision, version)
+    resolution = _resolution(repo_id, revision, version, backend, True)
+    out: list[VariantAccepted | VariantRejected] = []
+    for d in resolution.decisions:
+        name = VariantName(d.variant)
+        out.append(VariantAccepted(name) if d.accepted else VariantRejected(name, d.reason or ""))
+    return out
+
+
+# ------------------------------------------------------------------- loaded kernels
+@dataclass(frozen=True)
+class LoadedKernel:
+    """A kernel loaded in this process: ``metadata``, ``module`` and ``repo_info`` (Hub
+    kernels only; None for local folders, lock files and bundled references)."""
+
+    metadata: Metadata
+    module: ModuleType
+    repo_info: RepoInfo | None
+
+
+def get_loaded_kernels() -> list[LoadedKernel]:
+    """Every kernel variant loaded in this process (through kernel-plugins), in load order.
+
+    ``metadata`` is the ``metadata.json`` that was verified and imported, kept in memory:
+    the files on disk are not read again (they may have been edited or removed since).
+    """
+    import kernel_plugins
+
+    out = []
+    for prov in kernel_plugins.loaded_kernels():
+        module = sys.modules.get(prov.module_name)
+        if module is None or prov.metadata is None:
+            continue
+        info = (
+            RepoInfo(prov.repo_id, prov.sha)
+            if prov.source == "hub" and prov.sha is not None
+            else None
+        )
+        out.append(LoadedKernel(Metadata(prov.metadata), module, info))
+    return out
+
+
+_KERNEL_DEPS: contextvars.ContextVar[dict[str, ModuleType] | None] = contextvars.ContextVar(
+    "kernel_plugins_compat_kernel_deps", default=None
+)
+
+
+def get_kernel_dep(repo_id: str) -> ModuleType:
+    """A kernel's dependency, for use by a kernel while it is being loaded.
+
+    kernel-plugins does not load kernel-to-kernel dependencies yet, so outside such a
+    load (always, today) this raises RuntimeError, as ``kernels`` does outside loading.
+    """
+    deps = _KERNEL_DEPS.get()
+    if deps is None:
+        raise RuntimeError("`get_kernel_dep` only works during kernel loading.")
+    module = deps.get(repo_id)
+    if module is None:
+        raise RuntimeError(
+            f"Dependency '{repo_id}' not found in kernel dependencies. Ensure the dependency "
+            f"is added to `kernel-deps` in build.toml."
+        )
+    return module
