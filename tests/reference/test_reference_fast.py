@@ -338,3 +338,13 @@ def test_rotary_calls_below_the_blocked_size_skip_the_routing_checks(rotary, mon
     o1, o2 = torch.empty_like(x1), torch.empty_like(x2)
     rotary.apply_rotary(x1, x2, x1, x2, o1, o2, False)
     assert _bitwise(o1, x1 * x1 - x2 * x2) and _bitwise(o2, x2 * x1 + x1 * x2)
+
+
+@pytest.mark.parametrize("value", ["0", "nocompile", "anything"])
+def test_the_removed_fast_setting_is_not_read(activation, fast_calls, monkeypatch, value):
+    """``KERNEL_PLUGINS_REFERENCE_FAST`` chose among tiers that are gone: a value left in an
+    environment changes nothing (documented as no longer read)."""
+    monkeypatch.setenv("KERNEL_PLUGINS_REFERENCE_FAST", value)
+    x = _input((300, 1030), torch.float32)
+    assert _bitwise(_run(activation, "silu_and_mul", x), _native(activation, "silu_and_mul", x))
+    assert fast_calls == ["silu_and_mul"]

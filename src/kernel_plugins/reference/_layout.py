@@ -21,10 +21,10 @@ returned. The loader then imports exactly the bytes that digest names.
 
 The cache is ``$KERNEL_PLUGINS_REFERENCE_CACHE`` when set, else
 ``$XDG_CACHE_HOME/kernel-plugins/reference`` (``~/.cache/...`` without XDG), never a
-temporary folder. The cache folder and the fingerprint folder in it must belong to the
-current user (POSIX), and only that user may write them: they are created with mode
-0700, write access for others is removed from them, and a folder of another user is
-refused. Creation is atomic (a finished repository is renamed into place), so concurrent
+temporary folder. The cache folder, the fingerprint folder in it (and, by default, the
+``kernel-plugins`` folder above it) must belong to the current user (POSIX), and only
+that user may write them: they are created with mode 0700, write access for others is
+removed from them, and a folder of another user is refused. Creation is atomic (a finished repository is renamed into place), so concurrent
 processes never see a partial one. It uses only the standard library.
 """
 
@@ -215,6 +215,8 @@ def _materialize_in(root: Path, name: str, extra: tuple[str, ...]) -> Path:
     fp = fingerprint(name, extra)
     expected = expected_files(name, extra)
     folder = root / fp
+    if not os.environ.get(CACHE_ENV):  # the default: ~/.cache/kernel-plugins is ours too
+        _private_dir(root.parent)
     _private_dir(root)
     _private_dir(folder)
     repo = folder / name
