@@ -66,7 +66,7 @@ def test_emulation_stays_out_of_the_runtime_path(plugin: str) -> None:
 
 
 def test_backend_plugins_are_the_folders_with_an_entry_point() -> None:
-    """plugins/testing and plugins/check are tools: only a ``kernel_plugins`` entry point
+    """plugins/testing, plugins/check and plugins/benchmark are tools: only a ``kernel_plugins`` entry point
     makes a folder a backend, and each names the backend's plugin object."""
     try:
         import tomllib
@@ -82,4 +82,4 @@ def test_backend_plugins_are_the_folders_with_an_entry_point() -> None:
         for name, target in entry_points.items():
             assert target == f"kernel_plugins_{name}.hooks:{name.upper()}", (name, target)
     assert backends == set(PLUGINS) == {*KIT_PLUGINS, "neuron"}
-    assert tools == {"testing", "check"}
+    assert tools == {"testing", "check", "benchmark"}
