@@ -1,12 +1,27 @@
-"""Shared fixtures: an isolated plugin manager per test and kernel repo builders."""
+"""Shared fixtures: an isolated plugin manager per test and kernel repo builders.
+
+Hypothesis profiles for the property tests (choose with ``HYPOTHESIS_PROFILE``; default
+``quick``): ``quick`` (50 examples per property, a local run), ``ci`` (100, derandomised so
+CI runs are reproducible) and ``long`` (5000, a deliberate fuzzing session:
+``HYPOTHESIS_PROFILE=long pytest tests -k fuzz``).
+"""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
 
 from kernel_plugins import plugins
 
 pytest_plugins = ["tests.support.fixtures_hub"]
+
+_COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("quick", max_examples=50, **_COMMON)
+settings.register_profile("ci", max_examples=100, derandomize=True, **_COMMON)
+settings.register_profile("long", max_examples=5000, **_COMMON)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
 @pytest.fixture

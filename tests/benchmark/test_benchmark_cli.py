@@ -6,8 +6,8 @@ import importlib.util
 import json
 
 import pytest
-
 from kernel_plugins_benchmark import SCHEMA
+
 from kernel_plugins.cli import main
 
 from .conftest import ACTIVATION_REFERENCE, make_kernel

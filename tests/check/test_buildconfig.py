@@ -15,11 +15,10 @@ from kernel_plugins_check.buildconfig import (
 )
 
 from kernel_plugins.errors import BuildConfigError
-
-from tests.hardening._support import BUILD_TOML, CORPUS
+from tests.support.inputs import BUILD_TOML, CORPUS
 
 CORPUS_FILES = sorted(CORPUS.glob("*.build.toml"))
-pytestmark = pytest.mark.usefixtures("builtin_manager")
+pytestmark = pytest.mark.usefixtures("manager")
 
 
 def issues_of(text: str) -> dict[str, tuple[str, str]]:

@@ -13,10 +13,9 @@ from kernel_plugins_check import Problem, check, check_path
 
 from kernel_plugins.errors import SourceError
 from kernel_plugins.integrity import compute_digest
+from tests.support.inputs import BUILD_TOML, CORPUS, make_repo, make_variant, metadata, tree_state
 
-from tests.hardening._support import BUILD_TOML, CORPUS, make_repo, make_variant, metadata, tree_state
-
-pytestmark = pytest.mark.usefixtures("builtin_manager")
+pytestmark = pytest.mark.usefixtures("manager")
 
 CUDA_META = metadata(id="_relu_cuda_0a1b2c", backend={"type": "cuda", "archs": ["8.0"]})
 

@@ -3,7 +3,7 @@
 A block runs in a fresh Python process from the repository root, offline
 (``HF_HUB_OFFLINE=1`` with an empty Hub cache: Hub kernels with a bundled reference
 fall back to it, as documented). Blocks that start with ``# file: PATH`` are files of the
-plugin that ``docs/writing-a-backend.md`` builds; ``tests/plugins_integration`` installs
+plugin that ``docs/writing-a-backend.md`` builds; ``tests/distributions`` installs
 and tests that plugin. A block that cannot run on a CPU machine says why in an HTML
 comment on the line above it: ``<!-- not runnable: REASON -->``; such exceptions stay few.
 """
@@ -47,7 +47,7 @@ RUNNABLE = [(where, code) for where, note, code in BLOCKS
 
 def test_every_block_runs_or_says_why_not() -> None:
     assert len(BLOCKS) >= 10 and len(RUNNABLE) >= 7, [w for w, _, _ in BLOCKS]
-    guide_test = ROOT / "tests" / "plugins_integration" / "test_writing_a_backend.py"
+    guide_test = ROOT / "tests" / "distributions" / "test_writing_a_backend.py"
     assert "# file: " in guide_test.read_text(encoding="utf-8")
     excused = []
     for where, note, code in BLOCKS:

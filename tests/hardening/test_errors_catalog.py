@@ -37,8 +37,7 @@ from kernel_plugins.registry import module_name
 from kernel_plugins.sources import local_variants, parse_local_kernels, parse_name
 from kernel_plugins.trust import check_trusted
 from kernel_plugins.variants import parse_variant, validate_variant_name
-
-from ._support import BUILD_TOML, make_variant, metadata, unvalidated_device
+from tests.support.inputs import BUILD_TOML, make_variant, metadata, unvalidated_device
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 BEGIN, END = "<!-- BEGIN GENERATED CATALOGUE -->", "<!-- END GENERATED CATALOGUE -->"
@@ -564,7 +563,7 @@ IDS = [c.id for c in CASES]
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        builtin_manager: plugins.PluginManager) -> Env:
+        manager: plugins.PluginManager) -> Env:
     monkeypatch.delenv("LOCAL_KERNELS", raising=False)
     return Env(tmp_path, monkeypatch)
 
@@ -624,7 +623,7 @@ def doc_rows(text: str) -> dict[str, str]:
 
 
 def test_docs_list_every_case_with_message_and_fix(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builtin_manager: plugins.PluginManager
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, manager: plugins.PluginManager
 ) -> None:
     if os.environ.get(WRITE_ENV):
         messages = {}
@@ -635,7 +634,7 @@ def test_docs_list_every_case_with_message_and_fix(
                 plugins.reset_manager(plugins.PluginManager(entry_points=False))
                 msg = str(raise_of(case, Env(folder, mp)))
             messages[case.id] = msg.replace(str(folder), "<tmp>")
-        plugins.reset_manager(builtin_manager)
+        plugins.reset_manager(manager)
         text = DOC.read_text()
         head, _, rest = text.partition(BEGIN)
         _, _, tail = rest.partition(END)

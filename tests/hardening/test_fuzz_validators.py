@@ -24,8 +24,7 @@ from kernel_plugins_check.buildconfig import (
 from kernel_plugins.errors import BuildConfigError, LockfileError, MetadataError
 from kernel_plugins.integrity import check_digest
 from kernel_plugins.metadata import KernelMetadata, parse_metadata, read_metadata
-
-from ._support import BUILD_TOML, CORPUS, metadata
+from tests.support.inputs import BUILD_TOML, CORPUS, metadata
 
 KNOWN = {name: "test" for name in ("cpu", "cuda", "rocm", "xpu", "metal", "mlu", "npu", "cann")}
 

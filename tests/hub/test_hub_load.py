@@ -68,7 +68,7 @@ def test_offline_reuse_makes_no_request(manager, hub_env, hub_offline, e2e_repo)
 
 
 def test_no_variant_for_device_lists_hub_variants(manager, hub_env, e2e_repo):
-    from tests.core.fakes import fake_backend
+    from tests.support.fakes import fake_backend
 
     manager.register(fake_backend("fakeacc"), name="fakeacc")
     with pytest.raises(NoCompatibleVariantError) as e:

@@ -22,10 +22,9 @@ from kernel_plugins.errors import (
     OfflineError,
 )
 from kernel_plugins.layers import LockedLayerRepository
+from tests.integrity.test_verified_import import plant_pyc
 from tests.lockfiles.conftest import KernelRepo, snapshot_variant, write_pyproject
 from tests.support.hub import HubServer, make_kernel_repo
-
-from .test_verified_import import plant_pyc
 
 
 def test_a_link_planted_in_the_cache_is_refused(

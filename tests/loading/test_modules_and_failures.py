@@ -13,8 +13,7 @@ import kernel_plugins
 from kernel_plugins.cli.main import main
 from kernel_plugins.errors import KernelImportError, MetadataError
 from kernel_plugins.registry import module_name
-
-from .helpers import unique_id, write_variant
+from tests.support.variant_dirs import unique_id, write_variant
 
 
 @pytest.mark.parametrize("kernel_id", ["os", "tabnanny", "pytest", "kp_not_installed_anywhere"])

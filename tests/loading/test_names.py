@@ -12,9 +12,8 @@ from kernel_plugins.cli.main import main
 from kernel_plugins.errors import AmbiguousNameError, RepoIdError, SourceError
 from kernel_plugins.hookspecs import hookimpl
 from kernel_plugins.sources import find, parse_name
-from tests.core.fakes import fake_backend
-
-from .helpers import write_variant
+from tests.support.fakes import fake_backend
+from tests.support.variant_dirs import write_variant
 
 
 def shipper(locate):

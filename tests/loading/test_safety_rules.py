@@ -21,8 +21,7 @@ from kernel_plugins.cli.main import main
 from kernel_plugins.errors import FallbackError, IntegrityError, LockfileError
 from kernel_plugins.integrity import FileHash, git_blob_id, variant_hash
 from kernel_plugins.registry import module_name
-
-from .helpers import metadata, unique_id
+from tests.support.variant_dirs import metadata, unique_id
 
 
 @dataclass

@@ -17,8 +17,7 @@ import pytest
 import kernel_plugins
 from kernel_plugins.errors import IntegrityError, KernelImportError
 from kernel_plugins.registry import module_name
-
-from .helpers import unique_id, write_variant
+from tests.support.variant_dirs import unique_id, write_variant
 
 
 def plant_pyc(folder: Path, module: str, source: str, *, mode: str = "UNCHECKED_HASH") -> Path:

@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 from kernel_plugins.cli.main import main
+from tests.support.inputs import make_repo, metadata
 
-from ._support import make_repo, metadata
-
-pytestmark = pytest.mark.usefixtures("builtin_manager")
+pytestmark = pytest.mark.usefixtures("manager")
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -229,7 +228,7 @@ def test_a_hub_repository_address_is_the_repository() -> None:
 def test_no_device_names_emulation_as_the_next_step(
     capsys: pytest.CaptureFixture[str], manager: Any
 ) -> None:
-    from tests.core.fakes import fake_backend
+    from tests.support.fakes import fake_backend
 
     manager.register(fake_backend("acme", detect=lambda: None), name="acme")
     code, _, err = run(capsys, "load", str(EXAMPLE), "--device", "acme")

@@ -13,8 +13,7 @@ from kernel_plugins import detection, plugins
 from kernel_plugins.device import BackendSpec, DeviceInfo, SystemInfo
 from kernel_plugins.errors import NoDeviceError, PluginError
 from kernel_plugins.hookspecs import hookimpl
-
-from ._support import unvalidated_device
+from tests.support.inputs import unvalidated_device
 
 SYSTEM = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
 

@@ -181,8 +181,7 @@ def test_plugin_load_kernel_hook_can_serve_module(manager, tmp_path):
     import types
 
     from kernel_plugins.hookspecs import hookimpl
-
-    from .fakes import fake_backend
+    from tests.support.fakes import fake_backend
 
     served = types.ModuleType("served_kernel")
     seen = []

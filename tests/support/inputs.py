@@ -1,4 +1,4 @@
-"""Builders for kernel repositories on disk, shared by the hardening tests."""
+"""Builders for kernel repositories on disk, shared by the validation tests (check, errors, integrity, cli)."""
 
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ from kernel_plugins.cli.main import EXIT_STATUS, main
 from kernel_plugins.device import DeviceInfo
 from kernel_plugins.hookspecs import hookimpl
 from kernel_plugins.importer import Provenance
-
-from .fakes import fake_backend
+from tests.support.fakes import fake_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "relu"
@@ -366,6 +365,7 @@ def test_benchmark_shows_progress_on_stderr_when_piped(
 
 def test_the_default_benchmark_run_stays_short() -> None:
     from kernel_plugins_benchmark.inputs import DEFAULT_SHAPES
+
     from kernel_plugins.cli.main import build_parser
 
     args = build_parser().parse_args(["benchmark", "x"])

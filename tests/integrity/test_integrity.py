@@ -18,8 +18,7 @@ from kernel_plugins.integrity import (
     verify_digest,
 )
 from kernel_plugins.metadata import Digest
-
-from ._support import write_tree
+from tests.support.inputs import write_tree
 
 FILES = {
     "__init__.py": "from ._ops import ops\n",

@@ -11,9 +11,8 @@ import kernel_plugins
 from kernel_plugins import plugins
 from kernel_plugins.cli.main import main
 from kernel_plugins.hookspecs import hookimpl
-from tests.core.fakes import FakeEntryPoint, fake_backend
-
-from .helpers import write_variant
+from tests.support.fakes import FakeEntryPoint, fake_backend
+from tests.support.variant_dirs import write_variant
 
 
 def exits(*args, **kwargs):

@@ -13,8 +13,7 @@ from kernel_plugins.detection import get_device
 from kernel_plugins.device import DeviceInfo
 from kernel_plugins.errors import DeviceError, NoDeviceError, PluginError, UnknownDeviceError
 from kernel_plugins.hookspecs import hookimpl
-
-from .fakes import FakeEntryPoint, fake_backend
+from tests.support.fakes import FakeEntryPoint, fake_backend
 
 
 @pytest.fixture
@@ -213,7 +212,7 @@ def test_explain_no_device_calling_sys_exit_kills_nothing(manager, capsys, tmp_p
     with pytest.raises(NoDeviceError):
         get_device("quitter")
     assert get_device().backend == "cpu"
-    from tests.loading.helpers import write_variant
+    from tests.support.variant_dirs import write_variant
 
     write_variant(tmp_path / "k", {"__init__.py": "VALUE = 1\n"})
     assert kernel_plugins.load(tmp_path / "k", device="cpu").VALUE == 1
