@@ -21,7 +21,7 @@ PACKAGE = "kernel_plugins"
 #: of lower layers; an entry names a module and everything below it.
 LAYERS: list[tuple[str, ...]] = [
     # basics: no knowledge of kernels or plugins
-    ("errors", "_suggest", "_warn", "jsonfile", "emulation_registry", "backends.torchinfo"),
+    ("errors", "_suggest", "_warn", "jsonfile", "emulation_registry"),
     # values and checks
     ("device", "variants", "metadata", "contracts", "known_plugins", "trust", "distributed",
      "provenance", "integrity", "registry"),
@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("sources", "fetching", "resolving", "verification", "importer", "fallback", "loader",
      "signatures"),
     # what is built on loading
-    ("layers", "benchmark", "compat", "integrations"),
+    ("layers", "compat", "integrations"),
     # the command line
     ("cli",),
 ]

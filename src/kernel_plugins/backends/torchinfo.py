@@ -1,13 +1,24 @@
-"""Small helpers the built-in backends share (torch import only when installed)."""
+"""What the built-in backends share: torch helpers (torch imported only when installed),
+and :class:`TorchGpuBackend`, the hooks of a stack built into torch, stated as facts."""
 
 from __future__ import annotations
 
 import importlib.util
 import re
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Literal
 
-__all__ = ["torch_or_none", "major_minor", "torch_version_string", "no_device_reason"]
+from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
+from ..hookspecs import hookimpl
+from ..variants import Variant, arch_variant_names, explain_token_version, noarch_variant_names
+
+__all__ = [
+    "torch_or_none", "major_minor", "torch_version_string", "no_device_reason", "exact_token",
+    "TorchGpuBackend",
+]
 
 
 def torch_or_none() -> ModuleType | None:
@@ -55,3 +66,103 @@ def no_device_reason(version_attr: str, stack: str, driver_hint: str) -> str:
             f"{version_attr} is None); install a torch build for {stack}"
         )
     return f"the {stack} driver sees 0 devices ({driver_hint})"
+
+
+def exact_token(prefix: str) -> Callable[[tuple[int, int]], list[str]]:
+    """Tokens for a stack that needs an exact match: (6, 3) -> ``[f"{prefix}63"]``."""
+    return lambda version: [f"{prefix}{version[0]}{version[1]}"]
+
+
+@dataclass(frozen=True, eq=False)  # a plugin object: hashed by identity
+class TorchGpuBackend:
+    """A backend whose stack is built into torch (CUDA, ROCm, XPU), stated as facts.
+
+    The hooks are the methods below; the plugin manager registers an instance like any
+    other plugin object.
+
+    Attributes:
+        name, device_type, display_name, priority: as in :class:`BackendSpec`.
+        version_attr: the ``torch.version`` attribute a build for the stack sets.
+        module: the ``torch.<module>`` that counts devices and synchronizes.
+        label: the stack's name in messages (``"CUDA"``). prefix: the arch-token prefix.
+        rule, major_width: how a variant's token version must match the runtime's
+            (``explain_token_version``). tokens: the tokens a runtime version accepts,
+            best first. parse: reads ``torch.version.<version_attr>``.
+        driver_hint: how to check the driver when it sees no device.
+        capability: whether ``torch.<module>`` reports a device capability.
+        stack: the torch build's name when it is not :attr:`label` (``"XPU"``).
+    """
+
+    name: str
+    device_type: str
+    display_name: str
+    priority: int
+    version_attr: str
+    module: str
+    label: str
+    prefix: str
+    rule: Literal["exact", "same-major"]
+    major_width: int
+    tokens: Callable[[tuple[int, int]], list[str]]
+    driver_hint: str
+    parse: Callable[[str | None], tuple[int, int] | None] = major_minor
+    capability: bool = True
+    stack: str | None = None
+    python_depends: Mapping[str, PyDepend] = field(default_factory=dict)
+    capability_label: str = "capability"
+
+    @hookimpl
+    def backend_spec(self) -> BackendSpec:
+        """Declare the backend."""
+        return BackendSpec(
+            name=self.name, device_type=self.device_type, display_name=self.display_name,
+            priority=self.priority, arch_tokens=(self.prefix,),
+            python_depends=dict(self.python_depends), capability_label=self.capability_label,
+        )
+
+    @hookimpl
+    def detect_device(self) -> DeviceInfo | None:
+        """A torch build for the stack with at least one visible device."""
+        torch = torch_or_none()
+        version = None if torch is None else getattr(torch.version, self.version_attr, None)
+        module = None if torch is None or version is None else getattr(torch, self.module, None)
+        if torch is None or module is None or not module.is_available() or module.device_count() == 0:
+            return None
+        version = str(version)
+        notes = () if self.parse(version) else (
+            f"unparsable torch.version.{self.version_attr} {version!r}",
+        )
+        return DeviceInfo(
+            backend=self.name, device_type=self.device_type, count=module.device_count(),
+            runtime_version=version, name=module.get_device_name(0),
+            capability=tuple(module.get_device_capability(0)) if self.capability else None,
+            extension_version=str(torch.__version__), notes=notes,
+        )
+
+    @hookimpl
+    def explain_no_device(self) -> str:
+        """No torch, a torch build without the stack, or a driver that sees no device."""
+        return no_device_reason(self.version_attr, self.stack or self.label, self.driver_hint)
+
+    @hookimpl
+    def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
+        """Arch variants for the runtime's version (:attr:`tokens`), then noarch."""
+        version = self.parse(device.runtime_version)
+        tokens = self.tokens(version) if version else []
+        return arch_variant_names(system, tokens) + noarch_variant_names(self.name)
+
+    @hookimpl
+    def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
+        """``CUDA 13.0 is newer than the system's CUDA 12.8`` and friends."""
+        return explain_token_version(
+            variant, self.prefix, self.label, self.parse(device.runtime_version), self.rule,
+            major_width=self.major_width,
+        )
+
+    @hookimpl
+    def synchronize(self, device: DeviceInfo) -> bool:
+        """``torch.<module>.synchronize``."""
+        import torch
+
+        getattr(torch, self.module).synchronize(device.index)
+        return True
