@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install what kernel-plugins needs to run, into .venv: torch (CPU wheel, pinned), the
-# core, and every backend plugin under plugins/. Nothing test-only (scripts/setup.sh adds
-# the test tools and the loopback Hub server on top of this).
+# Install kernel-plugins into .venv as the README's Install section does: torch (CPU wheel,
+# pinned), the core, every backend plugin and the three tool distributions under plugins/
+# (testing: --emulate; check; benchmark), all editable. Nothing test-only: scripts/setup.sh
+# adds the test tools and the loopback Hub server on top of this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}

@@ -372,7 +372,7 @@ def measure_inproc(ctx: Context) -> list[dict[str, Any]]:
         "repeats": 2 if ctx.quick else 5,
         "repo_path": str(ctx.repo_path),
         "calls": 300 if ctx.quick else 5000,
-        "call_repeats": 3 if ctx.quick else 15,
+        "call_repeats": 3 if ctx.quick else 31,
         "names_file": str(ctx.names_file),
     }
     out: dict[str, list[dict[str, Any]]] = {e.package: [] for e in ctx.envs()}
