@@ -33,13 +33,16 @@ MAX_LISTING_BYTES = 64 << 20
 # --- huggingface_hub settings -----------------------------------------------------------
 
 
-def hub_endpoint(endpoint: str | None) -> str:
-    """The endpoint to talk to: the given one, else huggingface_hub's current setting.
-
-    Every Hub request is made after this call, so it also gives huggingface_hub's shared
-    HTTP client its timeouts (:func:`_bound_requests`).
-    """
+def request_endpoint(endpoint: str | None) -> str:
+    """:func:`hub_endpoint`, for a caller about to send requests: it also gives
+    huggingface_hub's shared HTTP client its timeouts (:func:`_bound_requests`). Answers
+    from the cache skip this, so they build no HTTP client."""
     _bound_requests()
+    return hub_endpoint(endpoint)
+
+
+def hub_endpoint(endpoint: str | None) -> str:
+    """The endpoint to talk to: the given one, else huggingface_hub's current setting."""
     if endpoint:
         return endpoint.rstrip("/")
     from huggingface_hub import constants

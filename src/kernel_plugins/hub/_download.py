@@ -14,7 +14,13 @@ from typing import Any
 
 from kernel_plugins.errors import SourceError
 
-from ._cache import _cache_dir, _cached_tree, _snapshot_folder, hub_endpoint, is_offline
+from ._cache import (
+    _cache_dir,
+    _cached_tree,
+    _snapshot_folder,
+    is_offline,
+    request_endpoint,
+)
 from ._errors import is_not_found, map_error
 from ._values import HubRef, _check_variant
 
@@ -43,7 +49,7 @@ def list_variant_names(ref: HubRef) -> list[str]:
         return _variants_in_tree(cached)
     from huggingface_hub import HfApi
 
-    api = HfApi(endpoint=hub_endpoint(ref.endpoint))
+    api = HfApi(endpoint=request_endpoint(ref.endpoint))
     try:
         entries = list(
             api.list_repo_tree(
@@ -115,7 +121,7 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
             repo_type=ref.repo_type,
             revision=ref.sha,
             allow_patterns=[f"build/{variant}/*"],  # fnmatch: '*' also crosses '/'
-            endpoint=hub_endpoint(ref.endpoint),
+            endpoint=request_endpoint(ref.endpoint),
             tqdm_class=None if progress else _silent_tqdm_class(),
         )
     except Exception as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from kernel_plugins.errors import HubError, SourceError
 from kernel_plugins.integrity.varianthash import FileHash, listing_entry_hash, split_listing
 
-from ._cache import cached_tree_files, hub_endpoint
+from ._cache import cached_tree_files, request_endpoint
 from ._errors import is_not_found, map_error
 from ._values import HubRef
 
@@ -41,7 +41,7 @@ def hub_listing(ref: HubRef) -> dict[str, dict[str, FileHash]]:
     """
     from huggingface_hub import HfApi, RepoFile
 
-    api = HfApi(endpoint=hub_endpoint(ref.endpoint))
+    api = HfApi(endpoint=request_endpoint(ref.endpoint))
     try:
         listing = list(
             api.list_repo_tree(

@@ -16,7 +16,14 @@ from typing import Any, TypeVar
 
 from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
 
-from ._cache import _resolve_offline, _write_ref, hub_endpoint, is_offline, storage_folder
+from ._cache import (
+    _resolve_offline,
+    _write_ref,
+    hub_endpoint,
+    is_offline,
+    request_endpoint,
+    storage_folder,
+)
 from ._errors import is_not_found, map_error
 from ._values import (
     _SHA_RE,
@@ -106,7 +113,7 @@ def _resolve_online(
     """Resolve with requests to the Hub (see :func:`resolve`)."""
     from huggingface_hub import HfApi
 
-    api = HfApi(endpoint=hub_endpoint(endpoint))
+    api = HfApi(endpoint=request_endpoint(endpoint))
     if revision is not None and _SHA_RE.fullmatch(revision):
         t, info = _first_type(
             repo_id,
