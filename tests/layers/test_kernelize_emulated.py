@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kernel_plugins_testing import run_in_fresh_interpreter
 
-LAYERS_TESTS = Path(__file__).resolve().parents[1] / "layers"
+LAYERS_TESTS = Path(__file__).resolve().parent
 
 SCENARIO = r"""
 import copy, json, sys, warnings
