@@ -214,7 +214,7 @@ def test_kernelize_defaults_to_the_models_device_and_mode(manager, monkeypatch):
 
     import kernel_plugins
     from kernel_plugins.layers import Mode, kernel_choice, kernelize, use_kernel_forward_from_hub
-    from kernel_plugins.layers import kernelizing as kz
+    from kernel_plugins.layers import _session as kz
 
     seen = []
     real = kz._resolve_device

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernel_plugins.device import DeviceInfo
-from kernel_plugins.layers import kernelizing as kz
+from kernel_plugins.layers import _session as session_module
 from kernel_plugins.layers import mapping
 
 
@@ -71,9 +71,9 @@ class FakeLoader:
 def fake_loader(monkeypatch) -> FakeLoader:
     """Replace loading and device resolution in kernelize; the device defaults to cuda 8.0."""
     loader = FakeLoader()
-    monkeypatch.setattr(kz, "_load_kernel", loader)
+    monkeypatch.setattr(session_module, "_load_kernel", loader)
     state = {"device": fake_device("cuda", capability=(8, 0))}
-    monkeypatch.setattr(kz, "_resolve_device", lambda device: state["device"])
+    monkeypatch.setattr(session_module, "_resolve_device", lambda device: state["device"])
     loader.state = state  # type: ignore[attr-defined]
     return loader
 

@@ -91,7 +91,7 @@ def test_kernel_forward_is_bound_directly_on_the_instance(fake_loader):
 
 
 def test_unmarked_model_is_untouched_and_no_device_is_resolved(monkeypatch):
-    from kernel_plugins.layers import kernelizing as kz
+    from kernel_plugins.layers import _session as kz
 
     monkeypatch.setattr(kz, "_resolve_device", lambda d: pytest.fail("device resolved"))
     model = nn.Sequential(nn.Linear(2, 2))

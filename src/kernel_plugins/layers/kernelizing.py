@@ -32,11 +32,9 @@ forward of every marked module instead.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import itertools
 import logging
-import os
 import types
 import weakref
 from dataclasses import dataclass
@@ -46,22 +44,13 @@ from .._warn import warn_user
 from ..contracts import format_properties, normalize_require
 from ..errors import (
     ContractError,
-    HubError,
     LayerError,
-    MissingDependencyError,
-    NoCompatibleVariantError,
 )
-from .decorators import marked_name, original_function
-from .mapping import Candidate, KernelMapping, current_mapping, describe_device
+from ._session import DISABLE_ENV, Session, load_member, mapping_disabled
+from .decorators import marked_name
+from .mapping import Candidate, describe_device
 from .mode import Mode, check_kernelize_mode, describe_mode
-from .repositories import KernelRepository
-from .validation import (
-    KernelTraits,
-    check_registered_mode,
-    missing_for,
-    validate_function,
-    validate_layer,
-)
+from .validation import missing_for
 
 if TYPE_CHECKING:
     from torch import nn
@@ -78,12 +67,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("kernel_plugins.layers")
-
-#: Environment variable that makes kernelize keep / restore original forwards.
-DISABLE_ENV = "DISABLE_KERNEL_MAPPING"
-
-#: Load errors meaning "this kernel is not available here": the candidate is skipped.
-_SKIPPABLE = (NoCompatibleVariantError, HubError, MissingDependencyError)
 
 _CHOICES: weakref.WeakKeyDictionary[Any, KernelChoice] = weakref.WeakKeyDictionary()
 
@@ -123,159 +106,7 @@ def kernel_choice(module: object) -> KernelChoice | None:
         return None
 
 
-def mapping_disabled() -> bool:
-    """Whether ``DISABLE_KERNEL_MAPPING`` is set to a true value (``1``, ``true``, ``yes``)."""
-    raw = os.environ.get(DISABLE_ENV, "").strip().lower()
-    if raw in ("", "0", "false", "no", "off"):
-        return False
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    raise LayerError(f"{DISABLE_ENV}={raw!r} is not understood; use 1 to disable or 0 to enable")
-
-
-def _resolve_device(device: object) -> Any:
-    """The DeviceInfo kernelize selects kernels for (default: :func:`kernel_plugins.get_device`)."""
-    import kernel_plugins
-
-    return kernel_plugins.get_device(device)
-
-
-def _load_kernel(
-    repo: KernelRepository, device: Any, *, trust: bool = False,
-    fallback: FallbackPolicy = "reference",
-) -> types.ModuleType:
-    """Load a candidate's kernel module through :func:`kernel_plugins.load`.
-
-    A repository may carry its own trust (``load_options()["trust_remote_code"]``); either
-    grant is enough. ``fallback`` is ``load``'s (``"error"`` refuses reference kernels).
-    """
-    import kernel_plugins
-
-    options = {k: v for k, v in repo.load_options().items() if v is not None}
-    trust = bool(options.pop("trust_remote_code", False)) or trust
-    return kernel_plugins.load(
-        repo.target(), device=device, trust_remote_code=trust, fallback=fallback, **options
-    )
-
-
-def load_member(repo: KernelRepository, device: object = None) -> Any:
-    """Load ``repo`` for ``device`` (default: the preferred device) and return the layer
-    class or function it names, without validating it against a model layer."""
-    kmod = _load_kernel(repo, _resolve_device(device))
-    where = repo.describe()
-    if repo.kind == "layer":
-        return _layer_class(kmod, repo.member, where)
-    return _function(kmod, repo.member, where)
-
-
-def _function(kmod: types.ModuleType, member: str, where: str) -> Any:
-    impl = getattr(kmod, member, None)
-    if impl is None:
-        raise LayerError(f"{where}: kernel module {kmod.__name__} has no such function")
-    return impl
-
-
-class _Session:
-    """State of one kernelize call: device, mapping snapshot and per-call caches."""
-
-    def __init__(
-        self, mode: Mode, device: object, require: frozenset[str], fallback: bool, trust: bool,
-        reference: FallbackPolicy = "reference",
-    ):
-        self.mode = mode
-        self.trust = trust
-        self.reference = reference
-        self.require = require
-        self.use_fallback = fallback
-        self._device_arg = device
-        self._device: Any = None
-        self.mapping: KernelMapping = current_mapping()
-        self.disabled = mapping_disabled()
-        self._modules: dict[KernelRepository, types.ModuleType | Exception] = {}
-        self._traits: dict[tuple[KernelRepository, type], tuple[Any, KernelTraits]] = {}
-
-    @property
-    def device(self) -> Any:
-        if self._device is None:
-            self._device = _resolve_device(self._device_arg)
-        return self._device
-
-    def load(self, repo: KernelRepository) -> types.ModuleType | Exception:
-        if repo not in self._modules:
-            try:
-                self._modules[repo] = _load_kernel(
-                    repo, self.device, trust=self.trust, fallback=self.reference
-                )
-            except _SKIPPABLE as e:
-                warn_user(
-                    f"kernelize: skipping {repo.describe()} on {describe_device(self.device)}: {e}"
-                )
-                self._modules[repo] = e
-        return self._modules[repo]
-
-    def implementation(self, cand: Candidate, module: Any) -> tuple[Any, KernelTraits] | str:
-        """The validated kernel member and its traits, or why it is unavailable."""
-        cls = type(module)
-        key = (cand.repo, cls)
-        if key not in self._traits:
-            found = self._validated(cand, module)
-            if isinstance(found, str):
-                return found
-            self._traits[key] = found
-        impl, traits = self._traits[key]
-        where = f"{cand.repo.describe()} (for `{cand.layer_name}`)"
-        check_registered_mode(traits, cand.mode, where=where)
-        return impl, traits
-
-    def _validated(self, cand: Candidate, module: Any) -> tuple[Any, KernelTraits] | str:
-        cls: Any = type(module)
-        func = original_function(module)
-        kmod = self.load(cand.repo)
-        if isinstance(kmod, Exception):
-            return f"could not be loaded: {kmod}"
-        where = cand.repo.describe()
-        if cand.repo.kind == "layer":
-            impl = _layer_class(kmod, cand.repo.member, where)
-            if func is None:
-                traits = validate_layer(impl, cls, where=where)
-            else:  # a marked function served by a layer class: forward(self, *function args)
-                traits = validate_layer(impl, cls, where=where, original_forward=func)
-        else:
-            impl = _function(kmod, cand.repo.member, where)
-            # a function replaces the whole forward: compare with it, without ``self``
-            original = func if func is not None else functools.partial(cls.forward, None)
-            traits = validate_function(
-                impl, original, where=where, module=kmod, name=cand.repo.member
-            )
-        return impl, traits
-
-
-def _layer_class(kmod: types.ModuleType, member: str, where: str) -> Any:
-    """``kmod.layers.<member>``, or a LayerError listing the layers that exist."""
-    layers = getattr(kmod, "layers", None)
-    impl = getattr(layers, member, None) if layers is not None else None
-    if impl is not None:
-        return impl
-    names = (
-        sorted(
-            n
-            for n, v in getattr(layers, "__dict__", {}).items()
-            if inspect.isclass(v) and not n.startswith("_")
-        )
-        if layers is not None
-        else []
-    )
-    raise LayerError(
-        f"{where}: the kernel module {kmod.__name__} has "
-        + (
-            f"no layer `{member}` (layers: {', '.join(names) or 'none'})"
-            if layers is not None
-            else "no `layers` attribute"
-        )
-    )
-
-
-def _nothing_mapped(session: _Session, name: str) -> str:
+def _nothing_mapped(session: Session, name: str) -> str:
     keys = session.mapping.device_keys(name)
     if not keys:
         layers = ", ".join(session.mapping.layer_names()) or "none"
@@ -301,7 +132,7 @@ class _Decision:
 _ORIGINAL = _Decision(None, False, None)
 
 
-def _decide(module: Any, name: str, session: _Session) -> _Decision:
+def _decide(module: Any, name: str, session: Session) -> _Decision:
     """Choose for one module without changing it (raises when nothing may serve it)."""
     cls_name = type(module).__name__
     what = f"layer `{name}` ({cls_name})"
@@ -425,7 +256,7 @@ def kernelize(
         mode = Mode.TRAINING if model.training else Mode.INFERENCE
     mode = check_kernelize_mode(mode)
     required = normalize_require(require)
-    session = _Session(
+    session = Session(
         mode, _model_device(model) if device is None else device, required, use_fallback,
         trust_remote_code, fallback,
     )
@@ -446,7 +277,7 @@ def kernelize(
 
 
 def _say_when_nothing_changed(
-    model: nn.Module, plan: list[tuple[Any, _Decision]], excluded: int, session: _Session
+    model: nn.Module, plan: list[tuple[Any, _Decision]], excluded: int, session: Session
 ) -> None:
     """Warn when no forward of the model was replaced, with why (unless that was asked)."""
     what = type(model).__name__
