@@ -360,7 +360,7 @@ def check_locked(fetched: Fetched, metadata: bytes, signer: str) -> None:
 def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
     """Who signed each variant of ``ref`` with a bundle (``kernel-plugins lock``); downloads
     only their ``metadata.json`` and bundle. :raises SignatureError: a bundle does not verify."""
-    from .hub import blobs_folder, hub_endpoint, map_error
+    from .hub import blobs_folder, map_error, request_endpoint
     from .integrity import read_small_file
     from .metadata import MAX_METADATA_BYTES
 
@@ -371,7 +371,7 @@ def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> di
 
     try:
         snap = Path(snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
-                                      endpoint=hub_endpoint(ref.endpoint), allow_patterns=[
+                                      endpoint=request_endpoint(ref.endpoint), allow_patterns=[
                                           f"build/{v}/{n}" for v in signed for n in ("metadata.json", BUNDLE_NAME)]))
     except Exception as e:
         raise map_error(e, ref.repo_id, ref.sha, ref.endpoint, "downloading signatures") from e

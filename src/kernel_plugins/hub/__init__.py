@@ -39,6 +39,7 @@ from ._cache import (
     hub_endpoint,
     is_offline,
     offline,
+    request_endpoint,
     snapshot_blobs,
     storage_folder,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "cached_variant_path",
     "clear_repo_type_cache",
     "hub_endpoint",
+    "request_endpoint",
     "is_offline",
     "offline",
     "snapshot_blobs",
