@@ -13,7 +13,7 @@ from typing import Any
 
 __all__ = [
     "KnownPlugin", "KNOWN_PLUGINS", "INSTALL_HINTS", "known_token_owner", "builder_alias",
-    "import_tool",
+    "import_tool", "missing_tool",
 ]
 
 
@@ -62,15 +62,20 @@ def import_tool(module: str, distribution: str, what: str) -> Any:
     """
     import importlib
 
-    from .errors import MissingDependencyError
-
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as e:
         if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
             raise
-        raise MissingDependencyError(
-            f"{what} needs the {distribution} distribution, which is not installed: "
-            f"pip install {distribution} (from a checkout: pip install ./plugins/"
-            f"{distribution.removeprefix('kernel-plugins-')})"
-        ) from None
+        raise missing_tool(distribution, what) from None
+
+
+def missing_tool(distribution: str, what: str) -> Exception:
+    """The error for ``what``, which needs the tool distribution ``distribution``."""
+    from .errors import MissingDependencyError
+
+    return MissingDependencyError(
+        f"{what} needs the {distribution} distribution, which is not installed: "
+        f"pip install {distribution} (from a checkout: pip install ./plugins/"
+        f"{distribution.removeprefix('kernel-plugins-')})"
+    )

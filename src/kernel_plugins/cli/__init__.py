@@ -1,5 +1,14 @@
-"""The ``kernel-plugins`` command line (one module per command)."""
+"""The ``kernel-plugins`` command line (one module per command).
 
-from .main import main
+The tool distributions (kernel-plugins-check, kernel-plugins-benchmark) write their
+commands with the helpers exported here.
+"""
 
-__all__ = ["main"]
+from ._args import bounded, path_text
+from ._output import CommandError, clean, print_json
+from .main import add_device_option, add_revision_options, add_wide_option, main
+
+__all__ = [
+    "main", "CommandError", "bounded", "clean", "path_text", "print_json", "add_device_option",
+    "add_revision_options", "add_wide_option",
+]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import logging
 import os
@@ -28,10 +29,17 @@ __all__ = ["main", "build_parser", "COMMANDS", "EXIT_STATUS"]
 
 #: Command modules under ``kernel_plugins.cli``; each has NAME, HELP, add_arguments, run.
 COMMANDS = [
-    "list_backends", "variants", "load_cmd", "check_cmd",
-    "lock_cmd", "download_cmd", "verify_cmd", "benchmark_cmd",
-    "verify_signature_cmd", "info_cmd", "versions_cmd",
+    "list_backends", "variants", "load_cmd", "check", "lock_cmd", "download_cmd", "verify_cmd",
+    "benchmark", "verify_signature_cmd", "info_cmd", "versions_cmd",
 ]
+
+#: Commands that a tool distribution ships: name -> (module, distribution, short help).
+TOOL_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "check": ("kernel_plugins_check.command", "kernel-plugins-check",
+              "validate a kernel repository before publishing it"),
+    "benchmark": ("kernel_plugins_benchmark.command", "kernel-plugins-benchmark",
+                  "time a kernel's functions against the portable reference"),
+}
 
 #: Every exit status the command line uses, and what it means.
 EXIT_STATUS: dict[int, str] = {
@@ -108,12 +116,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for modname in COMMANDS:
-        mod = importlib.import_module(f"{__package__}.{modname}")
+        tool = TOOL_COMMANDS.get(modname)
+        try:
+            mod = importlib.import_module(tool[0] if tool else f"{__package__}.{modname}")
+        except ModuleNotFoundError as e:  # a tool distribution that is not installed
+            if tool is None or e.name is None or not tool[0].startswith(e.name):
+                raise
+            p = sub.add_parser(modname, help=f"{tool[2]} (needs {tool[1]})", add_help=False)
+            p.add_argument("rest", nargs=argparse.REMAINDER)
+            p.set_defaults(_run=functools.partial(_missing_tool, modname, tool), _parser=p)
+            continue
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         _add_global_options(p, top=False)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run, _parser=p)
     return parser
+
+
+def _missing_tool(name: str, tool: tuple[str, str, str], args: argparse.Namespace) -> int:
+    from ..known_plugins import missing_tool
+
+    raise missing_tool(tool[1], f"kernel-plugins {name}")
 
 
 def _check_emulate(name: str) -> None:

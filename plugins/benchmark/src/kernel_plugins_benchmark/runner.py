@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kernel_plugins.errors import KernelPluginsError
+
 from ._errors import BenchmarkError
 from .inputs import BenchmarkInputs, FunctionSpec, description, function_specs
 from .measure import TOLERANCES, Check, Timer, compare, tolerance_for

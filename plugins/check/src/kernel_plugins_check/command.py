@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import path_text
-from ._output import clean, print_json
+from kernel_plugins.cli import clean, path_text, print_json
 
 NAME = "check"
 HELP = (
@@ -16,7 +15,7 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: PATH_OR_REPO, ``--revision``/``--version`` (Hub repos), ``--json``."""
-    from .main import add_revision_options
+    from kernel_plugins.cli import add_revision_options
 
     parser.add_argument(
         "target", metavar="PATH_OR_REPO", type=path_text,
@@ -28,9 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check and print: problems on stdout (``file: key: message (fix: ...)``), then notes."""
-    from ..known_plugins import import_tool
+    from . import check
 
-    check = import_tool("kernel_plugins_check", "kernel-plugins-check", "kernel-plugins check").check
     report = check(args.target, revision=args.revision, version=args.version)
     if args.json:
         print_json(report.to_dict())

@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._args import bounded, path_text
-from ._output import CommandError, clean, print_json
+from kernel_plugins.cli import CommandError, bounded, clean, path_text, print_json
 
 NAME = "benchmark"
 HELP = "time a kernel's functions against the portable reference and check their outputs"
@@ -20,7 +19,7 @@ HELP = "time a kernel's functions against the portable reference and check their
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: NAME_OR_PATH, device, selection, shapes, dtype, iterations, output."""
-    from .main import add_device_option, add_revision_options, add_wide_option
+    from kernel_plugins.cli import add_device_option, add_revision_options, add_wide_option
 
     parser.add_argument(
         "target", metavar="NAME_OR_PATH", type=path_text, help="org/name, short name or local path"
@@ -128,10 +127,8 @@ def _check_plot(path: str | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, benchmark, print; exit 1 when a check failed."""
-    from ..known_plugins import import_tool
+    from . import benchmark, plot_report
 
-    tool = import_tool("kernel_plugins_benchmark", "kernel-plugins-benchmark", "kernel-plugins benchmark")
-    benchmark, plot_report = tool.benchmark, tool.plot_report
     _check_plot(args.plot)
     device = args.device or getattr(args, "emulate", None)
     load_options = {
