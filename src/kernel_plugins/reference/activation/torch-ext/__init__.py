@@ -20,10 +20,11 @@ with native PyTorch ops in the input dtype, on any device. ``ops`` is the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from . import _plain, layers
-from ._native import ACTIVATIONS
+from ._native import ACTIVATIONS, Activation
 from ._ops import ops
 
 if TYPE_CHECKING:
@@ -57,79 +58,31 @@ transcendental functions whose vectorised and scalar CPU code paths can differ i
 last bit, so a row's result can change with the number of rows around it."""
 
 
-def silu_and_mul(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with ``silu(x[..., :d]) * x[..., d:]`` and return it."""
-    ops.silu_and_mul(out, x)
-    return out
+def _function(spec: Activation) -> Callable[..., Tensor]:
+    """The API function of one activation: fill ``out`` and return it."""
+    op = getattr(ops, spec.name)
+    if spec.params:  # fatrelu_and_mul(out, x, threshold=0.0)
+        ((_, default),) = spec.params
 
+        def function(out: Tensor, x: Tensor, threshold: float = default) -> Tensor:
+            op(out, x, float(threshold))
+            return out
+    else:
 
-def mul_and_silu(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with ``x[..., :d] * silu(x[..., d:])`` and return it."""
-    ops.mul_and_silu(out, x)
-    return out
+        def function(out: Tensor, x: Tensor) -> Tensor:  # type: ignore[misc]
+            op(out, x)
+            return out
 
-
-def gelu_and_mul(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with ``gelu(x[..., :d]) * x[..., d:]`` (erf GELU) and return it."""
-    ops.gelu_and_mul(out, x)
-    return out
-
-
-def gelu_tanh_and_mul(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with ``gelu_tanh(x[..., :d]) * x[..., d:]`` and return it."""
-    ops.gelu_tanh_and_mul(out, x)
-    return out
-
-
-def fatrelu_and_mul(out: Tensor, x: Tensor, threshold: float = 0.0) -> Tensor:
-    """Fill ``out`` with ``fatrelu(x[..., :d], threshold) * x[..., d:]`` and return it.
-
-    ``fatrelu(a, t)`` is ``a`` where ``a > t`` and 0 elsewhere.
-    """
-    ops.fatrelu_and_mul(out, x, float(threshold))
-    return out
-
-
-def silu(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with ``x * sigmoid(x)`` and return it."""
-    ops.silu(out, x)
-    return out
-
-
-def gelu(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with the exact (erf) GELU of ``x`` and return it."""
-    ops.gelu(out, x)
-    return out
-
-
-def gelu_tanh(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with the tanh-approximated GELU of ``x`` and return it."""
-    ops.gelu_tanh(out, x)
-    return out
-
-
-def gelu_fast(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with ``0.5*x*(1+tanh(0.7978845608*x*(1+0.044715*x*x)))``; return it."""
-    ops.gelu_fast(out, x)
-    return out
-
-
-def gelu_new(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with ``0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x**3)))``; return it."""
-    ops.gelu_new(out, x)
-    return out
-
-
-def gelu_quick(out: Tensor, x: Tensor) -> Tensor:
-    """Fill ``out`` with ``x*sigmoid(1.702*x)`` and return it."""
-    ops.gelu_quick(out, x)
-    return out
-
-
-for _name in __kernel_properties__:
+    function.__name__ = function.__qualname__ = spec.name
+    function.__doc__ = f"Fill ``out`` with ``{spec.formula}`` and return it."
     # the flags kernel loaders read on functions (as on layer classes)
-    globals()[_name].has_backward = True
-    globals()[_name].can_torch_compile = True
+    function.has_backward = True  # type: ignore[attr-defined]
+    function.can_torch_compile = True  # type: ignore[attr-defined]
+    return function
+
+
+for _spec in ACTIVATIONS:  # one function per row of the table, as the layer classes
+    globals()[_spec.name] = _function(_spec)
 
 __benchmark__ = {"reference": _plain}
 """``kernel-plugins benchmark`` times this kernel against the plain native formulas
