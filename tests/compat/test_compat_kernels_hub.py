@@ -125,7 +125,7 @@ def test_layer_repository_load_and_kernelize_with_trust(manager, hub_env, repos)
 
 def test_locked_kernels(manager, hub_env, repos, tmp_path, monkeypatch):
     from kernel_plugins.cli.main import main
-    from tests.lockfiles.conftest import write_pyproject
+    from tests.lock.conftest import write_pyproject
 
     project = write_pyproject(tmp_path / "proj", {"kernels-community/compat-k": 1})
     assert main(["lock", str(project)]) == 0

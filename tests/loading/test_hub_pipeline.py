@@ -23,7 +23,7 @@ from kernel_plugins.errors import (
 )
 from kernel_plugins.layers import LockedLayerRepository
 from tests.integrity.test_verified_import import plant_pyc
-from tests.lockfiles.conftest import KernelRepo, snapshot_variant, write_pyproject
+from tests.lock.conftest import KernelRepo, snapshot_variant, write_pyproject
 from tests.support.hub import HubServer, make_kernel_repo
 
 

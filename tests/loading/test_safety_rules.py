@@ -3,7 +3,7 @@
 A fake Hub (resolve, list, fetch and the cached listing, monkeypatched on
 :mod:`kernel_plugins.hub`) serves kernel repositories from a temporary folder, so these
 tests run everywhere; the end-to-end tests of the same rules live in ``tests/hub`` and
-``tests/lockfiles``. Each test fails when its rule is removed from the code.
+``tests/lock``. Each test fails when its rule is removed from the code.
 """
 
 from __future__ import annotations

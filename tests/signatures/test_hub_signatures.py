@@ -102,7 +102,7 @@ def test_load_requiring_a_signature(served: dict[str, str], root: Path, manager:
 def test_lock_records_signers_and_refuses_a_change(served: dict[str, str], root: Path, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.lockfiles.conftest import write_pyproject
+    from tests.lock.conftest import write_pyproject
 
     monkeypatch.setenv("KERNEL_PLUGINS_TRUSTED_ROOT", str(root))
     project = write_pyproject(tmp_path / "proj", {served["good"]: 1, served["unsigned"]: 1})

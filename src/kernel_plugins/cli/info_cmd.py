@@ -7,7 +7,6 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from ._args import path_text
 from ._output import clean, print_json
 
 NAME = "info"
@@ -17,13 +16,9 @@ HELP = ("describe a kernel (Hub repository or local folder): name, version, lice
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: TARGET, revision, ``--device``, ``--json``."""
-    from .main import add_device_option, add_revision_options
+    from .main import add_target_options
 
-    parser.add_argument("target", metavar="TARGET", type=path_text,
-                        help="Hub repository org/name, short name or local kernel folder")
-    add_revision_options(parser)
-    add_device_option(parser)
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_target_options(parser, "TARGET", "Hub repository org/name, short name or local kernel folder")
 
 
 def _names(path: Path, roots: tuple[Path, ...], kind: type | tuple[type, ...]) -> list[str]:

@@ -6,7 +6,6 @@ import argparse
 import inspect
 from typing import Any
 
-from ._args import path_text
 from ._output import clean, print_json
 
 NAME = "load"
@@ -15,24 +14,14 @@ HELP = "load a kernel for the device and show where it came from and what it off
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: NAME_OR_PATH, ``--device``, revision, ``--json``, trust, fallback."""
-    from .main import add_device_option, add_revision_options
-
-    parser.add_argument(
-        "target", metavar="NAME_OR_PATH", type=path_text, help="org/name, short name or local path"
-    )
-    add_device_option(parser)
-    add_revision_options(parser)
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument(
-        "--trust-remote-code", action="store_true",
-        help="allow loading from a Hub organisation outside the trusted list",
-    )
-    parser.add_argument(
-        "--no-fallback", action="store_true",
-        help="fail instead of using a portable reference kernel when no variant fits",
-    )
+    from .main import add_target_options
     from .verify_signature_cmd import add_trusted_root_option
 
+    add_target_options(parser, "NAME_OR_PATH", "org/name, short name or local path")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="allow loading from a Hub organisation outside the trusted list")
+    parser.add_argument("--no-fallback", action="store_true",
+                        help="fail instead of using a portable reference kernel when no variant fits")
     parser.add_argument("--require-signature", action="store_true",
                         help="refuse a build not signed by an allowed signer (docs/signatures.md)")
     add_trusted_root_option(parser)

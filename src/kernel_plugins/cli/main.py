@@ -78,6 +78,16 @@ def add_revision_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--version", type=int, help="kernel version N: the tip of branch vN")
 
 
+def add_target_options(parser: argparse.ArgumentParser, metavar: str, help: str) -> None:
+    """A kernel ``metavar`` positional, ``--device``, ``--revision | --version``, ``--json``."""
+    from ._args import path_text
+
+    parser.add_argument("target", metavar=metavar, type=path_text, help=help)
+    add_device_option(parser)
+    add_revision_options(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
 def add_wide_option(parser: argparse.ArgumentParser) -> None:
     """``--wide``: tables show every cell whole instead of fitting 100 columns."""
     parser.add_argument(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ._args import path_text
 from ._output import DEFAULT_WIDTH, clean, print_json, print_table
 
 NAME = "variants"
@@ -13,15 +12,9 @@ HELP = "show which build variants of a kernel fit the device, and why the others
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: REPO_OR_PATH, ``--device``, ``--revision``/``--version``, ``--json``."""
-    from .main import add_device_option, add_revision_options, add_wide_option
+    from .main import add_target_options, add_wide_option
 
-    parser.add_argument(
-        "target", metavar="REPO_OR_PATH", type=path_text,
-        help="org/name, short name or local path",
-    )
-    add_device_option(parser)
-    add_revision_options(parser)
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_target_options(parser, "REPO_OR_PATH", "org/name, short name or local path")
     add_wide_option(parser)
 
 

@@ -14,17 +14,13 @@ HELP = ("check the sigstore signature (metadata.json.sigstore), signer and diges
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: TARGET, revision, ``--all-variants``, trust root, extra signer, ``--json``."""
-    from .main import add_device_option, add_revision_options
+    from .main import add_target_options
 
-    parser.add_argument("target", metavar="TARGET", type=path_text,
-                        help="Hub repository org/name, short name or local kernel folder")
-    add_revision_options(parser)
-    add_device_option(parser)
+    add_target_options(parser, "TARGET", "Hub repository org/name, short name or local kernel folder")
     parser.add_argument("--all-variants", action="store_true", help="check every variant")
     add_trusted_root_option(parser)
     parser.add_argument("--cert-identity", metavar="ID", help="also allow this signer identity")
     parser.add_argument("--cert-oidc-issuer", metavar="URL", help="the OIDC issuer of --cert-identity")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def add_trusted_root_option(parser: argparse.ArgumentParser) -> None:

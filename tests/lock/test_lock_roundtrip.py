@@ -12,7 +12,7 @@ import kernel_plugins
 from kernel_plugins.cli.main import main
 from kernel_plugins.errors import LockfileError
 from kernel_plugins.integrity.varianthash import FileHash, split_listing, variant_hash
-from tests.lockfiles.conftest import KernelRepo, resolve_gets, snapshot_variant, write_pyproject
+from tests.lock.conftest import KernelRepo, resolve_gets, snapshot_variant, write_pyproject
 from tests.support.hub import HubServer
 
 

@@ -7,7 +7,7 @@ lists every case (with the fragment, the type and the fix) and no other.
 
 Regenerate the tables of docs/errors.md after adding a case::
 
-    KERNEL_PLUGINS_WRITE_ERRORS_DOC=1 pytest tests/hardening/test_errors_catalog.py
+    KERNEL_PLUGINS_WRITE_ERRORS_DOC=1 pytest tests/errors/test_errors_catalog.py
 """
 
 from __future__ import annotations

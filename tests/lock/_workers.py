@@ -102,6 +102,6 @@ def distributed_rank(
         dist.destroy_process_group()
 
 
-if __name__ == "__main__":  # python -m tests.lockfiles._workers REPO READY GO
+if __name__ == "__main__":  # python -m tests.lock._workers REPO READY GO
     fetch_and_import(*sys.argv[1:4])
     os._exit(0)

@@ -11,7 +11,7 @@ import pytest
 from kernel_plugins import lock
 from kernel_plugins.errors import LockfileError
 from kernel_plugins.lock import KernelLock, VariantLock
-from tests.lockfiles.conftest import write_pyproject
+from tests.lock.conftest import write_pyproject
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 HASH = "sha256-" + "ab" * 32

@@ -14,7 +14,7 @@ from kernel_plugins.cli.main import main
 from kernel_plugins.errors import TrustError
 from kernel_plugins.registry import module_name
 from kernel_plugins.trust import TRUSTED_ORGS_ENV, check_trusted, is_trusted
-from tests.lockfiles.conftest import KernelRepo, cpu_variant, write_pyproject
+from tests.lock.conftest import KernelRepo, cpu_variant, write_pyproject
 from tests.support.hub import HubServer, make_kernel_repo
 
 

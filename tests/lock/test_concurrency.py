@@ -16,7 +16,7 @@ import pytest
 import kernel_plugins
 from kernel_plugins.errors import HubError
 from kernel_plugins.registry import module_name
-from tests.lockfiles.conftest import DATA_SIZE, KernelRepo, resolve_gets, snapshot_variant
+from tests.lock.conftest import DATA_SIZE, KernelRepo, resolve_gets, snapshot_variant
 from tests.support.hub import HubServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ def test_sixteen_processes_into_an_empty_cache(
     env = {**os.environ, "PYTHONPATH": path}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.lockfiles._workers", repo.repo_id,
+            [sys.executable, "-m", "tests.lock._workers", repo.repo_id,
              str(tmp_path / f"ready{i}"), str(go)],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
@@ -67,7 +67,7 @@ def test_ranks_share_rank0_resolution_when_the_branch_moves(
 ) -> None:
     import torch.multiprocessing as mp
 
-    from tests.lockfiles._workers import distributed_rank
+    from tests.lock._workers import distributed_rank
 
     repo = kernel_repo(org="kernels-community")
     old_sha = repo.sha

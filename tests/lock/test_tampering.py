@@ -18,7 +18,7 @@ from kernel_plugins.fetching import commit_offer
 from kernel_plugins.integrity import git_blob_id
 from kernel_plugins.registry import module_name
 from kernel_plugins.verification import fetch_checked
-from tests.lockfiles.conftest import KernelRepo, snapshot_variant, write_pyproject
+from tests.lock.conftest import KernelRepo, snapshot_variant, write_pyproject
 from tests.support.hub import HubServer
 
 
