@@ -326,8 +326,8 @@ def read_metadata(fetched: Fetched) -> bytes:
     from .integrity import read_small_file
     from .metadata import MAX_METADATA_BYTES
 
-    roots = (fetched.path, *fetched.link_roots)
-    return read_small_file(fetched.path / "metadata.json", max_bytes=MAX_METADATA_BYTES, roots=roots)
+    return read_small_file(fetched.path / "metadata.json", max_bytes=MAX_METADATA_BYTES,
+                           roots=(fetched.path, *fetched.link_roots))
 
 
 def check_fetched(

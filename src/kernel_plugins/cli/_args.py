@@ -41,7 +41,8 @@ def bounded(low: float, high: float, *, whole: bool = False) -> Callable[[str], 
     return parse
 
 
-def _check_path(text: str) -> str:
+def path_text(text: str) -> str:
+    """A local path or a repository id: length and ``~user`` checked, ``~`` expanded."""
     if "\0" in text:
         raise argparse.ArgumentTypeError("a path cannot contain a NUL character")
     if len(text) > MAX_PATH:
@@ -65,8 +66,3 @@ def _check_path(text: str) -> str:
             )
         return expanded
     return text
-
-
-def path_text(text: str) -> str:
-    """A local path or a repository id: length and ``~user`` checked, ``~`` expanded."""
-    return _check_path(text)

@@ -10,18 +10,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-__all__ = [
-    "CommandError",
-    "DEFAULT_WIDTH",
-    "OutputError",
-    "VariantRows",
-    "cli_spelling",
-    "clean",
-    "flush_stdout",
-    "print_json",
-    "print_table",
-    "shorten",
-]
+__all__ = ["CommandError", "DEFAULT_WIDTH", "OutputError", "VariantRows", "cli_spelling", "clean",
+           "flush_stdout", "print_json", "print_table", "shorten"]
 
 #: Columns the default (not ``--wide``) output fits in.
 DEFAULT_WIDTH = 100
@@ -109,11 +99,14 @@ class OutputError(OSError):
         return f"cannot write the output to stdout: {self.strerror}"
 
 
-def flush_stdout(stream: TextIO | None = None) -> None:
-    """Flush stdout (or ``stream``) now, so that a write error is an :class:`OutputError`
-    here rather than a traceback at exit. A closed pipe stays a BrokenPipeError."""
+def flush_stdout(stream: TextIO | None = None, text: str = "") -> None:
+    """Write ``text`` to stdout (or ``stream``) and flush it now, so that a write error is an
+    :class:`OutputError` here rather than a traceback at exit. A closed pipe stays a
+    BrokenPipeError."""
+    out = stream or sys.stdout
     try:
-        (stream or sys.stdout).flush()
+        out.write(text)
+        out.flush()
     except BrokenPipeError:
         raise
     except OSError as e:
@@ -123,15 +116,7 @@ def flush_stdout(stream: TextIO | None = None) -> None:
 def print_json(data: Any) -> None:
     """Print ``data`` as indented JSON on stdout (control characters are escaped)."""
     global json_documents
-    out = json_stream or sys.stdout
-    text = json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
-    try:
-        out.write(text)
-    except BrokenPipeError:
-        raise
-    except OSError as e:
-        raise OutputError(e.errno, e.strerror or str(e)) from e
-    flush_stdout(out)
+    flush_stdout(json_stream, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
     json_documents += 1
 
 
@@ -149,14 +134,9 @@ def _fit(widths: list[int], limit: int, sep: int, whole: Sequence[int] = ()) -> 
     return widths
 
 
-def print_table(
-    headers: Sequence[str],
-    rows: Sequence[Sequence[Any]],
-    *,
-    width: int | None = DEFAULT_WIDTH,
-    wrap_last: bool = False,
-    whole: Sequence[int] = (),
-) -> None:
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
+                width: int | None = DEFAULT_WIDTH, wrap_last: bool = False,
+                whole: Sequence[int] = ()) -> None:
     """Print a left-aligned plain-text table of cleaned cells.
 
     :param width: the most columns a line may take; cells of the widest columns are cut
@@ -205,11 +185,10 @@ class VariantRows:
         self.as_json = as_json
         self.rows: list[dict[str, str]] = []
 
-    def add(self, repo_id: str, variant: str, status: str, detail: str) -> None:
-        """Record a row; ``status`` is ``ok``, ``failed`` or ``skipped``."""
-        self.rows.append(
-            {"repo_id": repo_id, "variant": variant, "status": status, "detail": detail}
-        )
+    def add(self, repo_id: str, variant: str, status: str, detail: str, **extra: str) -> None:
+        """Record a row; ``status`` is ``ok``, ``failed`` or ``skipped``; ``extra``: more fields."""
+        self.rows.append({"repo_id": repo_id, "variant": variant, "status": status,
+                          "detail": detail, **extra})
         if not self.as_json:
             shown = {"skipped": f"{detail} (skipped)", "failed": f"FAILED: {detail}"}
             print(clean(f"{repo_id} {variant}: {shown.get(status, detail)}"))

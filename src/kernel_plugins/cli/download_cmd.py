@@ -22,19 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: PROJECT_DIR, ``--all-variants``, ``--device``, ``--trust-remote-code``."""
     from .main import add_device_option
 
-    parser.add_argument(
-        "project_dir", metavar="PROJECT_DIR", nargs="?", default=".", type=path_text,
-        help="folder holding kernels.lock, or the lock file itself (default: .)",
-    )
-    parser.add_argument(
-        "--all-variants", action="store_true",
-        help="download every variant the lock lists, not only the one for this device",
-    )
+    parser.add_argument("project_dir", metavar="PROJECT_DIR", nargs="?", default=".", type=path_text,
+                        help="folder holding kernels.lock, or the lock file itself (default: .)")
+    parser.add_argument("--all-variants", action="store_true",
+                        help="download every variant the lock lists, not only the one for this device")
     add_device_option(parser)
-    parser.add_argument(
-        "--trust-remote-code", action="store_true",
-        help="allow Hub organisations outside the trusted list",
-    )
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="allow Hub organisations outside the trusted list")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -78,10 +72,7 @@ def _for_device(entry: KernelLock, args: argparse.Namespace, rows: VariantRows) 
 
     res = resolve_variants(list(entry.variants), args.device)
     if res.best is None:
-        rows.add(
-            entry.repo_id, "-", "failed",
-            f"no variant in the lock fits this device ({', '.join(sorted(entry.variants))}); "
-            "use --all-variants to fetch them anyway",
-        )
+        rows.add(entry.repo_id, "-", "failed", "no variant in the lock fits this device "
+                 f"({', '.join(sorted(entry.variants))}); use --all-variants to fetch them anyway")
         return []
     return [res.best]

@@ -40,36 +40,26 @@ def backend_rows() -> list[dict[str, Any]]:
                 variants = manager.list_variants(dev, system)
             except KernelPluginsError as e:
                 error = str(e)
-        rows.append(
-            {
-                "name": name,
-                "device_type": rec.spec.device_type,
-                "display_name": rec.spec.display_name,
-                "distribution": rec.distribution,
-                "version": rec.version,
-                "builtin": rec.builtin,
-                "status": "error" if error else outcome.status,
-                "error": error,
-                "reason": outcome.reason,
-                "count": dev.count if dev else 0,
-                "device_name": dev.name if dev else None,
-                "runtime_version": dev.runtime_version if dev else None,
-                "capability": list(dev.capability) if dev and dev.capability else None,
-                "emulated": bool(dev and dev.emulated),
-                "notes": list(dev.notes) if dev else [],
-                "variants": variants,
-            }
-        )
+        rows.append({
+            "name": name, "device_type": rec.spec.device_type,
+            "display_name": rec.spec.display_name, "distribution": rec.distribution,
+            "version": rec.version, "builtin": rec.builtin,
+            "status": "error" if error else outcome.status, "error": error,
+            "reason": outcome.reason, "count": dev.count if dev else 0,
+            "device_name": dev.name if dev else None,
+            "runtime_version": dev.runtime_version if dev else None,
+            "capability": list(dev.capability) if dev and dev.capability else None,
+            "emulated": bool(dev and dev.emulated), "notes": list(dev.notes) if dev else [],
+            "variants": variants,
+        })
     for f in manager.failures():
-        rows.append(
-            {
-                "name": f.name, "device_type": None, "display_name": None,
-                "distribution": f.distribution, "version": f.version, "builtin": False,
-                "status": "error", "error": f"{f.stage}: {f.message}", "reason": None, "count": 0,
-                "device_name": None, "runtime_version": None, "capability": None,
-                "emulated": False, "notes": [], "variants": [],
-            }
-        )
+        rows.append({
+            "name": f.name, "device_type": None, "display_name": None,
+            "distribution": f.distribution, "version": f.version, "builtin": False,
+            "status": "error", "error": f"{f.stage}: {f.message}", "reason": None, "count": 0,
+            "device_name": None, "runtime_version": None, "capability": None,
+            "emulated": False, "notes": [], "variants": [],
+        })
     return rows
 
 
@@ -87,16 +77,9 @@ def run(args: argparse.Namespace) -> int:
         status = r["status"] + (" (EMULATED)" if r["emulated"] else "")
         shown = r["variants"][:shown_variants]
         more = len(r["variants"]) - len(shown)
-        table.append(
-            [
-                r["name"],
-                f"{r['distribution'] or '?'} {r['version'] or ''}".strip(),
-                status,
-                r["count"],
-                r["runtime_version"] or "-",
-                (", ".join(shown) + (f" (+{more})" if more > 0 else "")) or "-",
-            ]
-        )
+        table.append([r["name"], f"{r['distribution'] or '?'} {r['version'] or ''}".strip(), status,
+                      r["count"], r["runtime_version"] or "-",
+                      (", ".join(shown) + (f" (+{more})" if more > 0 else "")) or "-"])
         why = r["error"] or r["reason"]
         if why:
             details.append(f"{r['name']}: {r['status']}: {why}")

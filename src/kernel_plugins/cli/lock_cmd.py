@@ -15,10 +15,8 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: PROJECT_DIR (default: the working directory)."""
-    parser.add_argument(
-        "project_dir", metavar="PROJECT_DIR", nargs="?", default=".", type=path_text,
-        help="folder holding pyproject.toml (default: .)",
-    )
+    parser.add_argument("project_dir", metavar="PROJECT_DIR", nargs="?", default=".", type=path_text,
+                        help="folder holding pyproject.toml (default: .)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 
 from ..errors import KernelPluginsError
 from . import _output
+from ._args import path_text
 from ._output import CommandError, clean, cli_spelling, print_json, shorten
 
 __all__ = ["main", "build_parser", "COMMANDS", "EXIT_STATUS"]
@@ -80,8 +81,6 @@ def add_revision_options(parser: argparse.ArgumentParser) -> None:
 
 def add_target_options(parser: argparse.ArgumentParser, metavar: str, help: str) -> None:
     """A kernel ``metavar`` positional, ``--device``, ``--revision | --version``, ``--json``."""
-    from ._args import path_text
-
     parser.add_argument("target", metavar=metavar, type=path_text, help=help)
     add_device_option(parser)
     add_revision_options(parser)
@@ -90,9 +89,8 @@ def add_target_options(parser: argparse.ArgumentParser, metavar: str, help: str)
 
 def add_wide_option(parser: argparse.ArgumentParser) -> None:
     """``--wide``: tables show every cell whole instead of fitting 100 columns."""
-    parser.add_argument(
-        "--wide", action="store_true", help="do not cut table cells to fit 100 columns"
-    )
+    parser.add_argument("--wide", action="store_true",
+                        help="do not cut table cells to fit 100 columns")
 
 
 def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
@@ -218,10 +216,8 @@ def _message(text: object) -> str:
     return cli_spelling(shorten(clean(text)))
 
 
-def _show_warning(
-    message: Warning | str, category: type[Warning], filename: str, lineno: int,
-    file: Any = None, line: str | None = None,
-) -> None:
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
     print(f"warning: {_message(message)}", file=sys.stderr)
 
 
@@ -272,10 +268,8 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e} (unexpected; run with --debug for the traceback)"
 
 
-def _fail(
-    e: BaseException, status: int, *, as_json: bool, debug: bool, usage: str | None = None,
-    printed_before: int | None = None,
-) -> int:
+def _fail(e: BaseException, status: int, *, as_json: bool, debug: bool, usage: str | None = None,
+          printed_before: int | None = None) -> int:
     """Report ``e``; with ``--json`` as the JSON document unless the command printed one."""
     known = isinstance(e, KernelPluginsError | CommandError | _output.OutputError)
     message = _message(str(e) if known else _describe(e))
@@ -307,9 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      usage=parser.format_usage())
     debug = bool(getattr(args, "debug", False))
     handler = logging.StreamHandler()
-    handler.setFormatter(
-        logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug else _Formatter()
-    )
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug
+                         else _Formatter())
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler])
     if not debug:
         handler.addFilter(_ours_or_warning)

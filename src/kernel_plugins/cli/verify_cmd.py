@@ -10,7 +10,10 @@ from ._args import path_text
 from ._output import VariantRows
 
 if TYPE_CHECKING:
-    from ..integrity import VariantCheck
+    from collections.abc import Mapping
+    from typing import Any
+
+    from ..fetching import Fetched
 
 NAME = "verify"
 HELP = (
@@ -21,15 +24,11 @@ HELP = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: PROJECT_DIR or REPO, ``--revision``."""
-    parser.add_argument(
-        "target", metavar="PROJECT_DIR|REPO", nargs="?", default=".", type=path_text,
-        help="folder holding kernels.lock (or the lock file), or a Hub repository org/name "
-        "(hub:org/name when a folder of that name exists here; default: .)",
-    )
-    parser.add_argument(
-        "--revision",
-        help="with REPO: branch, tag or commit sha to check (default: the newest version)",
-    )
+    parser.add_argument("target", metavar="PROJECT_DIR|REPO", nargs="?", default=".", type=path_text,
+                        help="folder holding kernels.lock (or the lock file), or a Hub repository "
+                        "org/name (hub:org/name when a folder of that name exists here; default: .)")
+    parser.add_argument("--revision", help="with REPO: branch, tag or commit sha to check "
+                        "(default: the newest version)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -53,20 +52,31 @@ def run(args: argparse.Namespace) -> int:
     return _verify_repo(name.repo_id, args.revision, rows)
 
 
-def _outcome(check: VariantCheck) -> tuple[str, str]:
-    """(status, detail) of a variant check."""
+def _check(rows: VariantRows, repo_id: str, variant: str, found: Fetched | None,
+           listing: Mapping[str, Any] | None) -> None:
+    """Check one cached variant (``found``; None: not downloaded) and add its row."""
+    from ..errors import KernelPluginsError
+    from ..verification import check_cached
+
+    if found is None:
+        rows.add(repo_id, variant, "skipped", "not downloaded")
+        return
+    try:
+        check = check_cached(found, listing=listing)
+    except KernelPluginsError as e:
+        rows.add(repo_id, variant, "failed", str(e))
+        return
     notes = "".join(f" ({n})" for n in check.notes)
     if check.ok:
-        return "ok", check.summary() + notes
-    return "failed", "; ".join(check.problems()) + notes
+        rows.add(repo_id, variant, "ok", check.summary() + notes)
+    else:
+        rows.add(repo_id, variant, "failed", "; ".join(check.problems()) + notes)
 
 
 def _verify_project(target: Path, rows: VariantRows) -> int:
     from .. import hub
-    from ..errors import KernelPluginsError
     from ..fetching import cached, commit_offer
     from ..lock import lockfile_path, read_lockfile
-    from ..verification import check_cached
 
     path = lockfile_path(target)
     for entry in read_lockfile(path):
@@ -75,23 +85,13 @@ def _verify_project(target: Path, rows: VariantRows) -> int:
             for repo_type in hub.REPO_TYPES:  # the cached files, under either repo type
                 ref = hub.HubRef(entry.repo_id, repo_type, None, entry.sha)
                 found = found or cached(commit_offer(ref, (variant,), lock=entry, lock_path=path), variant)
-            if found is None:
-                rows.add(entry.repo_id, variant, "skipped", "not downloaded")
-                continue
-            try:
-                check = check_cached(found)
-            except KernelPluginsError as e:
-                rows.add(entry.repo_id, variant, "failed", str(e))
-                continue
-            rows.add(entry.repo_id, variant, *_outcome(check))
+            _check(rows, entry.repo_id, variant, found, None)
     return rows.finish(str(path))
 
 
 def _verify_repo(repo_id: str, revision: str | None, rows: VariantRows) -> int:
     from .. import hub
-    from ..errors import KernelPluginsError
     from ..fetching import cached, commit_offer
-    from ..verification import check_cached
 
     ref = hub.resolve(repo_id, revision=revision)
     listing = hub.cached_listing(ref) if hub.is_offline() else hub.hub_listing(ref)
@@ -101,14 +101,5 @@ def _verify_repo(repo_id: str, revision: str | None, rows: VariantRows) -> int:
     names = sorted(set(listing) | set(hub.cached_variants(ref)))
     off = commit_offer(ref, names)
     for variant in names:
-        fetched = cached(off, variant)
-        if fetched is None:
-            rows.add(repo_id, variant, "skipped", "not downloaded")
-            continue
-        try:
-            check = check_cached(fetched, listing=listing.get(variant, {}))
-        except KernelPluginsError as e:
-            rows.add(repo_id, variant, "failed", str(e))
-            continue
-        rows.add(repo_id, variant, *_outcome(check))
+        _check(rows, repo_id, variant, cached(off, variant), listing.get(variant, {}))
     return rows.finish(str(ref))

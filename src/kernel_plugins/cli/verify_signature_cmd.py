@@ -53,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
             res = check_fetched(fetch(off, variant, progress=False), trusted_root=args.trusted_root,
                                 extra_signers=extra)
         except KernelPluginsError as e:
-            rows.add(source.label, variant, "failed", f"cannot check: {e}")
-            rows.rows[-1].update(state="cannot check", signer="")
+            rows.add(source.label, variant, "failed", f"cannot check: {e}", state="cannot check",
+                     signer="")
             continue
-        rows.add(source.label, variant, "ok" if res.ok else "failed", f"{res.state}: {res.detail}")
-        rows.rows[-1].update(state=res.state, signer=res.signer or "")
+        rows.add(source.label, variant, "ok" if res.ok else "failed", f"{res.state}: {res.detail}",
+                 state=res.state, signer=res.signer or "")
     return rows.finish(off.where)

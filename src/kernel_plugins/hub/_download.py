@@ -47,26 +47,40 @@ def list_variant_names(ref: HubRef) -> list[str]:
     cached = _cached_tree(ref)
     if cached is not None and _variants_in_tree(cached):
         return _variants_in_tree(cached)
+    entries = build_tree(
+        ref,
+        "listing build variants",
+        f"{ref.repo_id} ({ref.repo_type}) has no build/ folder at commit {ref.sha}; a kernel "
+        "repository keeps one folder per build variant under build/. Check the repository "
+        "id and revision.",
+    )
+    from huggingface_hub import RepoFolder
+
+    return sorted({e.path.rstrip("/").split("/")[-1] for e in entries if isinstance(e, RepoFolder)})
+
+
+def build_tree(ref: HubRef, doing: str, missing: str, *, recursive: bool = False) -> list[Any]:
+    """The entries under ``build/`` at ``ref.sha``: one tree request (``recursive``: every
+    file, paged by huggingface_hub). A commit without ``build/`` raises
+    :class:`SourceError` with the message ``missing``; any other failure is mapped with
+    :func:`map_error`, naming ``doing``."""
     from huggingface_hub import HfApi
 
     api = HfApi(endpoint=request_endpoint(ref.endpoint))
     try:
-        entries = list(
+        return list(
             api.list_repo_tree(
-                ref.repo_id, path_in_repo="build", revision=ref.sha, repo_type=ref.repo_type
+                ref.repo_id,
+                path_in_repo="build",
+                revision=ref.sha,
+                repo_type=ref.repo_type,
+                recursive=recursive,
             )
         )
     except Exception as exc:
         if is_not_found(exc):
-            raise SourceError(
-                f"{ref.repo_id} ({ref.repo_type}) has no build/ folder at commit {ref.sha}; "
-                "a kernel repository keeps one folder per build variant under build/. "
-                "Check the repository id and revision."
-            ) from exc
-        raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, "listing build variants") from exc
-    from huggingface_hub import RepoFolder
-
-    return sorted({e.path.rstrip("/").split("/")[-1] for e in entries if isinstance(e, RepoFolder)})
+            raise SourceError(missing) from exc
+        raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, doing) from exc
 
 
 def cached_variant_path(ref: HubRef, variant: str) -> Path | None:

@@ -6,11 +6,11 @@ Both return ``variant -> {path inside the variant -> FileHash}`` for the files u
 
 from __future__ import annotations
 
-from kernel_plugins.errors import HubError, SourceError
+from kernel_plugins.errors import HubError
 from kernel_plugins.integrity.varianthash import FileHash, listing_entry_hash, split_listing
 
-from ._cache import cached_tree_files, request_endpoint
-from ._errors import is_not_found, map_error
+from ._cache import cached_tree_files
+from ._download import build_tree
 from ._values import HubRef
 
 
@@ -39,23 +39,15 @@ def hub_listing(ref: HubRef) -> dict[str, dict[str, FileHash]]:
     :raises SourceError: the commit has no ``build/`` folder.
     :raises HubError: the Hub could not be reached, or an entry has no usable hash.
     """
-    from huggingface_hub import HfApi, RepoFile
+    from huggingface_hub import RepoFile
 
-    api = HfApi(endpoint=request_endpoint(ref.endpoint))
-    try:
-        listing = list(
-            api.list_repo_tree(
-                ref.repo_id, path_in_repo="build", revision=ref.sha, repo_type=ref.repo_type,
-                recursive=True,
-            )
-        )
-    except Exception as exc:
-        if is_not_found(exc):
-            raise SourceError(
-                f"{ref.repo_id} has no build/ folder at commit {ref.sha}; a kernel repository "
-                "keeps one folder per build variant under build/."
-            ) from exc
-        raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, "listing files") from exc
+    listing = build_tree(
+        ref,
+        "listing files",
+        f"{ref.repo_id} has no build/ folder at commit {ref.sha}; a kernel repository keeps one "
+        "folder per build variant under build/.",
+        recursive=True,
+    )
     entries: list[tuple[str, FileHash]] = []
     for item in listing:
         if not isinstance(item, RepoFile):

@@ -130,24 +130,20 @@ def walk_variant(
         for entry in entries:
             rel = prefix + entry.name
             try:
-                if entry.is_symlink():
-                    target = _link(entry, rel, roots)
-                    if is_bytecode(rel):
-                        bytecode.append(rel)
-                    else:
-                        files.append(WalkEntry(rel, Path(entry.path), target))
-                elif entry.is_dir(follow_symlinks=False):
+                link = entry.is_symlink()
+                if entry.is_dir(follow_symlinks=False):
                     stack.append((Path(entry.path), rel + "/", depth + 1))
-                elif entry.is_file(follow_symlinks=False):
-                    if is_bytecode(rel):
-                        bytecode.append(rel)
-                    else:
-                        files.append(WalkEntry(rel, Path(entry.path)))
-                else:
+                elif not (link or entry.is_file(follow_symlinks=False)):
                     raise IntegrityError(
                         f"{entry.path}: not a regular file, folder or link; a variant folder "
                         "holds only files"
                     )
+                else:
+                    target = _link(entry, rel, roots) if link else None
+                    if is_bytecode(rel):
+                        bytecode.append(rel)
+                    else:
+                        files.append(WalkEntry(rel, Path(entry.path), target))
             except IntegrityError as e:
                 if problems is None:
                     raise

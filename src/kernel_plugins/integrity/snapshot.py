@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import IntegrityError
-from ._hash import Hasher
+from ._hash import Hasher, hash_bytes
 from ._walk import inside, walk_variant
 
 __all__ = ["SnapshotFile", "VariantSnapshot", "read_variant", "MAX_KEPT_BYTES", "read_small_file"]
@@ -102,23 +102,25 @@ def _open_checked(path: Path, roots: Sequence[Path]) -> int:
         raise IntegrityError(
             f"{path}: leads outside the variant folder (to {real}); refusing to read it"
         )
-    fd = os.open(real, _OPEN_FLAGS)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise IntegrityError(f"{path}: not a regular file")
-        proc = f"/proc/self/fd/{fd}"
-        if os.path.exists(proc):  # which file was really opened, whatever changed meanwhile
-            opened = Path(os.readlink(proc))
-            if not inside(opened, roots):
-                raise IntegrityError(
-                    f"{path}: it changed while being opened and now leads outside the variant "
-                    f"folder (to {opened}); refusing to read it"
-                )
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+        fd = os.open(real, _OPEN_FLAGS)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise IntegrityError(f"{path}: not a regular file")
+            proc = f"/proc/self/fd/{fd}"
+            if os.path.exists(proc):  # which file was really opened, whatever changed meanwhile
+                opened = Path(os.readlink(proc))
+                if not inside(opened, roots):
+                    raise IntegrityError(
+                        f"{path}: it changed while being opened and now leads outside the "
+                        f"variant folder (to {opened}); refusing to read it"
+                    )
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+    except OSError as e:
+        raise IntegrityError(f"cannot read {path}: {e}") from None
 
 
 def _private_sink(name: str) -> tuple[int, str]:
@@ -152,10 +154,7 @@ def _read_one(
     entry_rel: str, path: Path, roots: Sequence[Path], algorithms: Iterable[str],
     link_target: str | None,
 ) -> SnapshotFile:
-    try:
-        fd = _open_checked(path, roots)
-    except OSError as e:
-        raise IntegrityError(f"cannot read {path}: {e}") from None
+    fd = _open_checked(path, roots)
     sink: tuple[int, str] | None = None
     try:
         size = os.fstat(fd).st_size
@@ -203,10 +202,7 @@ def read_small_file(path: Path, *, max_bytes: int, roots: Sequence[Path]) -> byt
 
     :raises IntegrityError: it cannot be read, or is not a regular file inside ``roots``.
     """
-    try:
-        fd = _open_checked(path, [Path(r).resolve() for r in roots])
-    except OSError as e:
-        raise IntegrityError(f"cannot read {path}: {e}") from None
+    fd = _open_checked(path, [Path(r).resolve() for r in roots])
     try:
         chunks: list[bytes] = []
         left = max_bytes + 1
@@ -243,10 +239,9 @@ def read_variant(
     for entry in tree.files:
         given = (preread or {}).get(entry.rel)
         if given is not None:
-            h = Hasher(len(given), algos)
-            h.update(given)
+            hashes = hash_bytes(given, algos)
             files[entry.rel] = SnapshotFile(
-                entry.rel, entry.path, len(given), h.hexdigests(), given, None, entry.link_target
+                entry.rel, entry.path, len(given), hashes, given, None, entry.link_target
             )
         else:
             files[entry.rel] = _read_one(entry.rel, entry.path, roots, algos, entry.link_target)

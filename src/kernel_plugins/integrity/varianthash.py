@@ -132,13 +132,8 @@ def variant_hash(files: Mapping[str, FileHash]) -> str:
         count (``*.pyc``, ``__pycache__``) are skipped.
     """
     h = hashlib.sha256()
-    pairs = sorted(
-        ((rel.encode("utf-8"), fh) for rel, fh in files.items() if is_hashed_path(rel)),
-        key=lambda pair: pair[0],
-    )
-    for path_bytes, fh in pairs:
-        h.update(path_bytes)
-        h.update(bytes.fromhex(fh.hex))
+    for rel in sorted(filter(is_hashed_path, files), key=lambda rel: rel.encode("utf-8")):
+        h.update(rel.encode("utf-8") + bytes.fromhex(files[rel].hex))
     return f"sha256-{h.hexdigest()}"
 
 
@@ -184,12 +179,8 @@ def blob_name_hashes(snapshot: VariantSnapshot) -> dict[str, FileHash]:
     Only files stored as links to a blob named by a 40- or 64-hex ETag are listed. Used to
     name the changed file when no file listing of the commit is at hand.
     """
-    out: dict[str, FileHash] = {}
-    for rel, f in snapshot.files.items():
-        hint = _blob_hint(f.link_target)
-        if hint is not None:
-            out[rel] = hint
-    return out
+    hints = {rel: _blob_hint(f.link_target) for rel, f in snapshot.files.items()}
+    return {rel: hint for rel, hint in hints.items() if hint is not None}
 
 
 def compare_files(
