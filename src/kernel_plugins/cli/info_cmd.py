@@ -21,7 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_options(parser, "TARGET", "Hub repository org/name, short name or local kernel folder")
 
 
-def _names(path: Path, roots: tuple[Path, ...], kind: type | tuple[type, ...]) -> list[str]:
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _names(path: Path, roots: tuple[Path, ...], kind: type[_Definition] | tuple[type[_Definition], ...]) -> list[str]:
     """A module's ``__all__`` read from its source (never run), else its public ``kind`` definitions."""
     from ..integrity import read_small_file
 
@@ -35,7 +38,8 @@ def _names(path: Path, roots: tuple[Path, ...], kind: type | tuple[type, ...]) -
                 return sorted(str(n) for n in ast.literal_eval(node.value))
             except ValueError:
                 break
-    return [n.name for n in tree.body if isinstance(n, kind) and not n.name.startswith("_")]  # type: ignore[attr-defined]
+    found = [n for n in tree.body if isinstance(n, kind)]
+    return [n.name for n in found if isinstance(n, _Definition) and not n.name.startswith("_")]
 
 
 def run(args: argparse.Namespace) -> int:
