@@ -251,10 +251,8 @@ def _resolve_offline(
         )
     if revision is not None:
         for t in present:
-            sha = _read_ref(repo_id, t, revision)
-            if sha:
-                ver = _version_of(revision)
-                return HubRef(repo_id, t, revision, sha, ver, endpoint)
+            if sha := _read_ref(repo_id, t, revision):
+                return HubRef(repo_id, t, revision, sha, _version_of(revision), endpoint)
         raise RevisionError(
             f"Revision {revision!r} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; "
             f"{fix}."
@@ -275,8 +273,7 @@ def _resolve_offline(
                 newest,
             )
             return HubRef(repo_id, t, None, usable[newest], newest, endpoint)
-        main = _read_ref(repo_id, t, "main")
-        if main:
+        if main := _read_ref(repo_id, t, "main"):
             return HubRef(repo_id, t, None, main, None, endpoint)
     if version is not None:
         known = sorted({n for t in present for n in _cached_versions(repo_id, t)})

@@ -38,15 +38,10 @@ def list_variant_names(ref: HubRef) -> list[str]:
     if is_offline():
         build = _snapshot_folder(ref) / "build"
         if not build.is_dir():
-            raise SourceError(
-                f"{ref.repo_id} at commit {ref.sha} is not in the local cache "
-                f"({_cache_dir()}) and HF_HUB_OFFLINE=1 forbids downloads; unset "
-                "HF_HUB_OFFLINE to fetch it."
-            )
+            raise _not_cached(f"{ref.repo_id} at commit {ref.sha}")
         return sorted(p.name for p in build.iterdir() if p.is_dir())
-    cached = _cached_tree(ref)
-    if cached is not None and _variants_in_tree(cached):
-        return _variants_in_tree(cached)
+    if cached := _variants_in_tree(_cached_tree(ref) or []):
+        return cached
     entries = build_tree(
         ref,
         "listing build variants",
@@ -95,13 +90,10 @@ def cached_variant_path(ref: HubRef, variant: str) -> Path | None:
     folder = _snapshot_folder(ref) / "build" / variant
     if not folder.is_dir() or not any(folder.iterdir()):
         return None
-    tree = _cached_tree(ref)
-    if tree is not None:
-        prefix = f"build/{variant}/"
-        for path in tree:
-            if path.startswith(prefix) and not (_snapshot_folder(ref) / path).is_file():
-                return None
-    return folder
+    prefix, snapshot = f"build/{variant}/", _snapshot_folder(ref)
+    tree = _cached_tree(ref) or []
+    missing = any(p.startswith(prefix) and not (snapshot / p).is_file() for p in tree)
+    return None if missing else folder
 
 
 def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Path:
@@ -119,11 +111,7 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
     if cached is not None:
         return cached
     if is_offline():
-        raise SourceError(
-            f"Variant {variant!r} of {ref.repo_id} at commit {ref.sha} is not in the local "
-            f"cache ({_cache_dir()}) and HF_HUB_OFFLINE=1 forbids downloads; unset "
-            "HF_HUB_OFFLINE to fetch it."
-        )
+        raise _not_cached(f"Variant {variant!r} of {ref.repo_id} at commit {ref.sha}")
     tree = _cached_tree(ref)
     if tree is not None and variant not in _variants_in_tree(tree):
         raise _no_such_variant(ref, variant, tree)
@@ -149,6 +137,14 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
 def _variants_in_tree(paths: Iterable[str]) -> list[str]:
     """Sorted names of the folders directly under ``build/`` in a list of file paths."""
     return sorted({p.split("/")[1] for p in paths if p.startswith("build/") and p.count("/") >= 2})
+
+
+def _not_cached(what: str) -> SourceError:
+    """The error for something not in the cache while ``HF_HUB_OFFLINE=1``."""
+    return SourceError(
+        f"{what} is not in the local cache ({_cache_dir()}) and HF_HUB_OFFLINE=1 forbids "
+        "downloads; unset HF_HUB_OFFLINE to fetch it."
+    )
 
 
 def _no_such_variant(ref: HubRef, variant: str, tree: Iterable[str]) -> SourceError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import importlib
 
-from kernel_plugins.errors import HubError, KernelPluginsError, LocalDiskError, SourceError
+from kernel_plugins.errors import HubError, KernelPluginsError, LocalDiskError
 
 from ._cache import hub_endpoint, storage_folder
 from ._values import REPO_TYPES
@@ -130,9 +130,8 @@ def map_error(
             f"({detail}). Try again: files already downloaded are kept.{hint}"
         )
     cause = exc.__cause__
-    if isinstance(exc, OSError) and cause is not None and not isinstance(cause, SourceError):
-        if isinstance(cause, _connection_error_types()):  # the cache fallback failed too
-            return map_error(cause, repo_id, revision, endpoint, doing)
+    if isinstance(exc, OSError) and isinstance(cause, _connection_error_types()):
+        return map_error(cause, repo_id, revision, endpoint, doing)  # the cache fallback failed
     if isinstance(exc, OSError) and type(exc).__name__ in (
         "LocalEntryNotFoundError",
         "IncompleteSnapshotError",

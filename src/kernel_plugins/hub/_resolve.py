@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
 
@@ -131,70 +131,59 @@ def _resolve_online(
     tags = {g.name: g.target_commit for g in refs.tags}
     versions = _versions(branches)
 
+    requested: str | None = None
     if revision is not None:
         sha = tags.get(revision) or branches.get(revision)
-        if sha is None:
-            sha = _revision_via_repo_info(api, repo_id, t, revision, endpoint, branches, tags)
-        _write_ref(repo_id, t, revision, sha)
+        if sha is None:  # neither a branch nor a tag (e.g. ``refs/pr/1``)
+            try:
+                info = api.repo_info(repo_id, repo_type=t, revision=revision)
+            except Exception as exc:
+                if is_not_found(exc):
+                    raise RevisionError(
+                        f"Revision {revision!r} of {repo_id} not found; branches and tags: "
+                        f"{_format_refs(branches, tags)}. Pass one of those or a commit sha."
+                    ) from exc
+                raise map_error(exc, repo_id, revision, endpoint, "looking up the revision") from exc
+            if not info.sha:
+                raise HubError(
+                    f"The Hub returned no commit sha for {repo_id} at revision {revision!r}."
+                )
+            sha = str(info.sha)
         from_branch = revision not in tags and revision in branches
-        ver = _version_of(revision) if from_branch else None
-        return HubRef(repo_id, t, revision, sha, ver, endpoint)
-
-    if version is not None:
+        name, requested, ver = revision, revision, _version_of(revision) if from_branch else None
+    elif version is not None:
         if version not in versions:
             raise VersionNotFoundError(
                 f"Version {version} of {repo_id} not found; available versions: "
                 f"{_format_versions(versions)}. Pass one of those, or revision= for a "
                 "branch, tag or commit."
             )
-        _notice_older(repo_id, version, versions)
-        _write_ref(repo_id, t, f"v{version}", versions[version])
-        return HubRef(repo_id, t, f"v{version}", versions[version], version, endpoint)
-
-    if versions:
-        newest = max(versions)
+        if max(versions) > version:
+            logger.info(
+                "Using version %d of %s; a newer version %d exists.", version, repo_id, max(versions)
+            )
+        name, requested, sha, ver = f"v{version}", f"v{version}", versions[version], version
+    elif versions:
+        ver = max(versions)
         logger.info(
             "No version given for %s; using the newest, version %d (branch v%d). "
             "Pass version=%d to pin it.",
             repo_id,
-            newest,
-            newest,
-            newest,
+            ver,
+            ver,
+            ver,
         )
-        _write_ref(repo_id, t, f"v{newest}", versions[newest])
-        return HubRef(repo_id, t, None, versions[newest], newest, endpoint)
-    if "main" not in branches:
+        name, sha = f"v{ver}", versions[ver]
+    elif "main" in branches:
+        logger.info("%s has no version branches; using branch 'main'.", repo_id)
+        name, sha, ver = "main", branches["main"], None
+    else:
         raise RevisionError(
             f"{repo_id} has no version branches (v1, v2, ...) and no 'main' branch; pass "
             f"revision= with one of: {_format_refs(branches, tags)}."
         )
-    logger.info("%s has no version branches; using branch 'main'.", repo_id)
-    _write_ref(repo_id, t, "main", branches["main"])
-    return HubRef(repo_id, t, None, branches["main"], None, endpoint)
-
-
-def _revision_via_repo_info(
-    api: Any,
-    repo_id: str,
-    repo_type: RepoType,
-    revision: str,
-    endpoint: str | None,
-    branches: dict[str, str],
-    tags: dict[str, str],
-) -> str:
-    """Resolve a revision that is neither a branch nor a tag (e.g. ``refs/pr/1``)."""
-    try:
-        info = api.repo_info(repo_id, repo_type=repo_type, revision=revision)
-    except Exception as exc:
-        if is_not_found(exc):
-            raise RevisionError(
-                f"Revision {revision!r} of {repo_id} not found; branches and tags: "
-                f"{_format_refs(branches, tags)}. Pass one of those or a commit sha."
-            ) from exc
-        raise map_error(exc, repo_id, revision, endpoint, "looking up the revision") from exc
-    if not info.sha:
-        raise HubError(f"The Hub returned no commit sha for {repo_id} at revision {revision!r}.")
-    return str(info.sha)
+    _write_ref(repo_id, t, name, sha)
+    return HubRef(repo_id, t, requested, sha, ver, endpoint)
 
 
 def _first_type(
@@ -245,10 +234,3 @@ def _remember_type(endpoint: str | None, repo_id: str, repo_type: RepoType) -> N
     """Record which repo type ``repo_id`` answered as."""
     with _repo_type_lock:
         _repo_type_cache[(hub_endpoint(endpoint), repo_id)] = repo_type
-
-
-def _notice_older(repo_id: str, version: int, versions: dict[int, str]) -> None:
-    """Log a one-line notice when a newer version than the requested one exists."""
-    newest = max(versions)
-    if newest > version:
-        logger.info("Using version %d of %s; a newer version %d exists.", version, repo_id, newest)

@@ -72,8 +72,7 @@ def validate_repo_id(repo_id: str) -> str:
             f"organisation and the name. {hint}"
         )
     for label, part in zip(("organisation", "name"), parts, strict=True):
-        problem = _repo_id_part_problem(part)
-        if problem:
+        if problem := _repo_id_part_problem(part):
             raise RepoIdError(f"Invalid repository id {repo_id!r}: the {label} {problem}. {hint}")
     if parts[1].endswith(".git"):
         raise RepoIdError(f"Invalid repository id {repo_id!r}: drop the '.git' suffix. {hint}")
@@ -151,11 +150,10 @@ def _version_of(name: str) -> int | None:
 
 def _format_versions(versions: Iterable[int]) -> str:
     """``"1, 2, 10"`` (numeric order) or ``"none"``."""
-    ordered = sorted(versions)
-    return ", ".join(str(v) for v in ordered) if ordered else "none"
+    return ", ".join(str(v) for v in sorted(versions)) or "none"
 
 
 def _format_refs(branches: dict[str, str], tags: dict[str, str]) -> str:
     """A short list of a repository's branches and tags for error messages."""
     names = [f"branch {b}" for b in sorted(branches)] + [f"tag {t}" for t in sorted(tags)]
-    return ", ".join(names) if names else "none"
+    return ", ".join(names) or "none"

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..errors import IntegrityError
 from ._hash import Hasher, hash_bytes
-from ._walk import inside, walk_variant
+from ._walk import WalkEntry, inside, walk_variant
 
 __all__ = ["SnapshotFile", "VariantSnapshot", "read_variant", "MAX_KEPT_BYTES", "read_small_file"]
 
@@ -90,11 +90,6 @@ class VariantSnapshot:
         return h.hexdigests()["sha256"]
 
 
-def is_native(rel: str) -> bool:
-    """Whether a file is a native extension module, imported from a private copy."""
-    return rel.endswith(_NATIVE_SUFFIXES)
-
-
 def _open_checked(path: Path, roots: Sequence[Path]) -> int:
     """Open ``path`` for reading, refusing anything that is not a regular file in ``roots``."""
     real = Path(os.path.realpath(path))
@@ -150,15 +145,13 @@ def _seal(fd: int, path: str) -> None:
         os.chmod(path, 0o500)
 
 
-def _read_one(
-    entry_rel: str, path: Path, roots: Sequence[Path], algorithms: Iterable[str],
-    link_target: str | None,
-) -> SnapshotFile:
+def _read_one(entry: WalkEntry, roots: Sequence[Path], algorithms: Iterable[str]) -> SnapshotFile:
+    entry_rel, path = entry.rel, entry.path
     fd = _open_checked(path, roots)
     sink: tuple[int, str] | None = None
     try:
         size = os.fstat(fd).st_size
-        native = is_native(entry_rel)
+        native = entry_rel.endswith(_NATIVE_SUFFIXES)  # imported from a private copy
         keep = not native and (size <= MAX_KEPT_BYTES or entry_rel.endswith(".py"))
         if native:
             sink = _private_sink(os.path.basename(entry_rel))
@@ -184,7 +177,7 @@ def _read_one(
             private, sink = sink[1], None
         return SnapshotFile(
             entry_rel, path, size, hasher.hexdigests(),
-            b"".join(chunks) if keep else None, private, link_target,
+            b"".join(chunks) if keep else None, private, entry.link_target,
         )
     except OSError as e:
         raise IntegrityError(f"cannot read {path}: {e}") from None
@@ -237,13 +230,12 @@ def read_variant(
     roots = [Path(root).resolve(), *(Path(r).resolve() for r in link_roots)]
     files: dict[str, SnapshotFile] = {}
     for entry in tree.files:
-        given = (preread or {}).get(entry.rel)
-        if given is not None:
+        if (given := (preread or {}).get(entry.rel)) is not None:
             hashes = hash_bytes(given, algos)
             files[entry.rel] = SnapshotFile(
                 entry.rel, entry.path, len(given), hashes, given, None, entry.link_target
             )
         else:
-            files[entry.rel] = _read_one(entry.rel, entry.path, roots, algos, entry.link_target)
+            files[entry.rel] = _read_one(entry, roots, algos)
     return VariantSnapshot(Path(root), files, tree.bytecode)
 

@@ -160,8 +160,7 @@ def snapshot_file_hashes(
     """
     out: dict[str, FileHash] = {}
     for rel, f in snapshot.files.items():
-        known = expected.get(rel) if expected else None
-        hint = known or _blob_hint(f.link_target)
+        hint = (expected or {}).get(rel) or _blob_hint(f.link_target)
         kind: HashKind = hint.kind if hint else "git"
         out[rel] = FileHash(kind, f.hashes["sha256" if kind == "lfs" else "git"], f.size)
     return out
@@ -198,12 +197,8 @@ def compare_files(
         if exp is not None and act is not None:
             if not exp.same_content(act):
                 out.append(FileMismatch(rel, "changed", exp, act))
-        elif not complete:
-            continue
-        elif exp is not None:
-            out.append(FileMismatch(rel, "missing", exp, None))
-        elif act is not None:
-            out.append(FileMismatch(rel, "unexpected", None, act))
+        elif complete:
+            out.append(FileMismatch(rel, "missing" if act is None else "unexpected", exp, act))
     return out
 
 

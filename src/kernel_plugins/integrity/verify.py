@@ -150,10 +150,8 @@ def verify_snapshot(
     actual = snapshot_file_hashes(snapshot, expected)
     if expected is not None:
         files = compare_files(expected, actual)
-        source = expected_source
     else:
         files = compare_files(blob_name_hashes(snapshot), actual, complete=False)
-        source = ""
     check = VariantCheck(
         label=label,
         variant=variant,
@@ -162,15 +160,14 @@ def verify_snapshot(
         pinned_hash=pinned_hash,
         pinned_by=pinned_by,
         files=files,
-        listing_source=source,
+        digest=check_digest(snapshot, digest) if digest is not None else [],
+        listing_source=expected_source if expected is not None else "",
         notes=notes,
         actual=actual,
         bytecode=snapshot.bytecode,
+        has_digest=digest is not None,
         repair=repair,
     )
-    if digest is not None:
-        check.digest = check_digest(snapshot, digest)
-        check.has_digest = True
     if check.lock_mismatch and not files and expected is None:
         check.notes.append(
             "No file listing of the commit is cached, so the changed file cannot be named."
