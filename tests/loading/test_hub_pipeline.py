@@ -23,7 +23,7 @@ from kernel_plugins.errors import (
 )
 from kernel_plugins.layers import LockedLayerRepository
 from tests.integrity.test_verified_import import plant_pyc
-from tests.lock.conftest import KernelRepo, snapshot_variant, write_pyproject
+from tests.lock.conftest import KernelRepo, locked_download, snapshot_variant, write_pyproject
 from tests.support.hub import HubServer, make_kernel_repo
 
 
@@ -54,11 +54,7 @@ def test_a_locked_load_refuses_a_planted_link_too(
     manager: object, hub_env: HubServer, hf_cache: Path, tmp_path: Path,
     kernel_repo: Callable[..., KernelRepo],
 ) -> None:
-    repo = kernel_repo(org="kernels-community")
-    project = write_pyproject(tmp_path / "proj", {repo.repo_id: 1})
-    assert main(["lock", str(project)]) == 0
-    assert main(["download", str(project)]) == 0
-    variant = snapshot_variant(hf_cache, repo)
+    repo, project, variant = locked_download(kernel_repo, tmp_path, hf_cache)
     (variant / "sub" / "helper.py").unlink()
     os.symlink("/etc/hostname", variant / "sub" / "helper.py")
     with pytest.raises(IntegrityError, match="points outside"):

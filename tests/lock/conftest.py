@@ -144,3 +144,17 @@ def snapshot_variant(cache: Path, repo: KernelRepo, variant: str = "torch-cpu") 
     """The cached folder of a variant of ``repo`` at its commit."""
     org, name = repo.repo_id.split("/")
     return cache / f"kernels--{org}--{name}" / "snapshots" / repo.sha / "build" / variant
+
+
+def locked_download(
+    kernel_repo: Callable[..., KernelRepo], folder: Path, cache: Path
+) -> tuple[KernelRepo, Path, Path]:
+    """A trusted kernel repository, locked by ``kernel-plugins lock`` in a project under
+    ``folder`` and fetched by ``download``: (repo, project folder, cached variant folder)."""
+    from kernel_plugins.cli import main
+
+    repo = kernel_repo(org="kernels-community")
+    project = write_pyproject(folder / "proj", {repo.repo_id: 1})
+    assert main(["lock", str(project)]) == 0
+    assert main(["download", str(project)]) == 0
+    return repo, project, snapshot_variant(cache, repo)

@@ -18,7 +18,7 @@ from kernel_plugins.fetching import commit_offer
 from kernel_plugins.integrity import git_blob_id
 from kernel_plugins.registry import module_name
 from kernel_plugins.verification import fetch_checked
-from tests.lock.conftest import KernelRepo, snapshot_variant, write_pyproject
+from tests.lock.conftest import KernelRepo, locked_download, snapshot_variant, write_pyproject
 from tests.support.hub import HubServer
 
 
@@ -133,11 +133,7 @@ def test_listing_changed_along_with_the_file_is_still_caught_by_the_lock(
     manager: object, hub_env: HubServer, hf_cache: Path, tmp_path: Path,
     kernel_repo: Callable[..., KernelRepo],
 ) -> None:
-    repo = kernel_repo(org="kernels-community")
-    project = write_pyproject(tmp_path / "proj", {repo.repo_id: 1})
-    assert main(["lock", str(project)]) == 0
-    assert main(["download", str(project)]) == 0
-    variant = snapshot_variant(hf_cache, repo)
+    repo, project, variant = locked_download(kernel_repo, tmp_path, hf_cache)
     _, new = change_byte(variant)
     storage = hf_cache / variant.relative_to(hf_cache).parts[0]
     tree_file = storage / "trees" / f"{repo.sha}.json"

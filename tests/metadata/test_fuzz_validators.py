@@ -128,6 +128,16 @@ valid_metadata = st.fixed_dictionaries(
 )  # fmt: skip
 
 
+def _accepted_as_given_or_refused(data: Any) -> None:
+    """Accepted with the input's own values, or refused with a MetadataError naming it."""
+    try:
+        meta = parse_metadata(data, where="fuzz")
+    except MetadataError as e:
+        assert str(e).startswith("fuzz: ")
+    else:
+        assert_metadata_of(meta, data)
+
+
 @given(valid_metadata)
 def test_valid_metadata_is_accepted_with_its_own_values(data: dict[str, Any]) -> None:
     assert_metadata_of(parse_metadata(json.loads(json.dumps(data)), where="fuzz"), data)
@@ -135,12 +145,7 @@ def test_valid_metadata_is_accepted_with_its_own_values(data: dict[str, Any]) ->
 
 @given(st.dictionaries(metadata_keys, json_values) | json_values | valid_metadata)
 def test_metadata_validator_raises_only_metadata_errors(data: Any) -> None:
-    try:
-        meta = parse_metadata(data, where="fuzz")
-    except MetadataError as e:
-        assert str(e).startswith("fuzz: ")
-    else:
-        assert_metadata_of(meta, data)
+    _accepted_as_given_or_refused(data)
 
 
 @given(st.randoms(use_true_random=False), json_values)
@@ -148,12 +153,7 @@ def test_mutated_metadata_raises_only_metadata_errors(rnd: random.Random, value:
     base = metadata(digest={"algorithm": "sha256", "files": {"a.py": "x"}},
                     kernel_depends=[{"repo-id": "a/b", "version": 1}])
     data = mutate(base, rnd, value)
-    try:
-        meta = parse_metadata(data, where="fuzz")
-    except MetadataError as e:
-        assert str(e).startswith("fuzz: ")
-    else:
-        assert_metadata_of(meta, data)
+    _accepted_as_given_or_refused(data)
 
 
 @given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode)
