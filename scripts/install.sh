@@ -11,12 +11,13 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
-python -m pip install -q --upgrade pip
 # torch first, pinned: an unpinned torch requirement would pull a multi-GB CUDA build.
 python -m pip install -q torch==2.13.0
-python -m pip install -q -e .
+# the core and everything under plugins/, in one pip run
+editables=(-e .)
 for plugin in plugins/*/; do
   if [ -f "$plugin/pyproject.toml" ]; then
-    python -m pip install -q -e "$plugin"
+    editables+=(-e "$plugin")
   fi
 done
+python -m pip install -q "${editables[@]}"

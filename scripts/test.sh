@@ -12,13 +12,20 @@ else
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
+# tests/reference/test_hf_kernels_compat.py runs the reference kernels under HF kernels
+# 0.17.2 in a second environment (benchmarks/.work/venv-kernels, created once, reused); it
+# is made in the background while ruff and mypy run
+kernels_env="$(mktemp)"
+python -c 'import sys; sys.path.insert(0, "benchmarks")
+from harness.envs import ensure_kernels_env
+print(ensure_kernels_env(say=lambda m: print(m, file=sys.stderr)).python)' >"$kernels_env" &
+kernels_env_pid=$!
 ruff check src plugins tests benchmarks
 mypy
-# tests/reference/test_hf_kernels_compat.py runs the reference kernels under HF kernels
-# 0.17.2 in a second environment (benchmarks/.work/venv-kernels, created once, reused)
-KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON="$(python -c 'import sys; sys.path.insert(0, "benchmarks")
-from harness.envs import ensure_kernels_env
-print(ensure_kernels_env(say=lambda m: print(m, file=sys.stderr)).python)')"
+wait "$kernels_env_pid"
+KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON="$(tail -n 1 "$kernels_env")"
+rm -f "$kernels_env"
 export KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON
-python -m pytest tests plugins/*/tests "$@"
+# two workers: the machine has two cores (pytest-xdist, from the test extra)
+python -m pytest -n 2 tests plugins/*/tests "$@"
 echo "scripts/test.sh: passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"
