@@ -11,7 +11,7 @@ step() {
 }
 
 if [ "${DEMO_SKIP_INSTALL:-0}" != 1 ]; then
-  step "1. Install kernel-plugins, torch (CPU) and the backend plugins into .venv"
+  step "1. Install torch (CPU), kernel-plugins, its backend plugins and its tools into .venv"
   bash scripts/install.sh
 fi
 if [ -f .venv/bin/activate ]; then
