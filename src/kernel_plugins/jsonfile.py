@@ -65,14 +65,20 @@ def read_regular_file(path: str | os.PathLike[str], *, max_bytes: int) -> bytes:
             raise JSONFileError(f"{p}: not a regular file; refusing to read it")
         if st.st_size > max_bytes:
             raise JSONFileError(f"{p}: {st.st_size} bytes, larger than the {max_bytes} allowed")
-        chunks: list[bytes] = []
-        left = max_bytes + 1
-        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return read_capped(fd, max_bytes)
     finally:
         os.close(fd)
+
+
+def read_capped(fd: int, max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of an open file, so a caller can tell an oversized
+    file by the length of what it got without reading the rest."""
+    chunks: list[bytes] = []
+    left = max_bytes + 1
+    while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def read_json(path: str | os.PathLike[str], *, max_bytes: int) -> object:

@@ -168,10 +168,15 @@ def _public_good(fetch: bool) -> tuple[Any, str]:
     return _root_from_file(str(cached), cached.stat().st_mtime_ns), f"sigstore public-good (cached{note})"
 
 
+def _given_root(path: str | os.PathLike[str] | None = None) -> str | os.PathLike[str] | None:
+    """The trust root file asked for: ``path``, else :func:`requiring`'s, else
+    ``KERNEL_PLUGINS_TRUSTED_ROOT`` (None: sigstore's public-good instance)."""
+    return path or _root_file.get() or os.environ.get("KERNEL_PLUGINS_TRUSTED_ROOT")
+
+
 def _trusted_root(path: str | os.PathLike[str] | None, fetch: bool) -> tuple[Any, str]:
     """(root or None, its name or why there is none)."""
-    given = path or _root_file.get() or os.environ.get("KERNEL_PLUGINS_TRUSTED_ROOT")
-    if given:
+    if given := _given_root(path):
         file = Path(given).expanduser()
         if not file.is_file():
             raise SignatureError(f"trusted root {file}: no such file; give a sigstore trusted_root.json")
@@ -275,24 +280,28 @@ def org_of(fetched: Fetched) -> str | None:
     return repo_id.split("/", 1)[0] if repo_id and fetched.offer.source.kind != "local" else None
 
 
-def on_load(fetched: Fetched, metadata: bytes) -> str | None:
+def on_load(fetched: Fetched, metadata: bytes, res: SignatureCheck | None = None) -> str | None:
     """Check a variant about to be loaded, before its ``metadata.json`` is parsed.
 
     Required (:func:`signature_required`): anything but an allowed signature raises. Not
     required: a bundle is checked only when sigstore and a trust root are available offline,
     and one that is broken or does not verify raises; unsigned builds load.
 
+    :param res: the check of this variant already made with the network allowed (a required
+        check makes the same one), or None.
     :return: who signed, for the provenance (None: unsigned or not checked).
     :raises SignatureError: refused; nothing from the variant may be imported.
     """
     if fetched.offer.source.kind in ("plugin", "reference"):
         return None  # installed with the library or a plugin: pip's trust, not the Hub's
     required = signature_required()
-    bundle = read_bundle(fetched)
-    if not required and (bundle is None or importlib.util.find_spec("sigstore") is None or not (
-            _root_file.get() or os.environ.get("KERNEL_PLUGINS_TRUSTED_ROOT") or _cached_root().is_file())):
-        return None  # nothing to check it against without the network: sigstore is not imported
-    res = check_bundle(metadata, bundle, variant=fetched.variant, org=org_of(fetched), fetch=required)
+    if res is None or not required:
+        bundle = read_bundle(fetched)
+        if not required and (bundle is None or importlib.util.find_spec("sigstore") is None
+                             or not (_given_root() or _cached_root().is_file())):
+            return None  # nothing to check it against without the network: sigstore is not imported
+        res = check_bundle(metadata, bundle, variant=fetched.variant, org=org_of(fetched),
+                           fetch=required)
     if res.ok or (not required and res.state in ("signer not allowed", "cannot check")):
         return res.signer
     why = "a signature is required" if required else "its signature bundle does not verify"
@@ -347,14 +356,16 @@ def check_fetched(
     return SignatureCheck(fetched.variant, state, detail, res.signer)
 
 
-def check_locked(fetched: Fetched, metadata: bytes, signer: str) -> None:
+def check_locked(fetched: Fetched, metadata: bytes, signer: str) -> SignatureCheck:
     """Refuse a variant the lock records as signed by ``signer`` that now is not (``download``,
-    ``verify``). :raises SignatureError: unsigned, invalid, or signed by someone else now."""
+    ``verify``); returns the check (for :func:`on_load`, which would make the same one).
+    :raises SignatureError: unsigned, invalid, or signed by someone else now."""
     res = check_bundle(metadata, read_bundle(fetched), variant=fetched.variant, org=org_of(fetched))
     if res.signer != signer or res.state not in ("signed", "signer not allowed"):
         raise SignatureError(f"{fetched.offer.where} {fetched.variant}: kernels.lock records it as signed by "
                              f"{signer}, but now it is {res.state}: {res.detail}. Do not use it; if the "
                              "change is expected, lock again (kernel-plugins lock)")
+    return res
 
 
 def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> dict[str, str]:

@@ -24,7 +24,6 @@ from .fetching import Fetched, Offer, fetch
 from .integrity import (
     VariantCheck,
     VariantSnapshot,
-    read_small_file,
     read_variant,
     verify_digest,
     verify_snapshot,
@@ -72,7 +71,9 @@ def _read_metadata_bytes(fetched: Fetched) -> bytes:
         raise MetadataError(
             f"{path}: missing; every build variant needs a metadata.json (is this a variant folder?)"
         )
-    return read_small_file(path, max_bytes=MAX_METADATA_BYTES, roots=(fetched.path, *fetched.link_roots))
+    from .signatures import read_metadata
+
+    return read_metadata(fetched)
 
 
 def _parse_metadata_bytes(fetched: Fetched, raw: bytes) -> KernelMetadata:
@@ -200,10 +201,11 @@ def check_cached(
     from .signatures import check_locked, on_load, signature_required
 
     pinned = fetched.offer.lock.variants.get(fetched.variant) if fetched.offer.lock is not None else None
+    res = None
     if pinned is not None and pinned.signer is not None:  # signed at lock time: still, by the same
-        check_locked(fetched, raw or b"", pinned.signer)
+        res = check_locked(fetched, raw or b"", pinned.signer)
     if signature_required():  # download and verify under KERNEL_PLUGINS_REQUIRE_SIGNATURE=1
-        on_load(fetched, raw or b"")
+        on_load(fetched, raw or b"", res)
     return check
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import IntegrityError
+from ..jsonfile import read_capped
 from ._hash import Hasher, hash_bytes
 from ._walk import WalkEntry, inside, walk_variant
 
@@ -197,12 +198,7 @@ def read_small_file(path: Path, *, max_bytes: int, roots: Sequence[Path]) -> byt
     """
     fd = _open_checked(path, [Path(r).resolve() for r in roots])
     try:
-        chunks: list[bytes] = []
-        left = max_bytes + 1
-        while left > 0 and (chunk := os.read(fd, min(left, _CHUNK))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        return read_capped(fd, max_bytes)
     finally:
         os.close(fd)
 
