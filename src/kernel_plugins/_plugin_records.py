@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from ._suggest import did_you_mean
 from .device import BackendSpec, DeviceInfo
@@ -121,6 +122,11 @@ class HookFailure(Exception):
         err = PluginError(self.message)
         err.__cause__ = self.error
         return err
+
+    def reraise(self, *, keep_ours: bool = False) -> NoReturn:
+        """Raise :meth:`plugin_error`, keeping its own cause (a kept error's chain too)."""
+        err = self.plugin_error(keep_ours=keep_ours)
+        raise err from err.__cause__
 
 
 def allowlist() -> set[str] | None:

@@ -281,7 +281,7 @@ class PluginManager:
             result = self._ask_owner("detect_device", rec.name)
         except HookFailure as f:  # shown as this backend's error
             if strict_mode():
-                raise f.plugin_error() from f.error
+                f.reraise()
             return DetectOutcome(rec.name, None, f"detect_device raised {_describe_exc(f.error)}")
         outcome = detect_outcome(rec, result)
         if outcome.status == "no device" and outcome.error is None:
@@ -307,7 +307,7 @@ class PluginManager:
         try:
             result = self._ask_owner("list_variants", device.backend, device=device, system=system)
         except HookFailure as f:
-            raise f.plugin_error() from f.error
+            f.reraise()
         return variant_names(self.record(device.backend), [] if result is None else result)
 
     def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Any) -> str | None:
@@ -325,7 +325,7 @@ class PluginManager:
         try:
             module = self._ask_owner("load_kernel", device.backend, device=device, load=load)
         except HookFailure as f:
-            raise f.plugin_error(keep_ours=True) from f.error
+            f.reraise(keep_ours=True)
         return kernel_module(self.record(device.backend), module)
 
     def locate_kernel(self, repo_id: str, device: DeviceInfo) -> Path | None:
@@ -357,7 +357,7 @@ class PluginManager:
         try:
             return bool(self._ask_owner("synchronize", device.backend, device=device))
         except HookFailure as f:
-            raise f.plugin_error() from f.error
+            f.reraise()
 
     def emulate_device(self, backend: str, count: int, facts: dict[str, Any]) -> bool:
         """Ask ``backend`` to install emulated vendor stand-ins; False when none exist."""
@@ -368,7 +368,7 @@ class PluginManager:
         try:
             return bool(self._ask_owner("emulate_device", backend, count=count, facts=facts))
         except HookFailure as f:
-            raise f.plugin_error(keep_ours=True) from f.error
+            f.reraise(keep_ours=True)
 
     def clear_detection(self) -> None:
         """Forget cached detection results (after emulating a device, for instance)."""

@@ -91,3 +91,29 @@ def test_locate_kernel_returning_the_wrong_type_is_the_plugins_error(installed):
 def test_keyboard_interrupt_is_not_swallowed(installed):
     with pytest.raises(KeyboardInterrupt):
         installed(ctrl_c=lambda: (_ for _ in ()).throw(KeyboardInterrupt())).backends()
+
+
+@pytest.mark.parametrize("ours", [True, False])
+def test_a_load_kernel_failure_keeps_its_cause(installed, tmp_path, ours):
+    """The error raised for a failing ``load_kernel`` is chained to what really failed: the
+    plugin's own error keeps its cause (never itself), any other error becomes a
+    PluginError caused by it."""
+    from kernel_plugins.errors import KernelImportError, PluginError
+
+    def load_kernel(device, load):
+        try:
+            import a_vendor_module_that_is_not_there  # noqa: F401
+        except ImportError as e:
+            if ours:
+                raise KernelImportError("the vendor package failed to import") from e
+            raise
+        return None
+
+    module = fake_backend("chainer", extra_hooks={"load_kernel": hookimpl(load_kernel)})
+    installed(chainer=lambda: module)
+    write_variant(tmp_path / "k", {"__init__.py": "VALUE = 1\n"}, variant="torch-chainer")
+    with pytest.raises(KernelImportError if ours else PluginError) as caught:
+        kernel_plugins.load(tmp_path / "k", device="chainer")
+    cause = caught.value.__cause__
+    assert cause is not caught.value
+    assert isinstance(cause, ImportError) and "a_vendor_module_that_is_not_there" in str(cause)
