@@ -96,14 +96,14 @@ class PluginManager:
         with self._lock:
             if self._loaded:
                 return
-            allow = allowlist() if self._use_entry_points else None
-            if allow is not None:  # checked on every call until fixed: a typo is an error
+            eps, allow = [], None
+            if self._use_entry_points:
                 from importlib.metadata import entry_points
 
-                check_allowlist(
-                    allow, {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)},
-                    set(BUILTIN_BACKENDS),
-                )
+                eps = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+                allow = allowlist()
+            if allow is not None:  # checked on every call until fixed: a typo is an error
+                check_allowlist(allow, {ep.name for ep in eps}, set(BUILTIN_BACKENDS))
             self._loaded = True
             if self._use_builtins:
                 from . import __version__
@@ -112,14 +112,10 @@ class PluginManager:
                     modname, _, attr = target.partition(":")
                     plugin = getattr(importlib.import_module(modname), attr)
                     self._add(plugin, name, _CORE_DIST, __version__, builtin=True)
-            if self._use_entry_points:
-                self._load_entry_points()
+            self._load_entry_points(eps, allow)
 
-    def _load_entry_points(self) -> None:
-        from importlib.metadata import entry_points
-
-        allow = allowlist()
-        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+    def _load_entry_points(self, eps: list[Any], allow: set[str] | None) -> None:
+        for ep in eps:
             dist = getattr(ep, "dist", None)
             dist_name, dist_version = getattr(dist, "name", None), getattr(dist, "version", None)
             if allow is not None and ep.name not in allow:

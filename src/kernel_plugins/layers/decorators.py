@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..errors import LayerError
@@ -227,10 +227,11 @@ def use_kernelized_func(*funcs: Any) -> Callable[[type[T]], type[T]]:
     return decorator
 
 
-def kernel_funcs(module: object) -> list[Any]:
-    """The marked functions attached to a module instance by :func:`use_kernelized_func`."""
+def kernel_funcs(module: object) -> Iterable[Any]:
+    """The marked functions attached to a module instance by :func:`use_kernelized_func`
+    (a view, nothing copied: kernelize asks this of every module)."""
     funcs = getattr(module, "__dict__", {}).get("_kernel_funcs")
-    return list(funcs.values()) if isinstance(funcs, dict) else []
+    return funcs.values() if isinstance(funcs, dict) else ()
 
 
 def marked_name(obj: object) -> str | None:

@@ -47,7 +47,7 @@ from ..errors import (
     LayerError,
 )
 from ._session import DISABLE_ENV, Session, load_member, mapping_disabled
-from .decorators import marked_name
+from .decorators import kernel_funcs, marked_name
 from .mapping import Candidate, describe_device
 from .mode import Mode, check_kernelize_mode, describe_mode
 from .validation import missing_for
@@ -333,12 +333,10 @@ def _marked_modules(model: nn.Module) -> tuple[list[tuple[Any, str]], int]:
             out.append((candidate, name))
 
     for module in _modules(model):
-        funcs = module.__dict__.get("_kernel_funcs")
-        if funcs and isinstance(funcs, dict):
-            for func in funcs.values():
-                name, condition = mark_of(type(func))
-                if name is not None:
-                    visit(func, name, condition)
+        for func in kernel_funcs(module):
+            name, condition = mark_of(type(func))
+            if name is not None:
+                visit(func, name, condition)
         name, condition = mark_of(type(module))
         if name is not None:
             visit(module, name, condition)

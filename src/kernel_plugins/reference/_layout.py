@@ -252,7 +252,9 @@ def materialize(name: str, extra_backends: tuple[str, ...] = ()) -> Path:
     """
     root = cache_root()
     try:
-        return _materialize_in(root, name, tuple(extra_backends))
+        # only the backends BACKENDS lacks, once each: the cached fingerprints are keyed on it
+        extra = tuple(dict.fromkeys(b for b in extra_backends if b not in BACKENDS))
+        return _materialize_in(root, name, extra)
     except OSError as e:
         raise OSError(
             f"cannot create the reference kernel {name!r} under {root} ({e}); set {CACHE_ENV} "
