@@ -6,7 +6,6 @@ server, so tests never share a cache or an imported module.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import itertools
 import json
@@ -19,18 +18,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.hub import GitRepo, HubServer, make_kernel_repo
+from tests.support.variant_dirs import digest_of, metadata
 
-_PLUGIN = "tests.support.fixtures_hub"
 _counter = itertools.count()
 
 #: Size of ``data.bin`` in the test kernels (big enough to be cut mid-transfer).
 DATA_SIZE = 200 * 1024
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Register the Hub fixtures plugin unless tests/conftest.py did already."""
-    if not config.pluginmanager.has_plugin(_PLUGIN):
-        config.pluginmanager.import_plugin(_PLUGIN)
 
 
 @dataclass
@@ -64,18 +57,9 @@ def cpu_variant(kernel_id: str, value: int, *, digest: bool = False) -> dict[str
         "data.bin": data,
     }
     name = kernel_id.strip("_").split("_v")[0].replace("_", "-")
-    meta: dict[str, object] = {
-        "name": name, "id": kernel_id, "version": 1, "license": "Apache-2.0",
-        "python-depends": [], "backend": {"type": "cpu"},
-    }
+    meta = metadata(kernel_id, name=name)
     if digest:
-        meta["digest"] = {
-            "algorithm": "sha256",
-            "files": {
-                rel: base64.b64encode(hashlib.sha256(content).digest()).decode()
-                for rel, content in files.items()
-            },
-        }
+        meta["digest"] = digest_of(files)
     files["metadata.json"] = json.dumps(meta).encode()
     return files
 

@@ -8,6 +8,8 @@ import itertools
 import json
 from pathlib import Path
 
+from tests.support import inputs
+
 _ids = itertools.count()
 
 
@@ -17,13 +19,8 @@ def unique_id(stem: str = "ld") -> str:
 
 
 def metadata(kernel_id: str, **extra: object) -> dict[str, object]:
-    """A valid metadata.json for a cpu variant."""
-    meta: dict[str, object] = {
-        "name": "loadtest", "id": kernel_id, "version": 1, "license": "Apache-2.0",
-        "python-depends": [], "backend": {"type": "cpu"},
-    }
-    meta.update(extra)
-    return meta
+    """A valid metadata.json for a cpu variant (``extra`` replaces keys, kebab-case)."""
+    return inputs.metadata(**{"name": "loadtest", "id": kernel_id, **extra})
 
 
 def digest_of(files: dict[str, bytes]) -> dict[str, object]:
