@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from .device import SystemInfo
@@ -25,6 +26,7 @@ __all__ = [
     "version_token_reason",
     "explain_token_version",
     "UNIVERSAL",
+    "VariantTokens",
 ]
 
 UNIVERSAL = "torch-universal"
@@ -273,3 +275,47 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
 def noarch_variant_names(backend: str, *, universal: bool = True) -> list[str]:
     """``["torch-<backend>", "torch-universal"]`` (the universal one optional)."""
     return [f"torch-{backend}"] + ([UNIVERSAL] if universal else [])
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantTokens:
+    """The form of a backend's arch-variant token and its compatibility rule.
+
+    The token is ``<prefix><major><minor>`` of the runtime version (CANN 8.3 ->
+    ``cann83``).
+
+    Attributes:
+        prefix: the letters, e.g. ``"cann"``.
+        major_width: how many leading digits are the major (see
+            :func:`decode_token_version`).
+        minor_width: how many trailing digits are the minor, when that is the fixed
+            part instead (CANN: 1, so CANN 10.0 is ``cann100``).
+        rule: ``"exact"`` (same major.minor) or ``"same-major"`` (same major, minor up
+            to the system's; every such minor is listed, newest first).
+    """
+
+    prefix: str
+    major_width: int = 1
+    minor_width: int | None = None
+    rule: Literal["exact", "same-major"] = "exact"
+
+    def token(self, version: tuple[int, int]) -> str:
+        """The token of ``(major, minor)``: ``(8, 3)`` -> ``"cann83"``."""
+        return f"{self.prefix}{version[0]}{version[1]}"
+
+    def accepted(self, version: tuple[int, int] | None) -> list[str]:
+        """The tokens accepted on a system whose runtime is ``version``, best first."""
+        if version is None:
+            return []
+        if self.rule == "exact":
+            return [self.token(version)]
+        return [self.token((version[0], minor)) for minor in range(version[1], -1, -1)]
+
+    def decode(self, token: str) -> tuple[int, int] | None:
+        """``"cann83"`` -> ``(8, 3)``; None when ``token`` is not this form."""
+        if not token.startswith(self.prefix) or not token[len(self.prefix) :].isdigit():
+            return None
+        digits = token[len(self.prefix) :]
+        return decode_token_version(
+            digits, major_width=self.major_width, minor_width=self.minor_width
+        )

@@ -5,12 +5,12 @@ ROCm builds of torch use the torch device type ``cuda``; the backend name is ``r
 
 from __future__ import annotations
 
-from .torchinfo import TorchGpuBackend, exact_token
+from ..variants import VariantTokens
+from .torchinfo import TorchGpuBackend
 
 #: The plugin object the plugin manager registers.
 ROCM = TorchGpuBackend(
     name="rocm", device_type="cuda", display_name="AMD ROCm", priority=100,
-    version_attr="hip", module="cuda", label="ROCm", prefix="rocm", rule="exact",
-    major_width=1, tokens=exact_token("rocm"),
+    version_attr="hip", label="ROCm", tokens=VariantTokens(prefix="rocm"),
     driver_hint="check rocm-smi and HIP_VISIBLE_DEVICES",
 )

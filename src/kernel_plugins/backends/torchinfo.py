@@ -9,14 +9,19 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Literal
 
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
 from ..hookspecs import hookimpl
-from ..variants import Variant, arch_variant_names, explain_token_version, noarch_variant_names
+from ..variants import (
+    Variant,
+    VariantTokens,
+    arch_variant_names,
+    explain_token_version,
+    noarch_variant_names,
+)
 
 __all__ = [
-    "torch_or_none", "major_minor", "torch_version_string", "no_device_reason", "exact_token",
+    "torch_or_none", "major_minor", "torch_version_string", "no_device_reason",
     "TorchGpuBackend",
 ]
 
@@ -68,11 +73,6 @@ def no_device_reason(version_attr: str, stack: str, driver_hint: str) -> str:
     return f"the {stack} driver sees 0 devices ({driver_hint})"
 
 
-def exact_token(prefix: str) -> Callable[[tuple[int, int]], list[str]]:
-    """Tokens for a stack that needs an exact match: (6, 3) -> ``[f"{prefix}63"]``."""
-    return lambda version: [f"{prefix}{version[0]}{version[1]}"]
-
-
 @dataclass(frozen=True, eq=False)  # a plugin object: hashed by identity
 class TorchGpuBackend:
     """A backend whose stack is built into torch (CUDA, ROCm, XPU), stated as facts.
@@ -83,13 +83,12 @@ class TorchGpuBackend:
     Attributes:
         name, device_type, display_name, priority: as in :class:`BackendSpec`.
         version_attr: the ``torch.version`` attribute a build for the stack sets.
-        module: the ``torch.<module>`` that counts devices and synchronizes.
-        label: the stack's name in messages (``"CUDA"``). prefix: the arch-token prefix.
-        rule, major_width: how a variant's token version must match the runtime's
-            (``explain_token_version``). tokens: the tokens a runtime version accepts,
-            best first. parse: reads ``torch.version.<version_attr>``.
+        label: the stack's name in messages (``"CUDA"``).
+        tokens: the arch-token form and how its version must match the runtime's.
+        parse: reads ``torch.version.<version_attr>``. ``torch.<device_type>`` counts the
+            devices and synchronizes.
         driver_hint: how to check the driver when it sees no device.
-        capability: whether ``torch.<module>`` reports a device capability.
+        capability: whether ``torch.<device_type>`` reports a device capability.
         stack: the torch build's name when it is not :attr:`label` (``"XPU"``).
     """
 
@@ -98,12 +97,8 @@ class TorchGpuBackend:
     display_name: str
     priority: int
     version_attr: str
-    module: str
     label: str
-    prefix: str
-    rule: Literal["exact", "same-major"]
-    major_width: int
-    tokens: Callable[[tuple[int, int]], list[str]]
+    tokens: VariantTokens
     driver_hint: str
     parse: Callable[[str | None], tuple[int, int] | None] = major_minor
     capability: bool = True
@@ -116,7 +111,7 @@ class TorchGpuBackend:
         """Declare the backend."""
         return BackendSpec(
             name=self.name, device_type=self.device_type, display_name=self.display_name,
-            priority=self.priority, arch_tokens=(self.prefix,),
+            priority=self.priority, arch_tokens=(self.tokens.prefix,),
             python_depends=dict(self.python_depends), capability_label=self.capability_label,
         )
 
@@ -125,7 +120,7 @@ class TorchGpuBackend:
         """A torch build for the stack with at least one visible device."""
         torch = torch_or_none()
         version = None if torch is None else getattr(torch.version, self.version_attr, None)
-        module = None if torch is None or version is None else getattr(torch, self.module, None)
+        module = None if torch is None or version is None else getattr(torch, self.device_type, None)
         if torch is None or module is None or not module.is_available() or module.device_count() == 0:
             return None
         version = str(version)
@@ -147,22 +142,21 @@ class TorchGpuBackend:
     @hookimpl
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
         """Arch variants for the runtime's version (:attr:`tokens`), then noarch."""
-        version = self.parse(device.runtime_version)
-        tokens = self.tokens(version) if version else []
+        tokens = self.tokens.accepted(self.parse(device.runtime_version))
         return arch_variant_names(system, tokens) + noarch_variant_names(self.name)
 
     @hookimpl
     def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
         """``CUDA 13.0 is newer than the system's CUDA 12.8`` and friends."""
         return explain_token_version(
-            variant, self.prefix, self.label, self.parse(device.runtime_version), self.rule,
-            major_width=self.major_width,
+            variant, self.tokens.prefix, self.label, self.parse(device.runtime_version),
+            self.tokens.rule, major_width=self.tokens.major_width,
         )
 
     @hookimpl
     def synchronize(self, device: DeviceInfo) -> bool:
-        """``torch.<module>.synchronize``."""
+        """``torch.<device_type>.synchronize``."""
         import torch
 
-        getattr(torch, self.module).synchronize(device.index)
+        getattr(torch, self.device_type).synchronize(device.index)
         return True

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from .torchinfo import TorchGpuBackend, exact_token
+from ..variants import VariantTokens
+from .torchinfo import TorchGpuBackend
 
 
 def oneapi_version(text: str | None) -> tuple[int, int] | None:
@@ -21,7 +22,7 @@ def oneapi_version(text: str | None) -> tuple[int, int] | None:
 #: The plugin object the plugin manager registers.
 XPU = TorchGpuBackend(
     name="xpu", device_type="xpu", display_name="Intel XPU", priority=90,
-    version_attr="xpu", module="xpu", label="oneAPI", prefix="xpu", rule="exact",
-    major_width=4, tokens=exact_token("xpu"), parse=oneapi_version, capability=False, stack="XPU",
+    version_attr="xpu", label="oneAPI", tokens=VariantTokens(prefix="xpu", major_width=4),
+    parse=oneapi_version, capability=False, stack="XPU",
     driver_hint="check the Intel GPU driver and ZE_AFFINITY_MASK",
 )

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
 from ..hookspecs import hookimpl
 from ..variants import (
     Variant,
+    VariantTokens,
     arch_variant_names,
-    decode_token_version,
     explain_token_version,
     noarch_variant_names,
 )
@@ -119,50 +119,6 @@ class RuntimeVersion:
         """``(major, minor)`` of ``text``, or None when it is unknown or unreadable."""
         version = self.parse(text)
         return None if version is None else (version[0], version[1])
-
-
-@dataclass(frozen=True, kw_only=True)
-class VariantTokens:
-    """The form of a backend's arch-variant token and its compatibility rule.
-
-    The token is ``<prefix><major><minor>`` of the runtime version (CANN 8.3 ->
-    ``cann83``).
-
-    Attributes:
-        prefix: the letters, e.g. ``"cann"``.
-        major_width: how many leading digits are the major (see
-            :func:`~kernel_plugins.variants.decode_token_version`).
-        minor_width: how many trailing digits are the minor, when that is the fixed
-            part instead (CANN: 1, so CANN 10.0 is ``cann100``).
-        rule: ``"exact"`` (same major.minor) or ``"same-major"`` (same major, minor up
-            to the system's; every such minor is listed, newest first).
-    """
-
-    prefix: str
-    major_width: int = 1
-    minor_width: int | None = None
-    rule: Literal["exact", "same-major"] = "exact"
-
-    def token(self, version: tuple[int, int]) -> str:
-        """The token of ``(major, minor)``: ``(8, 3)`` -> ``"cann83"``."""
-        return f"{self.prefix}{version[0]}{version[1]}"
-
-    def accepted(self, version: tuple[int, int] | None) -> list[str]:
-        """The tokens accepted on a system whose runtime is ``version``, best first."""
-        if version is None:
-            return []
-        if self.rule == "exact":
-            return [self.token(version)]
-        return [self.token((version[0], minor)) for minor in range(version[1], -1, -1)]
-
-    def decode(self, token: str) -> tuple[int, int] | None:
-        """``"cann83"`` -> ``(8, 3)``; None when ``token`` is not this form."""
-        if not token.startswith(self.prefix) or not token[len(self.prefix) :].isdigit():
-            return None
-        digits = token[len(self.prefix) :]
-        return decode_token_version(
-            digits, major_width=self.major_width, minor_width=self.minor_width
-        )
 
 
 #: Extra notes about a found stack: ``VendorDevices -> notes``.
