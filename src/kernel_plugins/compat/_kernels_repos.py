@@ -71,11 +71,9 @@ class _Trusting:
             object.__setattr__(self, "trust_remote_code", tuple(value))
         resolve_trust(self.repo_id, self.trust_remote_code)
 
-    def load_options(self) -> dict[str, Any]:
-        """The core options plus ``trust_remote_code`` resolved for this repository."""
-        opts = super().load_options()  # type: ignore[misc]
-        opts["trust_remote_code"] = resolve_trust(self.repo_id, self.trust_remote_code)
-        return opts  # type: ignore[no-any-return]
+    def _trusted(self) -> bool:
+        """``trust_remote_code`` resolved for this repository (a list names repositories)."""
+        return resolve_trust(self.repo_id, self.trust_remote_code)
 
 
 def _need_revision_or_version(repo: Any) -> None:

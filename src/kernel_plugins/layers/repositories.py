@@ -84,6 +84,10 @@ class KernelRepository:
         """Keyword arguments for :func:`kernel_plugins.load` (revision, version, lockfile)."""
         return {}
 
+    def _trusted(self) -> bool:
+        """Whether this repository grants ``trust_remote_code`` (only ``True`` itself does)."""
+        return getattr(self, "trust_remote_code", None) is True
+
     def describe(self) -> str:
         """``layer `SiluAndMul` of `org/activation` (version 1)``, for messages."""
         opts = ", ".join(
@@ -118,7 +122,7 @@ class _HubRepo(KernelRepository):
         return {
             "revision": self.revision,
             "version": self.version,
-            "trust_remote_code": self.trust_remote_code is True,
+            "trust_remote_code": self._trusted(),
         }
 
 
@@ -180,7 +184,7 @@ class _LockedRepo(KernelRepository):
 
     def load_options(self) -> dict[str, Any]:
         """``lockfile``: the resolved lock file, and ``trust_remote_code``."""
-        return {"lockfile": self.resolve_lockfile(), "trust_remote_code": self.trust_remote_code is True}
+        return {"lockfile": self.resolve_lockfile(), "trust_remote_code": self._trusted()}
 
     def describe(self) -> str:
         """Like the base, without resolving the lock file (messages must not fail)."""
