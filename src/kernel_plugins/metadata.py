@@ -26,6 +26,7 @@ __all__ = [
     "MetadataProblem",
     "metadata_problems",
     "parse_metadata",
+    "parse_metadata_bytes",
     "read_metadata",
     "MAX_METADATA_BYTES",
 ]
@@ -288,6 +289,18 @@ def parse_metadata(data: object, *, where: str) -> KernelMetadata:
         raise MetadataError(
             f"{where}: invalid metadata: {listed}. Rebuild the kernel or fix the file."
         ) from None
+
+
+def parse_metadata_bytes(raw: bytes, *, where: str) -> KernelMetadata:
+    """Decode and validate the bytes of a ``metadata.json`` (capped, as read); errors name
+    ``where``. :raises MetadataError: not UTF-8 JSON, too large, or invalid."""
+    from .jsonfile import JSONFileError, parse_json
+
+    try:
+        data = parse_json(raw, where=where, max_bytes=MAX_METADATA_BYTES)
+    except JSONFileError as e:
+        raise MetadataError(str(e)) from None
+    return parse_metadata(data, where=where)
 
 
 def read_metadata(variant_dir: Path) -> KernelMetadata:

@@ -313,12 +313,10 @@ def files_problem(fetched: Fetched, metadata: bytes) -> str | None:
     """Why the files of a variant do not match the digest in ``metadata`` (None: they match)."""
     from .integrity import check_digest, read_variant
     from .integrity.digest import digest_algorithm
-    from .jsonfile import parse_json
-    from .metadata import MAX_METADATA_BYTES, parse_metadata
+    from .metadata import parse_metadata_bytes
 
     try:
-        meta = parse_metadata(parse_json(metadata, where="metadata.json", max_bytes=MAX_METADATA_BYTES),
-                              where=f"{fetched.path}/metadata.json")
+        meta = parse_metadata_bytes(metadata, where=f"{fetched.path}/metadata.json")
     except (KernelPluginsError, ValueError) as e:
         return f"metadata.json is unusable: {e}"
     if meta.digest is None or (alg := digest_algorithm(meta.digest)) is None:

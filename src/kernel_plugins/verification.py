@@ -30,8 +30,7 @@ from .integrity import (
 )
 from .integrity.digest import digest_algorithm
 from .integrity.varianthash import FileHash
-from .jsonfile import JSONFileError, parse_json
-from .metadata import MAX_METADATA_BYTES, KernelMetadata, parse_metadata
+from .metadata import KernelMetadata, parse_metadata_bytes
 
 __all__ = ["VerifiedVariant", "verify", "read_verified_metadata", "check_cached", "fetch_checked"]
 
@@ -77,12 +76,7 @@ def _read_metadata_bytes(fetched: Fetched) -> bytes:
 
 
 def _parse_metadata_bytes(fetched: Fetched, raw: bytes) -> KernelMetadata:
-    path = fetched.path / "metadata.json"
-    try:
-        data = parse_json(raw, where=str(path), max_bytes=MAX_METADATA_BYTES)
-    except JSONFileError as e:
-        raise MetadataError(str(e)) from None
-    return parse_metadata(data, where=str(path))
+    return parse_metadata_bytes(raw, where=str(fetched.path / "metadata.json"))
 
 
 def verify(fetched: Fetched) -> VerifiedVariant:

@@ -46,8 +46,7 @@ def run(args: argparse.Namespace) -> int:
     """Fetch the variant for this device (else the first), read it and print the summary."""
     from ..detection import get_device, system_info
     from ..fetching import fetch, offer
-    from ..jsonfile import parse_json
-    from ..metadata import MAX_METADATA_BYTES, parse_metadata
+    from ..metadata import parse_metadata_bytes
     from ..resolving import resolve_variants
     from ..signatures import check_bundle, files_problem, org_of, read_bundle, read_metadata
     from ..sources import find
@@ -58,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
     fetched = fetch(off, best or sorted(off.variants)[0], progress=False)  # read, never imported
     raw, roots = read_metadata(fetched), (fetched.path, *fetched.link_roots)
     sig = check_bundle(raw, read_bundle(fetched), variant=fetched.variant, org=org_of(fetched))
-    meta = parse_metadata(parse_json(raw, where="metadata.json", max_bytes=MAX_METADATA_BYTES),
-                          where=f"{fetched.path}/metadata.json")  # parsed after the signature check
+    meta = parse_metadata_bytes(raw, where=f"{fetched.path}/metadata.json")  # after the signature
     pkg = fetched.path / meta.python_name
     pkg = pkg if (pkg / "__init__.py").is_file() else fetched.path
     doc: dict[str, Any] = {
