@@ -94,9 +94,7 @@ def load(
     )
     policy = ReferencePolicy(fallback, requirements)
     with requiring(require_signature, trusted_root=trusted_root):
-        module = load_source(source, info, system, trust_remote_code=trust_remote_code, fallback=policy)
-    check_requirements(module, requirements)
-    return module
+        return load_source(source, info, system, trust_remote_code=trust_remote_code, fallback=policy)
 
 
 def load_source(
@@ -107,16 +105,17 @@ def load_source(
     trust_remote_code: bool = False,
     fallback: ReferencePolicy | None = None,
 ) -> ModuleType:
-    """Run the pipeline for one source: offer, choose, fetch, verify, import.
+    r"""Run the pipeline for one source: offer, choose, fetch, verify, import.
 
     When it fails because no variant fits or the Hub cannot be used, ``fallback`` picks
-    the next source (or raises) and the same steps run on that one.
+    the next source (or raises) and the same steps run on that one. With a ``fallback``,
+    the module must also declare its ``require``\d properties.
 
     :raises NoCompatibleVariantError: no variant fits the device (and none stands in).
     :raises KernelPluginsError: any step failed (trust, pin, fetch, integrity, import).
     """
     try:
-        return import_verified(_verified(source, info, system, trust_remote_code), info, notes=source.notes)
+        module = import_verified(_verified(source, info, system, trust_remote_code), info, notes=source.notes)
     except (NoCompatibleVariantError, HubError) as error:
         if fallback is None:
             raise
@@ -127,6 +126,9 @@ def load_source(
         except KernelPluginsError as e:
             raise fallback.failed(source, nxt, e, error) from error
         return fallback.accept(import_verified(verified, info, notes=nxt.notes), source, info, error)
+    if fallback is not None:  # the reference path checked them in accept()
+        check_requirements(module, fallback.requirements)
+    return module
 
 
 def _verified(
