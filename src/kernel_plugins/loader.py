@@ -109,7 +109,7 @@ def load_source(
 
     When it fails because no variant fits or the Hub cannot be used, ``fallback`` picks
     the next source (or raises) and the same steps run on that one. With a ``fallback``,
-    the module must also declare its ``require``\d properties.
+    the module must also declare every property its policy requires.
 
     :raises NoCompatibleVariantError: no variant fits the device (and none stands in).
     :raises KernelPluginsError: any step failed (trust, pin, fetch, integrity, import).
