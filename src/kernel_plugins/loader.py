@@ -105,7 +105,7 @@ def load_source(
     trust_remote_code: bool = False,
     fallback: ReferencePolicy | None = None,
 ) -> ModuleType:
-    r"""Run the pipeline for one source: offer, choose, fetch, verify, import.
+    """Run the pipeline for one source: offer, choose, fetch, verify, import.
 
     When it fails because no variant fits or the Hub cannot be used, ``fallback`` picks
     the next source (or raises) and the same steps run on that one. With a ``fallback``,
