@@ -24,7 +24,6 @@ __all__ = [
     "split_token",
     "decode_token_version",
     "version_token_reason",
-    "explain_token_version",
     "UNIVERSAL",
     "VariantTokens",
 ]
@@ -150,22 +149,23 @@ def split_token(token: str) -> tuple[str, str]:
 def decode_token_version(
     digits: str, major_width: int = 1, *, minor_width: int | None = None
 ) -> tuple[int, int] | None:
-    """Decode the digits of a backend token into ``(major, minor)``.
+    """Decode the digits of a backend token into ``(major, minor)``: the inverse of
+    :meth:`VariantTokens.token`.
 
     ``major_width`` says how many leading digits form the major version: CUDA uses 2
     (``128`` -> 12.8, ``1210`` -> 12.10), MUSA 1 (``43`` -> 4.3). ``minor_width``, when
     given, counts from the end instead: Ascend CANN's minor is the last digit
-    (``83`` -> 8.3, ``100`` -> 10.0). Returns None when the digits are too short or the
-    major is 0.
+    (``83`` -> 8.3, ``100`` -> 10.0). A major of 0 is the one digit ``0`` whatever the
+    widths (libtpu 0.x: ``03`` -> 0.3). Returns None when the digits are too short.
 
-    >>> decode_token_version("100", minor_width=1)
-    (10, 0)
+    >>> decode_token_version("100", minor_width=1), decode_token_version("012", 2)
+    ((10, 0), (0, 12))
     """
-    if minor_width is not None:
-        if len(digits) <= minor_width:
-            return None
+    if digits.startswith("0"):
+        major_width = 1
+    elif minor_width is not None:
         major_width = len(digits) - minor_width
-    if len(digits) <= major_width or int(digits[:major_width]) == 0:
+    if not 0 < major_width < len(digits):
         return None
     return int(digits[:major_width]), int(digits[major_width:])
 
@@ -207,41 +207,6 @@ def version_token_reason(
     return (
         f"{label} {fmt(variant_version)} does not match the system's {label} "
         f"{fmt(system_version)} (an exact match is required)"
-    )
-
-
-def explain_token_version(
-    variant: Variant,
-    prefix: str,
-    label: str,
-    system_version: tuple[int, int] | None,
-    rule: Literal["exact", "same-major"],
-    *,
-    major_width: int = 1,
-    minor_width: int | None = None,
-) -> str | None:
-    """The ``explain_variant`` answer of a backend whose tokens are ``<prefix><version>``.
-
-    ``major_width`` and ``minor_width`` say how the digits split (see
-    :func:`decode_token_version`).
-
-    Returns None for a variant whose token has another prefix (not this backend's).
-
-    >>> v = parse_variant("torch213-cxx11-cu130-x86_64-linux")
-    >>> explain_token_version(v, "cu", "CUDA", (12, 8), "same-major", major_width=2)
-    "CUDA 13.0 has another major version than the system's CUDA 12.8"
-    """
-    if variant.token is None:
-        return None
-    token_prefix, digits = split_token(variant.token)
-    if token_prefix != prefix:
-        return None
-    return version_token_reason(
-        label,
-        decode_token_version(digits, major_width=major_width, minor_width=minor_width),
-        system_version,
-        rule,
-        token=variant.token,
     )
 
 
@@ -313,9 +278,23 @@ class VariantTokens:
 
     def decode(self, token: str) -> tuple[int, int] | None:
         """``"cann83"`` -> ``(8, 3)``; None when ``token`` is not this form."""
-        if not token.startswith(self.prefix) or not token[len(self.prefix) :].isdigit():
+        digits = token[len(self.prefix) :] if token.startswith(self.prefix) else ""
+        if not (digits.isascii() and digits.isdigit()):
             return None
-        digits = token[len(self.prefix) :]
-        return decode_token_version(
-            digits, major_width=self.major_width, minor_width=self.minor_width
+        return decode_token_version(digits, self.major_width, minor_width=self.minor_width)
+
+    def explain(
+        self, variant: Variant, label: str, system_version: tuple[int, int] | None
+    ) -> str | None:
+        """The ``explain_variant`` reason for ``variant`` (see :func:`version_token_reason`);
+        None for a variant whose token has another prefix (not this backend's).
+
+        >>> v = parse_variant("torch213-cxx11-cu130-x86_64-linux")
+        >>> VariantTokens(prefix="cu", major_width=2, rule="same-major").explain(v, "CUDA", (12, 8))
+        "CUDA 13.0 has another major version than the system's CUDA 12.8"
+        """
+        if variant.token is None or split_token(variant.token)[0] != self.prefix:
+            return None
+        return version_token_reason(
+            label, self.decode(variant.token), system_version, self.rule, token=variant.token
         )

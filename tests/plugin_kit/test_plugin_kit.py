@@ -99,7 +99,11 @@ def test_accepted_tokens(tokens: VariantTokens, version: Any, accepted: list[str
         (VariantTokens(prefix="kit"), "kit313", (3, 13)),
         (VariantTokens(prefix="kit", minor_width=1), "kit100", (10, 0)),
         (VariantTokens(prefix="kit", major_width=2), "kit128", (12, 8)),
-        (VariantTokens(prefix="kit"), "kit031", None),
+        (VariantTokens(prefix="kit"), "kit031", (0, 31)),  # a 0.x runtime (libtpu numbering)
+        (VariantTokens(prefix="kit", major_width=2), "kit03", (0, 3)),
+        (VariantTokens(prefix="kit", minor_width=1), "kit00", (0, 0)),
+        (VariantTokens(prefix="kit"), "kit0", None),
+        (VariantTokens(prefix="kit"), "kit\u00b2\u00b3", None),  # digits, but not ASCII ones
         (VariantTokens(prefix="kit"), "kit3", None),
         (VariantTokens(prefix="kit"), "cu128", None),
         (VariantTokens(prefix="kit"), "kitx31", None),

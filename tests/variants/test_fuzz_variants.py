@@ -1,4 +1,5 @@
-"""Property tests of variant names: the names we produce parse back; resolution never raises."""
+"""Property tests of variant names: the names we produce parse back; resolution never raises;
+every backend's token form decodes what it encodes, a runtime whose major is 0 included."""
 
 from __future__ import annotations
 
@@ -7,16 +8,18 @@ from hypothesis import strategies as st
 
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.errors import VariantNameError
+from kernel_plugins.plugins import PluginManager
 from kernel_plugins.resolving import resolve
 from kernel_plugins.variants import (
     UNIVERSAL,
     Variant,
+    VariantTokens,
     arch_variant_names,
     noarch_variant_names,
     parse_variant,
 )
 
-versions = st.tuples(st.integers(1, 9), st.integers(0, 30))
+versions = st.tuples(st.integers(0, 9), st.integers(0, 30))
 systems = st.builds(
     SystemInfo,
     cpu=st.sampled_from(["x86_64", "aarch64"]),
@@ -151,3 +154,56 @@ def test_parse_variant_raises_only_variant_name_errors(name: str) -> None:
         assert str(e)
     else:
         assert compose(v) == name
+
+
+def _token_forms() -> dict[str, VariantTokens]:
+    """The token form of every installed backend that has one (built-ins and plugins)."""
+    records = PluginManager().backends().values()
+    forms = {r.name: getattr(r.plugin, "tokens", None) for r in records}
+    return {name: form for name, form in forms.items() if isinstance(form, VariantTokens)}
+
+
+FORMS = _token_forms()
+
+
+def versions_of(form: VariantTokens) -> st.SearchStrategy[tuple[int, int]]:
+    """The versions ``form`` can write: a major of its width (or 0), a minor of its width."""
+    if form.minor_width is not None:
+        low = 0 if form.minor_width == 1 else 10 ** (form.minor_width - 1)
+        return st.tuples(st.integers(0, 999), st.integers(low, 10**form.minor_width - 1))
+    width = form.major_width
+    majors = st.just(0) | st.integers(10 ** (width - 1), 10**width - 1)
+    return st.tuples(majors, st.integers(0, 99))
+
+
+def test_the_token_forms_include_the_built_in_backends() -> None:
+    assert {"cuda", "rocm", "xpu"} <= set(FORMS), FORMS
+
+
+@given(st.data())
+def test_every_token_form_decodes_what_it_encodes_major_0_included(data: st.DataObject) -> None:
+    name, form = data.draw(st.sampled_from(sorted(FORMS.items())), label="backend")
+    version = data.draw(versions_of(form), label="version")
+    if data.draw(st.booleans(), label="major 0"):
+        version = (0, version[1])
+    token = form.token(version)
+    assert form.decode(token) == version, (name, token)
+    assert form.token(form.decode(token) or (-1, -1)) == token
+    system = data.draw(st.none() | versions_of(form), label="system")
+    variant = parse_variant(f"torch213-cxx11-{token}-x86_64-linux")
+    reason = form.explain(variant, "RT", system)
+    assert reason is not None and "does not encode" not in reason, (name, token, reason)
+    assert f"RT {version[0]}.{version[1]} " in reason, (name, token, reason)
+
+
+@given(st.from_regex(r"\A[0-9]{0,8}\Z"), st.sampled_from(sorted(FORMS)))
+def test_decoding_any_digits_gives_back_a_token_of_the_same_form_or_none(
+    digits: str, name: str
+) -> None:
+    form = FORMS[name]
+    decoded = form.decode(form.prefix + digits)
+    if decoded is not None:
+        major, minor = decoded
+        assert major >= 0 and minor >= 0
+        assert digits.startswith("0") == (major == 0)
+        assert form.token(decoded) == form.prefix + str(major) + str(minor)

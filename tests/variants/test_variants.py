@@ -57,6 +57,48 @@ def test_token_versions_keep_two_digit_majors():
     assert decode_token_version("100", major_width=2) == (10, 0)
 
 
+@pytest.mark.parametrize(
+    ("digits", "widths", "version"),
+    [("03", {}, (0, 3)), ("012", {"major_width": 2}, (0, 12)), ("01", {"major_width": 4}, (0, 1)),
+     ("03", {"minor_width": 1}, (0, 3)), ("00", {}, (0, 0)), ("0", {}, None), ("", {}, None),
+     ("8", {"minor_width": 1}, None), ("12", {"major_width": 2}, None)],
+)
+def test_a_major_of_0_is_one_digit_whatever_the_widths(digits, widths, version):
+    assert decode_token_version(digits, **widths) == version
+
+
+def _zero_x_backend():
+    """A PrivateUse1 backend whose runtime numbers its releases 0.x, as libtpu does."""
+    from kernel_plugins.plugin_kit import PrivateUse1Backend, RuntimeVersion, VariantTokens
+    from kernel_plugins.variants import VariantTokens as CoreTokens
+
+    assert VariantTokens is CoreTokens
+    return PrivateUse1Backend(
+        name="zerox", display_name="Zero X", vendor_module="torch_zerox", import_hint="reinstall",
+        runtime=RuntimeVersion(label="libtpu", parse=lambda t: tuple(map(int, str(t).split("."))),
+                               torch_attr="zerox"),
+        tokens=VariantTokens(prefix="zx"),
+    )
+
+
+def test_a_0x_runtime_explains_a_refused_variant_by_its_version():
+    """Regression: a token of a 0.x runtime was encoded but not decoded, so the reason was
+    "backend token 'zx03' does not encode a libtpu version"."""
+    backend = _zero_x_backend()
+    device = DeviceInfo(backend="zerox", device_type="zerox", count=1, runtime_version="0.4.1")
+    assert backend.list_variants(device, LINUX)[-3] == "torch213-cxx11-zx04-x86_64-linux"
+    reason = backend.explain_variant(device, LINUX, parse_variant("torch213-cxx11-zx03-x86_64-linux"))
+    assert reason == "libtpu 0.3 does not match the system's libtpu 0.4 (an exact match is required)"
+
+
+def test_every_backend_decodes_a_major_of_0(manager):
+    """The built-in backends too: a CUDA 0.x token is another major, not an undecodable token."""
+    res = resolve_variants(["torch213-cxx11-cu03-x86_64-linux", "torch-cuda"], CUDA128, LINUX)
+    assert reasons(res)["torch213-cxx11-cu03-x86_64-linux"] == (
+        "CUDA 0.3 has another major version than the system's CUDA 12.8"
+    )
+
+
 def reasons(res):
     return {d.variant: d.reason for d in res.decisions if not d.accepted}
 

@@ -12,13 +12,7 @@ from types import ModuleType
 
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
 from ..hookspecs import hookimpl
-from ..variants import (
-    Variant,
-    VariantTokens,
-    arch_variant_names,
-    explain_token_version,
-    noarch_variant_names,
-)
+from ..variants import Variant, VariantTokens, arch_variant_names, noarch_variant_names
 
 __all__ = [
     "torch_or_none", "major_minor", "torch_version_string", "no_device_reason",
@@ -148,10 +142,7 @@ class TorchGpuBackend:
     @hookimpl
     def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
         """``CUDA 13.0 is newer than the system's CUDA 12.8`` and friends."""
-        return explain_token_version(
-            variant, self.tokens.prefix, self.label, self.parse(device.runtime_version),
-            self.tokens.rule, major_width=self.tokens.major_width,
-        )
+        return self.tokens.explain(variant, self.label, self.parse(device.runtime_version))
 
     @hookimpl
     def synchronize(self, device: DeviceInfo) -> bool:

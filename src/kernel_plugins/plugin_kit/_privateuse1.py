@@ -16,13 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
 from ..hookspecs import hookimpl
-from ..variants import (
-    Variant,
-    VariantTokens,
-    arch_variant_names,
-    explain_token_version,
-    noarch_variant_names,
-)
+from ..variants import Variant, VariantTokens, arch_variant_names, noarch_variant_names
 from ._emulation import Emulation
 from ._vendor import (
     VendorDevices,
@@ -264,15 +258,7 @@ class PrivateUse1Backend:
                 f"{self.noarch_reason}"
             )
         system_version = self.runtime.major_minor(device.runtime_version)
-        reason = explain_token_version(
-            variant,
-            self.tokens.prefix,
-            self.runtime.label,
-            system_version,
-            self.tokens.rule,
-            major_width=self.tokens.major_width,
-            minor_width=self.tokens.minor_width,
-        )
+        reason = self.tokens.explain(variant, self.runtime.label, system_version)
         if reason is not None and system_version is None and self.runtime.advice:
             reason += f" ({self.runtime.advice})"
         return reason
