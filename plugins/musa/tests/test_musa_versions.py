@@ -45,7 +45,8 @@ def test_encoding_round_trip(major: int, minor: int, patch: int) -> None:
 
 @pytest.mark.parametrize(
     ("version", "token"),
-    [((4, 3, 0), "musa43"), ((5, 1, 2), "musa51"), ((4, 10, 0), "musa410"), ((0, 43, 0), "musa043")],
+    [((4, 3, 0), "musa43"), ((5, 1, 2), "musa51"), ((4, 10, 0), "musa410"),
+     ((0, 43, 0), "musa043")],
 )
 def test_token(version: tuple[int, int, int], token: str) -> None:
     assert TOKENS.token(version[:2]) == token

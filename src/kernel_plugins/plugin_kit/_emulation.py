@@ -39,7 +39,7 @@ class Emulation:
             ``capability`` must be a ``(major, minor)`` pair.
         not_properties: facts that ``torch.<type>.get_device_properties(i)`` does not
             report. It reports every other fact except ``version`` and those named by
-            :attr:`version_attrs` and :attr:`sdk_file` (``device_name`` as ``name``,
+            :attr:`version_attrs`, :attr:`sdk_file` and :attr:`distributions` (``device_name`` as ``name``,
             ``capability`` as ``major`` and ``minor``).
         functions: functions of ``torch.<type>`` by name, each given as what it returns
             computed from the facts (``{"is_bf16_supported": lambda f: ...}``).
@@ -54,6 +54,10 @@ class Emulation:
         sdk_file: a file of the vendor SDK folder to write, or None.
         absent: facts this vendor deliberately lacks, each with the reason shown when
             someone gives it (``{"capability": "Ascend devices report no capability"}``).
+        torch_backends: ``torch.backends`` attributes the vendor package sets on import
+            (``("tpu",)``); each becomes a module marked emulated.
+        distributions: distributions read through their metadata only, each naming the
+            fact that holds its version (``{"libtpu": "libtpu"}``); no code is emulated.
     """
 
     facts: Mapping[str, Any]
@@ -65,10 +69,13 @@ class Emulation:
     vendor_ops: tuple[str, ...] = ()
     sdk_file: SdkFile | None = None
     absent: Mapping[str, str] = field(default_factory=dict)
+    torch_backends: tuple[str, ...] = ()
+    distributions: Mapping[str, str] = field(default_factory=dict)
 
     def properties(self) -> list[str]:
         """The facts the device properties report, in declaration order."""
-        skip = {"version", *self.not_properties, *filter(None, self.version_attrs.values())}
+        skip = {"version", *self.not_properties, *self.distributions.values()}
+        skip.update(filter(None, self.version_attrs.values()))
         if self.sdk_file is not None:
             skip.add(self.sdk_file.fact)
         return [name for name in self.facts if name not in skip]

@@ -233,6 +233,13 @@ class PluginCases:
         monkeypatch.setattr(torch, p.dtype, module, raising=False)
         for attr, value in case.get("torch_version", {}).items():
             monkeypatch.setattr(torch.version, attr, value, raising=False)
+        for name in case.get("torch_backends", []):
+            monkeypatch.setattr(torch.backends, name, types.ModuleType(name), raising=False)
+        for name, version in case.get("distributions", {}).items():
+            (tmp_path / f"{name}-{version}.dist-info").mkdir()
+            (tmp_path / f"{name}-{version}.dist-info" / "METADATA").write_text(
+                f"Name: {name}\nVersion: {version}\n", encoding="utf-8")
+            monkeypatch.syspath_prepend(str(tmp_path))
         check_device(p.hooks.detect_device(), {"count": count, "emulated": False,
                                                "extension_version": case["version"],
                                                **case["expect"]})

@@ -117,13 +117,16 @@ class PluginFacts:
     def hide(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Make the vendor stack invisible: no vendor module, no ``torch.<device_type>``.
 
-        Also removes :attr:`version_attrs` and :attr:`environ` and gives PrivateUse1
-        its unregistered name, all through ``monkeypatch`` (undone after the test).
+        Also removes :attr:`version_attrs`, :attr:`environ` and the ``torch.backends``
+        attributes the plugin's emulation declares, and gives PrivateUse1 its unregistered
+        name, all through ``monkeypatch`` (undone after the test).
         """
         import torch
 
         monkeypatch.delitem(sys.modules, self.vendor_module, raising=False)
         monkeypatch.delattr(torch, self.dtype, raising=False)
+        for name in getattr(getattr(self.hooks, "emulation", None), "torch_backends", ()):
+            monkeypatch.delattr(torch.backends, name, raising=False)
         for attr in self.version_attrs:
             monkeypatch.delattr(torch.version, attr, raising=False)
         for name in self.environ:
@@ -138,7 +141,8 @@ class PluginFacts:
         """Install ``stand`` through ``monkeypatch``; returns ``torch.<device_type>``.
 
         Puts the package in ``sys.modules``, the device module on torch, the version
-        attributes on ``torch.version`` and the environment variables in place.
+        attributes on ``torch.version``, the ``torch.backends`` modules, the environment
+        variables and the distributions' metadata folder (on ``sys.path``) in place.
         """
         import torch
 
@@ -146,8 +150,12 @@ class PluginFacts:
         monkeypatch.setattr(torch, self.dtype, stand.device_module, raising=False)
         for key, value in stand.version_attrs.items():
             monkeypatch.setattr(torch.version, key, value, raising=False)
+        for key, value in stand.backends.items():
+            monkeypatch.setattr(torch.backends, key, value, raising=False)
         for key, text in stand.environ.items():
             monkeypatch.setenv(key, text)
+        if stand.site is not None:
+            monkeypatch.syspath_prepend(str(stand.site))
         return stand.device_module
 
     def manager(self) -> PluginManager:

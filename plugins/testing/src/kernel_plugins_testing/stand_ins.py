@@ -4,8 +4,9 @@ A plugin declares what its vendor stack shows PyTorch as a
 :class:`kernel_plugins.plugin_kit.Emulation` (data only, shipped in its wheel). Its
 ``emulate_device`` hook hands that to :func:`install_declared`, which puts stand-ins
 next to the ``torch.<name>`` module that :func:`kernel_plugins_testing.emulate`
-registered: a vendor package in ``sys.modules``, vendor attributes on ``torch.<name>``
-and ``torch.version``, sometimes an SDK folder named by an environment variable.
+registered: a vendor package in ``sys.modules``, vendor attributes on ``torch.<name>``,
+``torch.version`` and ``torch.backends``, sometimes an SDK folder named by an environment
+variable or the metadata of the stack's distributions on ``sys.path``.
 :func:`build_declared` builds the same stand-ins without installing them (tests put them
 in place with ``monkeypatch``). The building blocks, for a plugin that writes its own
 ``emulate_device`` hook:
@@ -78,12 +79,17 @@ class StandIns:
         device_module: the ``torch.<name>`` module, configured with the vendor facts.
         version_attrs: attributes to set on ``torch.version`` (e.g. the SDK version).
         environ: environment variables to set (e.g. where the SDK is installed).
+        backends: modules to set on ``torch.backends`` (what the vendor registers there).
+        site: a folder with the metadata of the stack's distributions (no code), to put
+            on ``sys.path``; None when there is none.
     """
 
     package: types.ModuleType
     device_module: types.ModuleType
     version_attrs: dict[str, Any] = field(default_factory=dict)
     environ: dict[str, str] = field(default_factory=dict)
+    backends: dict[str, types.ModuleType] = field(default_factory=dict)
+    site: Path | None = None
 
 
 def merge_facts(
@@ -216,8 +222,9 @@ def install_stand_ins(
     """Install stand-ins next to the emulated ``torch.<backend>`` (a plugin's ``install``).
 
     Calls ``build(torch.<backend>)``, then puts the package in
-    ``sys.modules[vendor_module]``, sets ``version_attrs`` on ``torch.version`` and
-    ``environ`` in ``os.environ``.
+    ``sys.modules[vendor_module]``, sets ``version_attrs`` on ``torch.version``,
+    ``backends`` on ``torch.backends`` and ``environ`` in ``os.environ``, and puts
+    ``site`` first on ``sys.path``.
 
     :return: True (the ``emulate_device`` hook's "installed").
     :raises EmulationError: ``torch.<backend>`` is missing or not emulated; the
@@ -235,7 +242,12 @@ def install_stand_ins(
     sys.modules[vendor_module] = stand.package
     for key, value in stand.version_attrs.items():
         setattr(torch.version, key, value)
+    for key, value in stand.backends.items():
+        setattr(torch.backends, key, value)
     os.environ.update(stand.environ)
+    if stand.site is not None:
+        sys.path.insert(0, str(stand.site))
+        importlib.invalidate_caches()
     return True
 
 
@@ -245,23 +257,62 @@ def _default_version(template: str) -> str:
     return template.format(torch=release, torch_minor=".".join(release.split(".")[:2]))
 
 
-def _sdk_home(backend: str, text: str | None, name: str, workdir: Path | None) -> Path:
-    """A folder for the emulated SDK: ``workdir/<backend>-sdk``, or a temporary one."""
+def _folder(backend: str, kind: str, workdir: Path | None) -> Path:
+    """``workdir/<backend>-<kind>``, or a temporary folder removed at exit."""
     if workdir is None:
         import atexit
         import shutil
         import tempfile
 
-        home = Path(tempfile.mkdtemp(prefix=f"kp-emulated-{backend}-sdk-"))
+        home = Path(tempfile.mkdtemp(prefix=f"kp-emulated-{backend}-{kind}-"))
         atexit.register(shutil.rmtree, home, True)
     else:
-        home = workdir / f"{backend}-sdk"
+        home = workdir / f"{backend}-{kind}"
         home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def _sdk_home(backend: str, text: str | None, name: str, workdir: Path | None) -> Path:
+    """A folder for the emulated SDK: ``workdir/<backend>-sdk``, or a temporary one."""
+    home = _folder(backend, "sdk", workdir)
     if text is None:
         (home / name).unlink(missing_ok=True)
     else:
         (home / name).write_text(text, encoding="utf-8")
     return home
+
+
+_DIST_VERSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$")
+
+
+def _metadata_site(backend: str, versions: Mapping[str, str], workdir: Path | None) -> Path:
+    """A folder holding ``<name>-<version>.dist-info/METADATA`` for each distribution.
+
+    :raises EmulationError: a version is not a plain version string (it names a folder).
+    """
+    site = _folder(backend, "site", workdir)
+    for name, version in versions.items():
+        if not _DIST_VERSION_RE.match(version):
+            raise EmulationError(f"distribution {name} version {version!r} is not a version, "
+                                 "e.g. '0.0.51'")
+        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(exist_ok=True)
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            "Summary: EMULATED stand-in: metadata only, no code\n",
+            encoding="utf-8",
+        )
+    return site
+
+
+def _backends_module(vendor_module: str, name: str) -> types.ModuleType:
+    """What ``vendor_module`` registers as ``torch.backends.<name>``, marked emulated."""
+    module = types.ModuleType(
+        f"torch.backends.{name}",
+        f"Stand-in for {vendor_module}'s torch.backends.{name} (EMULATED on CPU, not hardware).",
+    )
+    module.__kernel_plugins_emulated__ = True  # type: ignore[attr-defined]
+    return module
 
 
 def build_declared(
@@ -277,8 +328,8 @@ def build_declared(
     :param count: number of devices (0: the stack is present without devices).
     :param facts: overrides of the declared facts (checked by :func:`merge_facts`).
     :param device_module: the emulated ``torch.<type>`` to configure; None builds one.
-    :param workdir: where to write the SDK folder, if the backend declares one (default:
-        a temporary folder removed at exit).
+    :param workdir: where to write the SDK folder and the distributions' metadata, if the
+        backend declares them (default: temporary folders removed at exit).
     :raises EmulationError: the backend declares no emulation, or a fact is wrong.
     """
     decl = backend.emulation
@@ -315,7 +366,10 @@ def build_declared(
     if sdk is not None:
         text = None if merged[sdk.fact] is None else sdk.text.format(**merged)
         environ[sdk.env] = str(_sdk_home(backend.name, text, sdk.name, workdir))
-    return StandIns(package, module, attrs, environ)
+    backends = {name: _backends_module(backend.vendor_module, name) for name in decl.torch_backends}
+    versions = {d: merged[f] for d, f in decl.distributions.items() if merged[f] is not None}
+    site = _metadata_site(backend.name, versions, workdir) if decl.distributions else None
+    return StandIns(package, module, attrs, environ, backends, site)
 
 
 def _returning(name: str, value: Any) -> Callable[..., Any]:

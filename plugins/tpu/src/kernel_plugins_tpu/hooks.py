@@ -1,0 +1,168 @@
+"""The Google TPU backend: the plugin object :data:`TPU` (entry point ``tpu``).
+
+Targets Google's ``torch_tpu``. It registers itself through torch's device-backend
+autoload and sets ``torch.backends.tpu`` when it is imported, whether or not the host has
+TPU chips; ``torch.tpu`` exists only on hosts with TPU devices. So detection (the
+``detect_device`` method of :class:`TpuBackend`; the other hooks come from
+:class:`~kernel_plugins.plugin_kit.PrivateUse1Backend`) asks for ``torch.backends.tpu``
+first, as kernels 0.17.2 does, then for devices in ``torch.tpu``.
+TPU kernels are Pallas kernels (jax) wrapped for torch: only noarch variants
+(``torch-tpu``, ``torch-universal``) load, and ``python-depends`` may name ``jax`` and
+``libtpu``. The runtime is libtpu, whose releases are numbered 0.x; its version is read
+from the distribution's metadata (nothing is imported for it). The priority is above
+Neuron's and CUDA's: kernels 0.17.2 checks TPU before both. See docs/vendors.md.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import metadata
+from types import ModuleType
+
+from kernel_plugins.plugin_kit import (
+    DeviceInfo,
+    Emulation,
+    PrivateUse1Backend,
+    PyDepend,
+    RuntimeReading,
+    RuntimeVersion,
+    VendorDevices,
+    check_privateuse1_free,
+    hookimpl,
+    import_vendor,
+    module_installed,
+    torch_if_installed,
+    unparsable_note,
+)
+
+#: The distributions that ship libtpu, newest naming first.
+LIBTPU_DISTRIBUTIONS = ("libtpu", "libtpu-nightly")
+_LIBTPU_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def parse_libtpu_version(text: object) -> tuple[int, ...] | None:
+    """``"0.0.51"`` -> ``(0, 0, 51)``, ``"0.1.dev20240610"`` -> ``(0, 1)``; None when unreadable."""
+    m = _LIBTPU_RE.match(text) if isinstance(text, str) else None
+    return None if m is None else tuple(int(g) for g in m.groups() if g is not None)
+
+
+def read_libtpu_version() -> RuntimeReading:
+    """The version in libtpu's distribution metadata (``libtpu``, else ``libtpu-nightly``)."""
+    for name in LIBTPU_DISTRIBUTIONS:
+        try:
+            text = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        if parse_libtpu_version(text) is None:
+            return RuntimeReading(text, unparsable_note(f"{name} version", text, "e.g. '0.0.51'"))
+        return RuntimeReading(text)
+    return RuntimeReading(None, "libtpu is not installed (torch_tpu needs it: pip install libtpu)")
+
+
+def stack_loaded(torch: ModuleType) -> bool:
+    """Whether Google's torch_tpu is loaded: it sets ``torch.backends.tpu`` on import."""
+    return hasattr(torch.backends, "tpu")
+
+
+def _device_name(module: object) -> str | None:
+    get = getattr(module, "get_device_properties", None)
+    if get is None:
+        return None
+    try:
+        return str(get(0).name) or None
+    except Exception:  # noqa: BLE001 - the torch.tpu property names are unverified; optional
+        return None
+
+
+class TpuBackend(PrivateUse1Backend):
+    """The TPU backend: the PrivateUse1 facts, with its own detection."""
+
+    @hookimpl
+    def detect_device(self) -> DeviceInfo | None:
+        """TPU devices: ``torch_tpu`` imported, ``torch.backends.tpu`` set, ``torch.tpu`` has some.
+
+        ``torch_tpu`` is never imported while another backend owns PrivateUse1 here (that
+        is a :class:`~kernel_plugins.errors.PluginError` naming both).
+        """
+        torch = torch_if_installed()
+        if torch is None or not module_installed(self.vendor_module):
+            return None
+        check_privateuse1_free(self.vendor_module, self.name)
+        vendor = import_vendor(self.vendor_module, self.import_hint)
+        module = getattr(torch, self.dtype, None)
+        if not stack_loaded(torch) or module is None or not module.is_available():
+            return None
+        count = int(module.device_count())
+        if count <= 0:
+            return None
+        assert self.runtime is not None
+        reading = self.runtime.reading(torch, self.name)
+        found = VendorDevices(self.name, self.dtype, torch, vendor, module, count)
+        return found.info(
+            runtime_version=reading.text,
+            name=_device_name(module),
+            notes=() if reading.note is None else (reading.note,),
+        )
+
+    @hookimpl
+    def explain_no_device(self) -> str | None:
+        """torch, torch_tpu, ``torch.backends.tpu``, then the devices of ``torch.tpu``."""
+        torch = torch_if_installed()
+        if torch is None:
+            return "torch is not installed"
+        if not module_installed(self.vendor_module):
+            return f"{self.vendor_module} (the {self.display_name} extension) is not installed"
+        if not stack_loaded(torch):
+            return (
+                f"{self.vendor_module} is installed but torch.backends.tpu is not set: it did not "
+                f"register itself with torch {torch.__version__}; {self.import_hint}"
+            )
+        if getattr(torch, self.dtype, None) is None:
+            return (
+                "torch_tpu is loaded (torch.backends.tpu is set) but torch.tpu does not exist: "
+                "torch_tpu creates it only on hosts with TPU devices"
+            )
+        return (
+            "torch.tpu sees 0 TPU devices (check that this host's TPU chips are visible and "
+            "not held by another process)"
+        )
+
+
+TPU = TpuBackend(
+    name="tpu",
+    display_name="Google TPU",
+    vendor_module="torch_tpu",
+    import_hint="install the torch_tpu release that matches torch, with jax and libtpu",
+    priority=120,
+    capability_label="capability (not reported by TPU)",
+    reports_capability=False,
+    runtime=RuntimeVersion(
+        label="libtpu",
+        parse=parse_libtpu_version,
+        read=read_libtpu_version,
+        advice="pip install libtpu",
+    ),
+    python_depends={"jax": PyDepend("jax", "jax"), "libtpu": PyDepend("libtpu", "libtpu")},
+    accelerator_sync=True,
+    noarch_reason=(
+        "TPU kernels are Pallas kernels (jax) compiled at run time and ship as the noarch "
+        "variant torch-tpu"
+    ),
+    # What torch_tpu shows PyTorch (see the README): torch.tpu with the devices,
+    # torch.backends.tpu, and libtpu's distribution metadata. Every default is
+    # illustrative; the torch.tpu.* names beyond the generic ones are unverified, so
+    # nothing vendor-specific is added. jax is NOT emulated (a kernel needing it fails as
+    # on a machine without it), nor is libtpu's code (only its version is shown).
+    emulation=Emulation(
+        facts={
+            "device_name": "TPU v6 lite",
+            "total_memory": 32 << 30,
+            "version": None,
+            "libtpu": "0.0.51",
+        },
+        version="{torch_minor}.0",
+        torch_backends=("tpu",),
+        distributions={"libtpu": "libtpu"},
+        absent={"capability": "TPU devices report no compute capability"},
+    ),
+)
