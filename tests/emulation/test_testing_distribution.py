@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernel_plugins_testing import EmulationError
+from kernel_plugins_testing import EmulationError, make_device_module
 from kernel_plugins_testing.stand_ins import build_declared, install_declared
 
 from kernel_plugins.plugin_kit import Emulation, PrivateUse1Backend, SdkFile
@@ -150,6 +150,59 @@ def test_a_vendor_package_that_is_the_device_module() -> None:
     assert stand.package is stand.device_module
     assert stand.package.__spec__.name == "torch_kpdecl"
     assert stand.package.__version__ == "1.0"
+
+
+STACK = Emulation(
+    facts={"device_name": "S", "version": None, "rt": "0.0.7", "rt_tools": None},
+    torch_backends=("kpdecl", "kpdecl_dnn"),
+    distributions={"kpdecl-rt": "rt", "kpdecl-tools": "rt_tools"},
+)
+
+
+def test_declared_torch_backends_and_distributions(tmp_path: Path) -> None:
+    """torch.backends modules marked emulated; metadata of each distribution with a version."""
+    from importlib import metadata
+
+    stand = build_declared(_backend(STACK), 1, workdir=tmp_path)
+    assert sorted(stand.backends) == ["kpdecl", "kpdecl_dnn"]
+    assert stand.backends["kpdecl"].__name__ == "torch.backends.kpdecl"
+    assert all(m.__kernel_plugins_emulated__ is True for m in stand.backends.values())
+    assert not hasattr(stand.device_module.get_device_properties(0), "rt")
+    assert stand.site is not None and stand.site.parent == tmp_path
+    assert [p.name for p in stand.site.iterdir()] == ["kpdecl_rt-0.0.7.dist-info"]  # None: absent
+    dist = metadata.PathDistribution(stand.site / "kpdecl_rt-0.0.7.dist-info")
+    assert (dist.metadata["Name"], dist.version) == ("kpdecl-rt", "0.0.7")
+    assert build_declared(_backend(FACTS), 1).site is None
+
+
+@pytest.mark.parametrize("version", ["../0.0.7", "0.0.7/x", "", " 0.1"])
+def test_a_distribution_version_cannot_name_another_folder(tmp_path: Path, version: str) -> None:
+    with pytest.raises(EmulationError, match="is not a version"):
+        build_declared(_backend(STACK), 1, {"rt": version}, workdir=tmp_path)
+    assert not any(tmp_path.rglob("METADATA"))
+
+
+def test_installed_stand_ins_set_torch_backends_and_sys_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from importlib import metadata
+
+    from kernel_plugins_testing.stand_ins import install_stand_ins
+
+    monkeypatch.setattr(torch, "kpdecl", make_device_module("kpdecl", 1), raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setitem(sys.modules, "torch_kpdecl", None)  # removed again after the test
+    monkeypatch.delattr(torch.backends, "kpdecl", raising=False)
+    monkeypatch.delattr(torch.backends, "kpdecl_dnn", raising=False)
+    try:
+        assert install_stand_ins("kpdecl", "torch_kpdecl",
+                                 lambda m: build_declared(_backend(STACK), 1, device_module=m))
+        assert torch.backends.kpdecl.__kernel_plugins_emulated__ is True
+        assert metadata.version("kpdecl-rt") == "0.0.7"
+    finally:
+        for name in ("kpdecl", "kpdecl_dnn"):
+            if hasattr(torch.backends, name):
+                delattr(torch.backends, name)
 
 
 def test_without_declared_facts_there_is_nothing_to_build() -> None:
