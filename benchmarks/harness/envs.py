@@ -1,7 +1,7 @@
 """The suite's virtual environments, created under ``benchmarks/.work/`` (gitignored).
 
 * ``venv-kernel-plugins``: torch, numpy, kernel-plugins (editable, this checkout) and every
-  backend plugin under ``plugins/`` (so ``list-backends`` sees the four plugins).
+  backend plugin under ``plugins/`` (so ``list-backends`` sees the five plugins).
 * ``venv-kernels``: torch, numpy and the ``kernels`` package from PyPI at :data:`KERNELS_PIN`.
 * ``venv-plot``: matplotlib, only when the running interpreter has none (for the chart).
 

@@ -36,6 +36,7 @@ KNOWN_PLUGINS: dict[str, KnownPlugin] = {
     "musa": KnownPlugin("kernel-plugins-musa", ("musa",)),
     "npu": KnownPlugin("kernel-plugins-npu", ("cann",), ("cann",)),
     "neuron": KnownPlugin("kernel-plugins-neuron"),
+    "tpu": KnownPlugin("kernel-plugins-tpu"),
 }
 
 #: Backend name -> distribution to install.

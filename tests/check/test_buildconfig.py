@@ -137,18 +137,18 @@ def test_wrong_types_name_the_key_and_the_fix(old: str, new: str, key: str, fix:
 
 
 def test_unknown_backends_are_refused_everywhere_with_the_known_list() -> None:
-    text = BUILD_TOML.replace('backends = ["cpu", "cuda"]', 'backends = ["cpu", "cuda", "tpu"]')
+    text = BUILD_TOML.replace('backends = ["cpu", "cuda"]', 'backends = ["cpu", "cuda", "vpu"]')
     text = text.replace('backend = "cpu"', 'backend = "qpu"')
     text = text.replace("[torch]\n", "[torch.stable-abi]\nfoo = \"2.10\"\n[torch]\n")
     found = issues_of(text)
     for key, name in (
-        ("general.backends[2]", "tpu"),
+        ("general.backends[2]", "vpu"),
         ("kernel.relu_cpu.backend", "qpu"),
         ("torch.stable-abi.foo", "foo"),
     ):
         message, fix = found[key]
         assert message == f"unknown backend '{name}'"
-        assert "cpu, cuda, metal, mlu, musa, neuron, npu, rocm, xpu" in fix
+        assert "cpu, cuda, metal, mlu, musa, neuron, npu, rocm, tpu, xpu" in fix
 
 
 def test_mlu_and_musa_targets_validate_without_the_plugins_installed() -> None:
@@ -179,6 +179,28 @@ src = ["ops_musa/ops.mu"]
     build = parse_build_toml(text)
     assert build.backends == ["mlu", "musa", "npu"]  # cann is the builder name of npu
     assert build.python_depends("mlu") == ["einops"]
+
+
+def test_a_tpu_noarch_kernel_validates_without_the_plugin_installed(manager) -> None:
+    """kernels 0.17.2's TPU layout (relu-tpu): backends = ["tpu"] with [torch-noarch]."""
+    text = """
+[general]
+name = "relu-tpu"
+version = 1
+edition = 5
+license = "Apache-2.0"
+backends = ["tpu"]
+
+[general.tpu]
+python-depends = ["jax"]
+
+[torch-noarch]
+
+[kernel]
+"""
+    build = parse_build_toml(text)
+    assert build.backends == ["tpu"]
+    assert build.python_depends("tpu") == ["jax"]
 
 
 def test_backend_specific_kernel_keys_belong_to_their_backend() -> None:

@@ -1,4 +1,4 @@
-"""Code written for HF ``kernels`` runs unchanged on EMULATED mlu, musa, npu and neuron
+"""Code written for HF ``kernels`` runs unchanged on EMULATED mlu, musa, npu, neuron and tpu
 devices (CPU-backed, not real hardware), one fresh interpreter per device."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from kernel_plugins_testing import run_in_fresh_interpreter
 
 from tests.support.side_by_side import result_for, run_side_by_side
 
-DEVICES = ("mlu", "musa", "npu", "neuron")
+DEVICES = ("mlu", "musa", "npu", "neuron", "tpu")
 
 # Written as for `kernels`; only the import line differs.
 KERNELS_CODE = """

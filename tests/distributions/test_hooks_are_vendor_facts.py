@@ -48,7 +48,7 @@ def test_no_line_of_substance_is_repeated_across_plugins(a: str, b: str) -> None
     assert _substance(_hooks(a)) & _substance(_hooks(b)) == set()
 
 
-@pytest.mark.parametrize("plugin", (*KIT_PLUGINS, "neuron"))
+@pytest.mark.parametrize("plugin", (*KIT_PLUGINS, "neuron", "tpu"))
 def test_emulation_stays_out_of_the_runtime_path(plugin: str) -> None:
     """Importing and registering the hooks imports no test-only module (only emulate_device does)."""
     from kernel_plugins_testing import run_in_fresh_interpreter
@@ -81,5 +81,5 @@ def test_backend_plugins_are_the_folders_with_an_entry_point() -> None:
         (backends if entry_points else tools).add(folder.name)
         for name, target in entry_points.items():
             assert target == f"kernel_plugins_{name}.hooks:{name.upper()}", (name, target)
-    assert backends == set(PLUGINS) == {*KIT_PLUGINS, "neuron"}
+    assert backends == set(PLUGINS) == {*KIT_PLUGINS, "neuron", "tpu"}
     assert tools == {"testing", "check", "benchmark"}

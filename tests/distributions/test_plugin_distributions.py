@@ -1,4 +1,4 @@
-"""The four plugin distributions, each installed alone next to the core.
+"""The five plugin distributions, each installed alone next to the core.
 
 Each distribution under ``plugins/`` is built and installed by pip (``--no-deps
 --target``) into its own folder. Interpreters are then started on a *clean* view of
@@ -29,7 +29,7 @@ import pytest
 pytestmark = pytest.mark.plugin_install
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGINS = ("mlu", "musa", "npu", "neuron")
+PLUGINS = ("mlu", "musa", "npu", "neuron", "tpu")
 #: Site-packages entries that belong to a plugin distribution (editable or not).
 _PLUGIN_ENTRY = re.compile(r"kernel[_-]plugins[_-][a-z0-9_]+", re.IGNORECASE)
 
@@ -104,11 +104,11 @@ def _run_child(site_dir: Path, extra: list[Path]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def environments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """Install every plugin alone, then run the CLI with none, each one, and all four."""
+    """Install every plugin alone, then run the CLI with none, each one, and all five."""
     base = tmp_path_factory.mktemp("plugin-envs")
     site_dir = _clean_site(base / "site")
     targets = {name: base / f"target-{name}" for name in PLUGINS}
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=len(PLUGINS)) as pool:
         procs = pool.map(lambda n: _pip_install(n, targets[n]), PLUGINS)
         installs = dict(zip(PLUGINS, procs, strict=True))
     for name, proc in installs.items():
@@ -142,7 +142,7 @@ def test_each_distribution_alone_is_listed_as_no_device(
     assert not [r for r in rows.values() if r["status"] == "error"]
 
 
-def test_all_four_together(environments: dict[str, dict[str, Any]]) -> None:
+def test_all_five_together(environments: dict[str, dict[str, Any]]) -> None:
     rows = environments["all"]["rows"]
     assert set(PLUGINS) <= set(rows)
     assert all(rows[p]["status"] == "no device" for p in PLUGINS)

@@ -1,6 +1,6 @@
-"""The five wheels, built from this checkout, and installed the README's way.
+"""The six wheels, built from this checkout, and installed the README's way.
 
-Builds the core and the four plugins with ``pip wheel``, creates a fresh virtual
+Builds the core and the five plugins with ``pip wheel``, creates a fresh virtual
 environment, and installs the core and one plugin from the wheels into it. torch and the
 core's other dependencies are reused from this environment through a path file that
 points at a mirror of its site-packages without any kernel-plugins distribution (so
@@ -34,7 +34,7 @@ def _run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The five wheels, by distribution file name."""
+    """The six wheels, by distribution file name."""
     out = tmp_path_factory.mktemp("wheels")
     proc = _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
                  "--no-build-isolation", "--no-index", "--wheel-dir", out, ROOT,
@@ -61,7 +61,7 @@ def venv(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> P
     return venv
 
 
-def test_five_wheels_with_their_entry_points(wheels: dict[str, Path]) -> None:
+def test_six_wheels_with_their_entry_points(wheels: dict[str, Path]) -> None:
     assert set(wheels) == {CORE_WHEEL, *(f"kernel_plugins_{p}-0.1.0-py3-none-any.whl"
                                          for p in PLUGINS)}
     for plugin in PLUGINS:

@@ -2,7 +2,7 @@
 
 The pytest cases run pytest in a child process on a throw-away project of their own
 (its own ``pyproject.toml``, so this repository's ``addopts`` do not apply), with this
-environment's interpreter: the core, the four backend plugins and kernel-plugins-testing
+environment's interpreter: the core, the five backend plugins and kernel-plugins-testing
 are all installed there.
 """
 

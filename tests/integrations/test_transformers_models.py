@@ -18,7 +18,7 @@ from tests.support.side_by_side import result_for, run_side_by_side
 
 SCENARIO = Path(__file__).with_name("transformers_scenario.py")
 MODELS = ("llama", "qwen2", "mistral")
-DEVICES = ("cpu", "mlu", "musa", "npu", "neuron")
+DEVICES = ("cpu", "mlu", "musa", "npu", "neuron", "tpu")
 
 
 def _run(name: str) -> subprocess.CompletedProcess[str]:

@@ -119,8 +119,8 @@ def test_unknown_device_key_error_is_the_loaders(key):
 
 def test_known_plugin_backend_keys_are_accepted_even_when_not_installed():
     # a library may register mappings for every device at import time
-    register_kernel_mapping({"L": {"npu": repo("a"), "musa": repo("b")}})
-    assert sorted(current_mapping().device_keys("L")) == ["musa", "npu"]
+    register_kernel_mapping({"L": {"npu": repo("a"), "musa": repo("b"), "tpu": repo("c")}})
+    assert sorted(current_mapping().device_keys("L")) == ["musa", "npu", "tpu"]
 
 
 @pytest.mark.parametrize("key", ["cpu", "cuda", "rocm", "xpu", "mps", "metal"])

@@ -168,6 +168,7 @@ def test_zero_devices_means_no_device(manager):
 @pytest.mark.parametrize("dev,err,fragment", [
     ("foo", UnknownDeviceError, "Installed backends: cpu, cuda, rocm (cuda), xpu, metal (mps)"),
     ("mlu", UnknownDeviceError, "pip install kernel-plugins-mlu"),
+    ("tpu", UnknownDeviceError, "pip install kernel-plugins-tpu"),
     ("cuda", NoDeviceError, "no 'cuda' device is available"),
     ("cpu:1", DeviceError, "cpu has 1 device(s)"),
     ("mlu:x", DeviceError, "invalid device string 'mlu:x'"),

@@ -273,7 +273,7 @@ print(json.dumps({
 """
 
 
-@pytest.mark.parametrize("name", ["mlu", "musa", "npu", "neuron"])
+@pytest.mark.parametrize("name", ["mlu", "musa", "npu", "neuron", "tpu"])
 def test_routing_on_emulated_devices(name):
     done = run_in_fresh_interpreter(ROUTING.replace("sys.argv[1]", repr(name)), timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

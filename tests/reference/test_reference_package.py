@@ -66,7 +66,7 @@ def test_reference_repo_returns_a_repository_with_a_noarch_variant_per_backend(n
     variants = sorted(p.name for p in (repo / "build").iterdir())
     assert variants == sorted(f"torch-{b}" for b in BACKENDS)
     assert "torch-universal" not in variants
-    assert {"cpu", "cuda", "rocm", "xpu", "metal", "mlu", "musa", "npu", "neuron"} <= set(BACKENDS)
+    assert {"cpu", "cuda", "rocm", "xpu", "metal", "mlu", "musa", "npu", "neuron", "tpu"} <= set(BACKENDS)
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """The public API of the Hugging Face ``kernels`` package (0.17), on kernel-plugins.
 
 ``import kernel_plugins.compat.kernels as kernels`` runs code written for ``kernels``
-unchanged, on every backend kernel-plugins has (MLU, MUSA, NPU and Neuron included):
+unchanged, on every backend kernel-plugins has (MLU, MUSA, NPU, Neuron and TPU included):
 loading goes through :func:`kernel_plugins.load` (variant resolution by the backend
 plugins, integrity checks, reference fallbacks with a warning) and kernelize through
 :func:`kernel_plugins.layers.kernelize`. Trust is enforced on every path: Hub

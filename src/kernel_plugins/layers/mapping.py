@@ -222,7 +222,7 @@ def validate_device_key(key: object) -> None:
     """Check a mapping's device key against the installed backends.
 
     Accepts any installed backend's name or device type, and the known plugin backends
-    (mlu, musa, npu, neuron) even when not installed. Raises the loader's
+    (mlu, musa, npu, neuron, tpu) even when not installed. Raises the loader's
     :class:`~kernel_plugins.errors.UnknownDeviceError` (from
     :func:`kernel_plugins.detection.unknown_device_error`) otherwise.
     """

@@ -66,6 +66,7 @@ BACKENDS: dict[str, tuple[str, ...]] = {
     "musa": (),
     "npu": (),
     "neuron": (),
+    "tpu": (),
 }
 
 #: Environment variable that overrides the cache folder.
