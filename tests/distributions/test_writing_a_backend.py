@@ -1,4 +1,4 @@
-"""docs/writing-a-backend.md, followed literally: a fifth backend that passes the suite.
+"""docs/writing-a-backend.md, followed literally: a sixth backend that passes the suite.
 
 Every code block of the guide that starts with ``# file: <path>`` is written to a
 temporary folder; the package is installed with pip into a separate target folder

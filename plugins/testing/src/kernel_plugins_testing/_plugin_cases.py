@@ -3,7 +3,7 @@
 A plugin's vendor facts (what detection must report for given stand-in facts, the
 variant names, the reasons of refused variants, resolution against a fixture
 repository...) are data in its ``conformance.toml``; :class:`PluginCases` turns each
-table into tests, so the four plugins' tests are parameters of one suite rather than
+table into tests, so the five plugins' tests are parameters of one suite rather than
 copies. See :func:`kernel_plugins_testing.conformance.declared_suites`. Importing this
 module imports neither torch nor pytest.
 """
