@@ -58,5 +58,6 @@ def test_vendor_facts_the_tests_rely_on_are_in_docs() -> None:
     text = (ROOT / "docs" / "vendors.md").read_text(encoding="utf-8")
     for fact in ("torch_mlu.__version__", "version.txt", "torch.version.musa", '"4030"',
                  "torch.version.cann", "not known", "get_soc_version", "cann100",
-                 "torch_neuronx", "privateuseone", "TORCH_DEVICE_BACKEND_AUTOLOAD"):
+                 "torch_neuronx", "privateuseone", "TORCH_DEVICE_BACKEND_AUTOLOAD",
+                 "torch.backends.tpu", "torch.tpu.device_count()", "libtpu-nightly", "0.0.51"):
         assert fact in text, fact
