@@ -28,6 +28,7 @@ from kernel_plugins.plugin_kit import (
     RuntimeVersion,
     VendorDevices,
     check_privateuse1_free,
+    device_name_of,
     hookimpl,
     import_vendor,
     module_installed,
@@ -65,12 +66,10 @@ def stack_loaded(torch: ModuleType) -> bool:
 
 
 def _device_name(module: object) -> str | None:
-    get = getattr(module, "get_device_properties", None)
-    if get is None:
-        return None
+    """``torch.tpu.get_device_properties(0).name``, when that exists (the name is optional)."""
     try:
-        return str(get(0).name) or None
-    except Exception:  # noqa: BLE001 - the torch.tpu property names are unverified; optional
+        return device_name_of(module.get_device_properties(0))  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - the torch.tpu.* names beyond device_count are unverified
         return None
 
 
@@ -95,8 +94,8 @@ class TpuBackend(PrivateUse1Backend):
         count = int(module.device_count())
         if count <= 0:
             return None
-        assert self.runtime is not None
-        reading = self.runtime.reading(torch, self.name)
+        runtime = self.runtime
+        reading = RuntimeReading(None) if runtime is None else runtime.reading(torch, self.name)
         found = VendorDevices(self.name, self.dtype, torch, vendor, module, count)
         return found.info(
             runtime_version=reading.text,
