@@ -29,7 +29,7 @@ from .variants import validate_variant_name
 
 if TYPE_CHECKING:
     from .hub import HubRef
-    from .lock import KernelLock
+    from .lock import KernelLock, Lockfile
 
 __all__ = ["Offer", "Fetched", "offer", "commit_offer", "fetch", "cached"]
 
@@ -44,7 +44,7 @@ class Offer:
         variants: the variant names.
         folders: variant name -> folder, for local sources.
         ref: the Hub commit, for the Hub.
-        lock, lock_path: the lock entry and file, when a lock file pins the commit.
+        lock, lockfile: the lock entry and the lock file read, when a lock file pins the commit.
     """
 
     source: KernelSource
@@ -53,7 +53,7 @@ class Offer:
     folders: Mapping[str, Path] = field(default_factory=dict)
     ref: HubRef | None = None
     lock: KernelLock | None = None
-    lock_path: Path | None = None
+    lockfile: Lockfile | None = None
 
 
 @dataclass(frozen=True)
@@ -90,11 +90,11 @@ def commit_offer(
     variants: Iterable[str],
     *,
     lock: KernelLock | None = None,
-    lock_path: Path | None = None,
+    lockfile: Lockfile | None = None,
 ) -> Offer:
     """The offer of ``variants`` of a Hub commit already resolved; makes no request and
     checks no trust (the caller did)."""
-    return Offer(hub_source(ref.repo_id), str(ref), tuple(variants), ref=ref, lock=lock, lock_path=lock_path)
+    return Offer(hub_source(ref.repo_id), str(ref), tuple(variants), ref=ref, lock=lock, lockfile=lockfile)
 
 
 def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
@@ -104,7 +104,8 @@ def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
     repo_id = source.repo_id
     assert repo_id is not None
     check_trusted(repo_id, trust_remote_code)
-    entry, lock_path = _locked_entry(source)
+    lockfile = source.lockfile
+    entry = lockfile.entry(repo_id, version=source.version, revision=source.revision) if lockfile else None
     repo_type = source.repo_type
 
     def pin() -> tuple[HubRef, list[str]]:
@@ -112,10 +113,10 @@ def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
             ref = hub.resolve(repo_id, revision=entry.sha, repo_type=repo_type)  # type: ignore[arg-type]
             if ref.sha != entry.sha:
                 raise LockfileError(
-                    f"{lock_path} pins {repo_id} at {entry.sha} but the Hub answered commit "
+                    f"{lockfile} pins {repo_id} at {entry.sha} but the Hub answered commit "
                     f"{ref.sha}; re-lock with `kernel-plugins lock PROJECT_DIR`."
                 )
-            return ref, sorted(entry.variants)
+            return ref, sorted(entry.variants) or hub.list_variant_names(ref)
         ref = hub.resolve(
             repo_id, revision=source.revision, version=source.version, repo_type=repo_type  # type: ignore[arg-type]
         )
@@ -124,31 +125,10 @@ def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
     ref, names = distributed.share_from_rank0(pin, what=f"the revision of {repo_id}")
     where = f"{repo_id} at {ref.sha[:12]}"
     if entry is not None:
-        where += f" (locked by {lock_path})"
+        where += f" (locked by {lockfile})"
     elif ref.requested:
         where += f" ({ref.requested})"
-    return Offer(source, where, tuple(names), ref=ref, lock=entry, lock_path=lock_path)
-
-
-def _locked_entry(source: KernelSource) -> tuple[KernelLock | None, Path | None]:
-    """The lock entry of the source's repository (and the lock file), or (None, None)."""
-    if source.lockfile is None:
-        return None, None
-    from .lock import lock_entry, lockfile_path, read_lockfile
-
-    path = lockfile_path(source.lockfile)
-    if source.revision is not None or source.version is not None:
-        raise LockfileError(
-            f"{source.repo_id}: pass either lockfile= ({path}) or revision=/version=, not both; "
-            "the lock file already pins the commit."
-        )
-    entry = lock_entry(read_lockfile(path), str(source.repo_id), where=path)
-    if not entry.variants:
-        raise LockfileError(
-            f"{path}: the entry of {source.repo_id} pins no variants; re-lock with "
-            "`kernel-plugins lock PROJECT_DIR`."
-        )
-    return entry, path
+    return Offer(source, where, tuple(names), ref=ref, lock=entry, lockfile=lockfile)
 
 
 def fetch(off: Offer, variant: str, *, progress: bool = True) -> Fetched:

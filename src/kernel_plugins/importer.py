@@ -272,8 +272,9 @@ def import_verified(
     if module is None:
         module = import_snapshot(load, verified.snapshot)
     ref = fetched.offer.ref
-    if fetched.offer.lock_path is not None:  # say which lock file chose the code
-        notes = (*notes, f"locked by {fetched.offer.lock_path}")
+    if fetched.offer.lock is not None:  # say which lock file chose the code, and how
+        notes = (*notes, f"locked by {fetched.offer.lockfile}",
+                 *(() if fetched.offer.lock.variants else ("the lock pins the commit only (no variant hashes)",)))
     record_loaded(
         module,
         Provenance(

@@ -33,6 +33,7 @@ from .errors import AmbiguousNameError, RepoIdError, SourceError
 
 if TYPE_CHECKING:
     from .device import DeviceInfo
+    from .lock import Lockfile
 
 __all__ = [
     "DEFAULT_ORG",
@@ -87,7 +88,8 @@ class KernelSource:
         repo_id: ``org/name`` when the name was a repository id, else None.
         path: the local folder for every kind but ``hub``.
         short_name: the kernel's name (for reference fallbacks).
-        revision, version, lockfile: the Hub pins asked for.
+        revision, version, lockfile: the Hub pins asked for (the lock file read; with it,
+            version or revision choose among its entries for the repository).
         repo_type: ``kernel``/``model`` or None (try both).
         notes: why other sources were not used (e.g. a pin skipped a plugin's copy).
     """
@@ -99,7 +101,7 @@ class KernelSource:
     short_name: str
     revision: str | None = None
     version: int | None = None
-    lockfile: Path | None = None
+    lockfile: Lockfile | None = None
     repo_type: str | None = None
     notes: tuple[str, ...] = ()
 
@@ -122,7 +124,7 @@ def hub_source(
     *,
     revision: str | None = None,
     version: int | None = None,
-    lockfile: Path | None = None,
+    lockfile: Lockfile | None = None,
     repo_type: str | None = None,
     notes: tuple[str, ...] = (),
 ) -> KernelSource:
@@ -250,8 +252,7 @@ def find(
     """
     parsed = parse_name(name)
     pins = {"revision": revision, "version": version, "lockfile": lockfile}
-    pinned = ", ".join(f"{k}={v!r}" for k, v in pins.items() if v is not None)
-    lock = Path(lockfile).expanduser() if lockfile is not None else None
+    pinned = ", ".join(f"{k}={str(v) if k == 'lockfile' else v!r}" for k, v in pins.items() if v is not None)
     if parsed.path is not None:
         if pinned:
             raise SourceError(
@@ -261,6 +262,9 @@ def find(
         return KernelSource("local", str(parsed.path), None, parsed.path, parsed.short_name)
     repo_id = parsed.repo_id
     assert repo_id is not None
+    from .lock import Lockfile, read_lockfile
+
+    lock = lockfile if isinstance(lockfile, Lockfile) or lockfile is None else read_lockfile(lockfile)
     hub = hub_source(repo_id, revision=revision, version=version, lockfile=lock, repo_type=repo_type)
     override = parse_local_kernels().get(repo_id)
     if override is not None:

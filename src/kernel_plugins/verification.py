@@ -151,17 +151,21 @@ def check_hub_snapshot(
             if record is not None:
                 expected, source = record, "record of the first verification"
     pinned = off.lock.variants.get(variant) if off.lock is not None else None
-    return verify_snapshot(
+    check = verify_snapshot(
         snapshot,
         label=f"{ref.repo_id}@{ref.sha[:12]}",
         variant=variant,
         expected=expected,
         expected_source=source,
         pinned_hash=pinned.hash if pinned is not None else None,
-        pinned_by=off.lock_path,
+        pinned_by=off.lockfile,
         digest=metadata.digest if metadata is not None else None,
         repair=hub.repair_hint(ref, pinned=pinned is not None),
     )
+    if off.lock is not None and pinned is None:
+        check.notes.append(f"{off.lockfile} pins the commit only: no variant hash or signer of "
+                           f"{variant} is recorded (kernels.lock.variants), so none was checked")
+    return check
 
 
 def check_cached(

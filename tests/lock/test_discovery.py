@@ -43,7 +43,7 @@ def test_the_nearest_lock_of_the_project_is_found_and_named(
     code.mkdir(parents=True)
     with caplog.at_level(logging.INFO, logger="kernel_plugins"):
         found = lock.find_lockfile(str(code / "model.py"), what="X")
-    assert found == root / "kernels.lock"
+    assert found.path == root / "kernels.lock" and found.entries[0].sha == SHA
     assert f"using lock file {root / 'kernels.lock'}" in caplog.text
 
 
@@ -90,7 +90,7 @@ def test_a_lock_someone_else_could_write_is_refused(
     path = root / "kernels.lock"
     path.write_text(LOCK)
     path.chmod(0o644)
-    assert lock.find_lockfile(str(root / "m.py"), what="X") == path  # fine as it is
+    assert lock.find_lockfile(str(root / "m.py"), what="X").path == path  # fine as it is
     if how == "foreign owner":
         _foreign(path, monkeypatch)
         why = "it is owned by user id"
@@ -116,7 +116,7 @@ def test_the_lock_of_the_callers_installed_distribution_comes_first(
     (elsewhere / "kernels.lock").write_text(LOCK)
     monkeypatch.chdir(elsewhere)
     caller = site / "demo_app" / "model.py"
-    assert lock.find_lockfile(str(caller), what="X") == site / "demo_app" / "kernels.lock"
+    assert lock.find_lockfile(str(caller), what="X").path == site / "demo_app" / "kernels.lock"
 
 
 def _finishes(call: Callable[[], object], seconds: float = 20.0) -> object:
@@ -149,6 +149,41 @@ def test_a_fifo_named_kernels_lock_is_refused_not_waited_on(
     assert "not a regular file" in capsys.readouterr().err
     assert _finishes(lambda: main(["download", str(root)])) != 0
     assert "not a regular file" in capsys.readouterr().err
-    # found by the search, it is not a lock file at all
-    with pytest.raises(LockfileError, match="no kernels.lock found"):
+    # found by the search, it is refused too
+    with pytest.raises(LockfileError, match="not a regular file"):
         _finishes(lambda: lock.find_lockfile(str(root / "m.py"), what="X"))
+
+
+def _chown_other(path: Path) -> None:
+    """Give ``path`` (itself, not a link's target) to another user; needs root."""
+    if os.geteuid() != 0:
+        pytest.skip("planting files of another user needs root")
+    os.lchown(path, 4321, 4321)
+
+
+def test_a_link_planted_by_another_user_is_refused(tmp_path: Path, outside_temp: None) -> None:
+    """Issue #26: the owner check followed the link, so a link to any root-owned lock passed."""
+    elsewhere = project(tmp_path / "other-project")
+    (elsewhere / "kernels.lock").write_text(LOCK)  # a lock of yours or root's
+    root = project(tmp_path / "proj")
+    (root / "kernels.lock").symlink_to(elsewhere / "kernels.lock")
+    _chown_other(root / "kernels.lock")
+    with pytest.raises(LockfileError, match="refusing this kernels.lock: it is a symbolic link"):
+        lock.find_lockfile(str(root / "m.py"), what="X")
+
+
+@pytest.mark.parametrize("owned_by_other", ["folder", "marker"])
+def test_a_marker_of_another_user_does_not_move_the_search_root(
+    tmp_path: Path, outside_temp: None, monkeypatch: pytest.MonkeyPatch, owned_by_other: str
+) -> None:
+    """Issue #26: a pyproject.toml planted in a shared parent folder moved the search root up
+    to that folder, so a lock there was used."""
+    shared = tmp_path / "shared"
+    code = shared / "proj" / "src"  # a project without a marker of its own
+    code.mkdir(parents=True)
+    (shared / "pyproject.toml").write_text("[project]\nname = 'planted'\n")
+    (shared / "kernels.lock").write_text(LOCK)  # root's: the owner check alone lets it pass
+    _chown_other(shared if owned_by_other == "folder" else shared / "pyproject.toml")
+    monkeypatch.chdir(code)
+    with pytest.raises(LockfileError, match=f"no kernels.lock found in {code} \\(searched"):
+        lock.find_lockfile(str(code / "model.py"), what="X")

@@ -27,18 +27,26 @@ def entry(**changes: object) -> dict[str, object]:
     return base
 
 
-def test_existing_format_round_trips(tmp_path: Path) -> None:
+def test_the_earlier_format_is_read_and_rewritten_in_kernels_format(tmp_path: Path) -> None:
     text = json.dumps([entry(), entry(repo_id="acme/other", extra_key="ignored")], indent=2)
     (tmp_path / "kernels.lock").write_text(text)
     locks = lock.read_lockfile(tmp_path)
-    assert locks[0] == KernelLock(
+    assert locks.entries[0] == KernelLock(
         "kernels-community/activation", SHA, {"torch-cpu": VariantLock(HASH, "git_lfs_concat")}
     )
     assert [x.repo_id for x in locks] == ["kernels-community/activation", "acme/other"]
+    assert locks.hashes == tmp_path / "kernels.lock"  # the file carries its own hashes
+    pinned = [lock.KernelLock(x.repo_id, x.sha, x.variants, version=1) for x in locks]
     out = tmp_path / "again.lock"
-    lock.write_lockfile(out, locks)
-    assert json.loads(out.read_text()) == [entry(), entry(repo_id="acme/other")]
+    lock.write_lockfile(out, pinned)
+    assert json.loads(out.read_text()) == [
+        {"dependency": {"repo-id": r, "version": 1}, "lock": {"commit": SHA}}
+        for r in ("kernels-community/activation", "acme/other")]
+    assert json.loads((tmp_path / "again.lock.variants").read_text()) == [entry(), entry(repo_id="acme/other")]
     assert out.read_text().endswith("]\n")
+    assert lock.read_lockfile(out).entries == tuple(pinned)
+    with pytest.raises(LockfileError, match="kernels-community/activation: locked for no version or revision"):
+        lock.write_lockfile(out, locks.entries)  # kernels.lock must say what was locked
 
 
 @pytest.mark.parametrize(
@@ -77,24 +85,25 @@ def test_write_is_atomic_and_leaves_nothing_half_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = tmp_path / "kernels.lock"
-    lock.write_lockfile(target, [KernelLock("a/b", SHA, {"v": VariantLock(HASH)})])
-    before = target.read_text()
+    lock.write_lockfile(target, [KernelLock("a/b", SHA, {"v": VariantLock(HASH)}, version=1)])
+    before = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    assert sorted(before) == ["kernels.lock", "kernels.lock.variants"]
 
     def broken_replace(src: str, dst: str) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(LockfileError, match="cannot write .*disk full"):
-        lock.write_lockfile(target, [KernelLock("c/d", SHA, {})])
-    assert target.read_text() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["kernels.lock"]
+        lock.write_lockfile(target, [KernelLock("c/d", SHA, {}, version=2)])
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before
 
 
 def test_lock_entry_lists_what_the_lock_pins() -> None:
-    locks = [KernelLock("a/b", SHA, {})]
-    assert lock.lock_entry(locks, "a/b", where="x.lock") is locks[0]
+    locks = lock.Lockfile(Path("x.lock"), (KernelLock("a/b", SHA, {}),))
+    assert locks.entry("a/b") is locks.entries[0]
+    assert locks.entry("a/b", version=3) is locks.entries[0]  # the earlier format records no version
     with pytest.raises(LockfileError, match=r"x.lock does not pin c/d \(it pins: a/b\)"):
-        lock.lock_entry(locks, "c/d", where="x.lock")
+        locks.entry("c/d")
 
 
 def test_dependencies_are_read_in_order(tmp_path: Path) -> None:
@@ -145,7 +154,7 @@ def test_installed_lockfile_is_found_from_distribution_metadata(
     monkeypatch.syspath_prepend(str(site))
     found = lock.find_installed_lockfile("demo-app")
     assert found == site / "demo_app" / "kernels.lock"
-    assert lock.read_lockfile(found)[0].sha == SHA
+    assert lock.read_lockfile(found).entries[0].sha == SHA
     (info / "RECORD").write_text("demo_app/__init__.py,,\n")
     assert lock.find_installed_lockfile("demo-app") is None
     with pytest.raises(LockfileError, match="no installed distribution named 'no-such-dist-x'"):

@@ -32,7 +32,8 @@ def test_lock_download_load_round_trip(
 
     assert main(["lock", str(project)]) == 0
     written = json.loads((project / "kernels.lock").read_text())
-    assert written == [{
+    assert written == [{"dependency": {"repo-id": repo.repo_id, "version": 1}, "lock": {"commit": repo.sha}}]
+    assert json.loads((project / "kernels.lock.variants").read_text()) == [{
         "repo_id": repo.repo_id,
         "sha": repo.sha,
         "variants": {
@@ -120,7 +121,7 @@ def test_lock_misuse_is_a_lockfile_error(
     (tmp_path / "kernels.lock").write_text("[]")
     with pytest.raises(LockfileError, match=f"does not pin {repo.repo_id}"):
         kernel_plugins.load(repo.repo_id, lockfile=tmp_path, device="cpu")
-    with pytest.raises(LockfileError, match="not both"):
+    with pytest.raises(LockfileError, match=f"does not pin {repo.repo_id} \\(version 1\\)"):
         kernel_plugins.load(repo.repo_id, lockfile=tmp_path, version=1, device="cpu")
     assert hub_env.requests == []
 

@@ -9,6 +9,8 @@ from ._args import path_text
 from ._output import VariantRows
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..lock import KernelLock
 
 NAME = "download"
@@ -36,43 +38,40 @@ def run(args: argparse.Namespace) -> int:
     """Check trust for every entry first, then fetch and verify; one line per variant."""
     from ..errors import KernelPluginsError
     from ..fetching import offer
-    from ..lock import lockfile_path, read_lockfile
+    from ..lock import read_lockfile
     from ..sources import hub_source
     from ..trust import check_trusted
     from ..verification import fetch_checked
 
-    path = lockfile_path(args.project_dir)
-    locks = read_lockfile(path)
+    locks = read_lockfile(args.project_dir)
     for entry in locks:  # refuse before anything is fetched
         check_trusted(entry.repo_id, args.trust_remote_code)
     rows = VariantRows(args.json)
     for entry in locks:
-        variants = sorted(entry.variants) if args.all_variants else _for_device(entry, args, rows)
-        if not variants:
-            continue
         try:  # the loading pipeline's offer: trust, the lock's entry, its commit on the Hub
-            off = offer(hub_source(entry.repo_id, lockfile=path), trust_remote_code=args.trust_remote_code)
+            off = offer(hub_source(entry.repo_id, lockfile=locks, version=entry.version, revision=entry.revision),
+                        trust_remote_code=args.trust_remote_code)
         except KernelPluginsError as e:
-            for variant in variants:
-                rows.add(entry.repo_id, variant, "failed", str(e))
+            rows.add(entry.repo_id, "*", "failed", str(e))
             continue
-        for variant in variants:
+        for variant in list(off.variants) if args.all_variants else _for_device(entry, off.variants, args, rows):
             try:
                 folder = fetch_checked(off, variant, progress=False).path
             except KernelPluginsError as e:
                 rows.add(entry.repo_id, variant, "failed", str(e))
                 continue
-            rows.add(entry.repo_id, variant, "ok", f"OK {entry.variants[variant].hash} {folder}")
-    return rows.finish(str(path))
+            pinned = entry.variants.get(variant)
+            rows.add(entry.repo_id, variant, "ok", f"OK {pinned.hash if pinned else 'commit ' + entry.sha} {folder}")
+    return rows.finish(str(locks))
 
 
-def _for_device(entry: KernelLock, args: argparse.Namespace, rows: VariantRows) -> list[str]:
+def _for_device(entry: KernelLock, names: Sequence[str], args: argparse.Namespace, rows: VariantRows) -> list[str]:
     """The variant of ``entry`` for ``--device`` (printed as a failure when none fits)."""
     from ..resolving import resolve_variants
 
-    res = resolve_variants(list(entry.variants), args.device)
+    res = resolve_variants(list(names), args.device)
     if res.best is None:
         rows.add(entry.repo_id, "-", "failed", "no variant in the lock fits this device "
-                 f"({', '.join(sorted(entry.variants))}); use --all-variants to fetch them anyway")
+                 f"({', '.join(names)}); use --all-variants to fetch them anyway")
         return []
     return [res.best]

@@ -18,17 +18,20 @@ if TYPE_CHECKING:
 NAME = "verify"
 HELP = (
     "check the cached files of the kernels a project's kernels.lock pins (PROJECT_DIR), or "
-    "of a Hub repository (REPO --revision R); one line per variant, exit 1 on any failure"
+    "of a Hub repository (REPO [--revision R | --version N]); one line per variant, exit 1 "
+    "on any failure"
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options: PROJECT_DIR or REPO, ``--revision``."""
+    """Options: PROJECT_DIR or REPO, ``--revision R | --version N`` (with REPO; default: the
+    newest version), ``--json``."""
+    from .main import add_revision_options
+
     parser.add_argument("target", metavar="PROJECT_DIR|REPO", nargs="?", default=".", type=path_text,
                         help="folder holding kernels.lock (or the lock file), or a Hub repository "
                         "org/name (hub:org/name when a folder of that name exists here; default: .)")
-    parser.add_argument("--revision", help="with REPO: branch, tag or commit sha to check "
-                        "(default: the newest version)")
+    add_revision_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -42,14 +45,15 @@ def run(args: argparse.Namespace) -> int:
         return _verify_project(Path(args.target).expanduser(), rows)
     name = parse_name(args.target)  # one meaning per name, as for load
     if name.path is not None:
-        if args.revision is not None:
+        if args.revision is not None or args.version is not None:
             raise CommandError(
-                f"{args.target!r} is a local folder; --revision applies to a Hub repository "
-                "(write hub:org/name for the Hub)"
+                f"{args.target!r} is a local folder: its kernels.lock pins the commits; "
+                f"--{'revision' if args.version is None else 'version'} applies to a Hub "
+                "repository (write hub:org/name for the Hub)"
             )
         return _verify_project(name.path, rows)
     assert name.repo_id is not None
-    return _verify_repo(name.repo_id, args.revision, rows)
+    return _verify_repo(name.repo_id, args.revision, args.version, rows)
 
 
 def _check(rows: VariantRows, repo_id: str, variant: str, found: Fetched | None,
@@ -76,24 +80,27 @@ def _check(rows: VariantRows, repo_id: str, variant: str, found: Fetched | None,
 def _verify_project(target: Path, rows: VariantRows) -> int:
     from .. import hub
     from ..fetching import cached, commit_offer
-    from ..lock import lockfile_path, read_lockfile
+    from ..lock import read_lockfile
 
-    path = lockfile_path(target)
-    for entry in read_lockfile(path):
-        for variant in sorted(entry.variants):
+    locks = read_lockfile(target)
+    for entry in locks:
+        refs = [hub.HubRef(entry.repo_id, repo_type, None, entry.sha) for repo_type in hub.REPO_TYPES]
+        names = sorted(entry.variants) or sorted({v for ref in refs for v in hub.cached_variants(ref)})
+        if not names:  # a lock without hashes names no variants: those cached are checked
+            rows.add(entry.repo_id, "*", "skipped", f"nothing of commit {entry.sha} is downloaded")
+        for variant in names:
             found = None
-            for repo_type in hub.REPO_TYPES:  # the cached files, under either repo type
-                ref = hub.HubRef(entry.repo_id, repo_type, None, entry.sha)
-                found = found or cached(commit_offer(ref, (variant,), lock=entry, lock_path=path), variant)
+            for ref in refs:  # the cached files, under either repo type
+                found = found or cached(commit_offer(ref, (variant,), lock=entry, lockfile=locks), variant)
             _check(rows, entry.repo_id, variant, found, None)
-    return rows.finish(str(path))
+    return rows.finish(str(locks))
 
 
-def _verify_repo(repo_id: str, revision: str | None, rows: VariantRows) -> int:
+def _verify_repo(repo_id: str, revision: str | None, version: int | None, rows: VariantRows) -> int:
     from .. import hub
     from ..fetching import cached, commit_offer
 
-    ref = hub.resolve(repo_id, revision=revision)
+    ref = hub.resolve(repo_id, revision=revision, version=version)
     listing = hub.cached_listing(ref) if hub.is_offline() else hub.hub_listing(ref)
     if listing is None:
         rows.add(repo_id, "*", "failed", "no file listing of the commit is cached and HF_HUB_OFFLINE=1 is set")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import os
 import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -105,7 +106,7 @@ def has_kernel(
     return bool(resolution.accepted)
 
 
-def _caller_lockfile(repo_id: str) -> Path:
+def _caller_lockfile(repo_id: str) -> os.PathLike[str]:
     """The calling code's ``kernels.lock`` (see :mod:`kernel_plugins.lock._discovery`)."""
     from ..lock import caller_file, find_lockfile
 
@@ -115,8 +116,7 @@ def _caller_lockfile(repo_id: str) -> Path:
 @translated
 def load_kernel(repo_id: str, *, lockfile: Path | None, backend: str | None = None) -> ModuleType:
     """Load a locked kernel (``kernels.lock``; None: the calling code's lock file)."""
-    lock = Path(lockfile) if lockfile is not None else _caller_lockfile(repo_id)
-    return _load(repo_id, backend=backend, lockfile=lock)
+    return _load(repo_id, backend=backend, lockfile=lockfile if lockfile is not None else _caller_lockfile(repo_id))
 
 
 @translated
@@ -130,9 +130,8 @@ def get_locked_kernel(
 ) -> ModuleType:
     """Load the kernel revision pinned in ``kernels.lock`` (downloading it if needed)."""
     _check_user_agent(user_agent)
-    lock = Path(lockfile) if lockfile is not None else _caller_lockfile(repo_id)
-    trust = resolve_trust(repo_id, trust_remote_code)
-    return _load(repo_id, backend=backend, trust=trust, lockfile=lock)
+    lock = lockfile if lockfile is not None else _caller_lockfile(repo_id)
+    return _load(repo_id, backend=backend, trust=resolve_trust(repo_id, trust_remote_code), lockfile=lock)
 
 
 @translated

@@ -20,6 +20,7 @@ hashable, so they can be compared and cached.
 
 from __future__ import annotations
 
+import os
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -169,9 +170,9 @@ class _LockedRepo(KernelRepository):
         """The Hub repository id."""
         return self.repo_id
 
-    def resolve_lockfile(self) -> Path:
-        """The lock file to use: the one given, else the one found for the file that created
-        this repository (see :mod:`kernel_plugins.lock._discovery`).
+    def resolve_lockfile(self) -> os.PathLike[str]:
+        """The lock file to use: the one given, else the one found (and read) for the file
+        that created this repository (see :mod:`kernel_plugins.lock._discovery`).
 
         Raises :class:`~kernel_plugins.errors.LockfileError` when none is found, or the one
         found may have been written by someone else.

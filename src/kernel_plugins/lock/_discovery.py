@@ -11,8 +11,11 @@
    is looked at. Folders in the temporary folder (where notebooks keep their cells) are
    never searched.
 
-A lock file found this way is used only when it is a regular file owned by the current
-user (or root) that neither group nor others may write; anything else is refused with a
+A marker counts only when it and its folder belong to the current user (or root). A lock
+file found this way is opened once, never through a link, and used only when it is a
+regular file owned by the current user (or root) that neither group nor others may
+write; the same holds for its variant hashes (``kernels.lock.variants``), which may be
+missing only from a folder no one else may write. Anything else is refused with a
 :class:`~kernel_plugins.errors.LockfileError`. The file used is logged (logger
 ``kernel_plugins``, level INFO) and named in the provenance notes of the kernel it pins.
 """
@@ -26,9 +29,9 @@ import tempfile
 from pathlib import Path
 
 from ..errors import LockfileError
-from ._format import LOCKFILE_NAME
+from ._format import LOCKFILE_NAME, Lockfile, _mine, read_lockfile
 
-__all__ = ["caller_file", "find_lockfile", "find_installed_lockfile", "check_lockfile_safe"]
+__all__ = ["caller_file", "find_lockfile", "find_installed_lockfile"]
 
 log = logging.getLogger("kernel_plugins")
 
@@ -61,44 +64,25 @@ def _in_temp(folder: Path, temps: list[Path]) -> bool:
     return any(folder == t or t in folder.parents for t in temps)
 
 
+def _owned(path: Path) -> bool:
+    """Whether ``path`` exists (a link is not followed) and belongs to you or root."""
+    try:
+        return _mine(os.lstat(path).st_uid)
+    except OSError:
+        return False
+
+
 def _search_folders(start: Path) -> list[Path]:
     """``start`` and its parents up to its project root (only ``start`` without one),
     leaving out every folder in the temporary folder."""
     chain = [start, *start.parents]
     folders = [start]
     for i, folder in enumerate(chain):
-        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+        if _owned(folder) and any(_owned(folder / marker) for marker in PROJECT_MARKERS):
             folders = chain[: i + 1]
             break
     temps = _temp_roots()
     return [f for f in folders if not _in_temp(f, temps)]
-
-
-def check_lockfile_safe(path: Path) -> None:
-    """Refuse a found lock file that someone else could have written.
-
-    :raises LockfileError: not a regular file, owned by another user (root excepted), or
-        writable by group or others.
-    """
-    import stat
-
-    try:
-        st = path.stat()
-    except OSError as e:
-        raise LockfileError(f"cannot read {path}: {e.strerror or e}") from None
-    why = None
-    if not stat.S_ISREG(st.st_mode):
-        why = "it is not a regular file"
-    elif hasattr(os, "getuid") and st.st_uid not in (os.getuid(), 0):
-        why = f"it is owned by user id {st.st_uid}, not by you ({os.getuid()}) or root"
-    elif st.st_mode & 0o022:
-        why = f"group or others may write it (mode {stat.filemode(st.st_mode)})"
-    if why is not None:
-        raise LockfileError(
-            f"{path}: refusing this {LOCKFILE_NAME}: {why}, so someone else could choose the "
-            f"commits it pins. Fix its owner or mode (chmod go-w), or pass lockfile= with a "
-            "file you trust."
-        )
 
 
 def _distribution_lockfile(origin: Path) -> Path | None:
@@ -118,8 +102,8 @@ def _distribution_lockfile(origin: Path) -> Path | None:
     return None
 
 
-def find_lockfile(origin: str | None, *, what: str) -> Path:
-    """The ``kernels.lock`` for code in the file ``origin`` (see the module docs).
+def find_lockfile(origin: str | None, *, what: str) -> Lockfile:
+    """The ``kernels.lock`` for code in the file ``origin``, read (see the module docs).
 
     :param what: how to name the requester in messages.
     :raises LockfileError: none found (names where it looked), or the one found is refused.
@@ -133,7 +117,7 @@ def find_lockfile(origin: str | None, *, what: str) -> Path:
         starts.append(Path(os.path.realpath(Path.cwd())))
         for folder in (f for s in starts for f in _search_folders(s)):
             looked.append(folder)
-            if (folder / LOCKFILE_NAME).is_file():
+            if os.path.lexists(folder / LOCKFILE_NAME):
                 found, how = folder / LOCKFILE_NAME, "nearest above the caller or the working directory"
                 break
     if found is None:
@@ -146,16 +130,17 @@ def find_lockfile(origin: str | None, *, what: str) -> Path:
             f"{what}: no {LOCKFILE_NAME} found {where}; pass "
             f"lockfile=Path('.../{LOCKFILE_NAME}') or lock the project"
         )
-    check_lockfile_safe(found)
-    log.info("%s: using lock file %s (%s)", what, found, how)
-    return found
+    lock = read_lockfile(found, private=True)
+    log.info("%s: using lock file %s (%s%s)", what, found, how, "" if lock.hashes else "; commits only")
+    return lock
 
 
 def find_installed_lockfile(dist_name: str) -> Path | None:
     """The ``kernels.lock`` an installed distribution ships, found through its metadata.
 
     The distribution's recorded files (``RECORD``) are searched for a file named
-    ``kernels.lock``; when several are recorded the one nearest the top is used.
+    ``kernels.lock``: the one its metadata holds (where the packaging hooks of
+    :mod:`._packaging` put it) comes first, else the one nearest the top.
 
     :return: the file's path, or None when the distribution ships none (editable installs
         usually record no data files).
@@ -172,10 +157,10 @@ def find_installed_lockfile(dist_name: str) -> Path | None:
         ) from None
     found = sorted(
         (f for f in (dist.files or []) if f.name == LOCKFILE_NAME),
-        key=lambda f: (len(f.parts), str(f)),
+        key=lambda f: (not f.parts[0].endswith(".dist-info"), len(f.parts), str(f)),
     )
     for item in found:
         path = Path(str(dist.locate_file(item)))
-        if path.is_file():
+        if os.path.lexists(path):
             return path
     return None

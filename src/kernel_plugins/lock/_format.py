@@ -1,52 +1,50 @@
-"""The ``kernels.lock`` file: its entries, reading (strict) and writing (atomic).
+"""``kernels.lock`` and the variant hashes beside it: entries, strict reading, atomic writing.
 
-``kernels.lock`` is a JSON list in the format other tools write and read too::
+``kernels.lock`` is in kernels 0.17's format, so kernels reads it too (it refuses any
+other key)::
 
-    [
-      {
-        "repo_id": "kernels-community/activation",
-        "sha": "<40-hex commit sha>",
-        "variants": {
-          "torch-cpu": {"hash": "sha256-<hex>", "hash_type": "git_lfs_concat"}
-        }
-      }
-    ]
+    [{"dependency": {"repo-id": "kernels-community/activation", "version": 1},
+      "lock": {"commit": "<40-hex commit sha>"}}]
 
-The variant hash is described in :mod:`kernel_plugins.integrity.varianthash`. Reading is
-strict (a missing or mistyped key is an error naming the entry and key; unknown keys are
-ignored so newer writers stay readable; only a regular file is opened); writing is atomic
-(a temporary file renamed over the old one, so a reader never sees half a file).
+(``"revision": "<branch, tag or sha>"`` instead of ``version``). What kernel-plugins pins
+on top, the hash of every variant of each commit and who signed it
+(:mod:`kernel_plugins.integrity.varianthash`, docs/signatures.md), lives beside it in
+``kernels.lock.variants``, in the format of the lock files kernel-plugins wrote before
+(still read as ``kernels.lock``: such a file carries its own hashes)::
+
+    [{"repo_id": "kernels-community/activation", "sha": "<40-hex commit sha>",
+      "variants": {"torch-cpu": {"hash": "sha256-<hex>", "hash_type": "git_lfs_concat",
+                                 "signer": "<identity> (<issuer>)"}}}]
+
+It must list exactly the commits ``kernels.lock`` pins; without it a lock pins commits
+only. Reading is strict: a missing, mistyped or (in kernels' format) unknown key is an
+error naming the entry and key; both files are opened once, never through a link, and
+only when they are regular files. Writing is atomic, the hashes first.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import KernelPluginsError, LockfileError
 from ..integrity.varianthash import HASH_TYPE
 
-__all__ = [
-    "LOCKFILE_NAME",
-    "MAX_LOCKFILE_BYTES",
-    "VariantLock",
-    "KernelLock",
-    "parse_lock",
-    "read_lockfile",
-    "dump_lock",
-    "write_lockfile",
-    "lockfile_path",
-    "lock_entry",
-]
+__all__ = ["LOCKFILE_NAME", "HASHES_SUFFIX", "MAX_LOCKFILE_BYTES", "VariantLock", "KernelLock",
+           "Lockfile", "parse_lock", "read_lockfile", "write_lockfile", "lockfile_path", "hashes_path"]
 
 #: Name of the lock file in a project folder.
 LOCKFILE_NAME = "kernels.lock"
+#: The variant hashes of a lock file ``X`` are in ``X`` + this suffix (``kernels.lock.variants``).
+HASHES_SUFFIX = ".variants"
 
 #: Lock files (and pyproject.toml files read for locking) larger than this are refused.
 MAX_LOCKFILE_BYTES = 16 << 20
@@ -54,6 +52,11 @@ MAX_LOCKFILE_BYTES = 16 << 20
 _SHA_RE = re.compile(r"[0-9a-f]{40}")
 _HASH_RE = re.compile(r"sha256-[0-9a-f]{64}")
 _VARIANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+#: The keys kernels' format allows, per object (kernels refuses any other).
+_KERNELS_KEYS = {"": ("dependency", "lock"), "dependency.": ("repo-id", "version", "revision"),
+                 "lock.": ("commit",)}
+# O_NOFOLLOW: never through a link; O_NONBLOCK: a FIFO named like the file is not waited on.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True)
@@ -66,72 +69,174 @@ class VariantLock:
     signer: str | None = None
 
     def to_json(self) -> dict[str, str]:
-        """The JSON object written to ``kernels.lock``."""
+        """The JSON object of the variant in the hashes file."""
         signer = {"signer": self.signer} if self.signer is not None else {}
         return {"hash": self.hash, "hash_type": self.hash_type, **signer}
 
 
 @dataclass(frozen=True)
 class KernelLock:
-    """One ``kernels.lock`` entry: a repository pinned to a commit, with variant hashes."""
+    """A repository pinned to a commit, for the ``version`` or ``revision`` it was locked for
+    (neither in the format kernel-plugins wrote before), with the hashes of the commit's
+    variants (empty: the lock pins the commit only)."""
 
     repo_id: str
     sha: str
     variants: Mapping[str, VariantLock] = field(default_factory=dict)
+    version: int | None = None
+    revision: str | None = None
+
+    @property
+    def spec(self) -> str:
+        """``version 1``, ``revision 'main'``, or "" for an entry of the earlier format."""
+        if self.version is not None:
+            return f"version {self.version}"
+        return "" if self.revision is None else f"revision {self.revision!r}"
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object written to ``kernels.lock`` (variants sorted by name)."""
-        return {
-            "repo_id": self.repo_id,
-            "sha": self.sha,
-            "variants": {name: self.variants[name].to_json() for name in sorted(self.variants)},
-        }
+        """The entry of the hashes file (variants sorted by name)."""
+        variants = {name: self.variants[name].to_json() for name in sorted(self.variants)}
+        return {"repo_id": self.repo_id, "sha": self.sha, "variants": variants}
+
+    def kernels_json(self) -> dict[str, Any]:
+        """The entry of ``kernels.lock`` (kernels' format). :raises LockfileError: no spec."""
+        if not self.spec:
+            raise LockfileError(f"{self.repo_id}: locked for no version or revision, which "
+                                f"{LOCKFILE_NAME} must record; lock it for one")
+        spec = {"version": self.version} if self.version is not None else {"revision": self.revision}
+        return {"dependency": {"repo-id": self.repo_id, **spec}, "lock": {"commit": self.sha}}
 
 
+@dataclass(frozen=True)
+class Lockfile:
+    """A lock file as read: its entries with their variant hashes, and ``hashes``, the file
+    those came from (the sidecar, or the lock itself in the earlier format; None: the lock
+    pins commits only). Path-like: ``os.fspath`` and ``str`` give ``path``."""
 
-def _entry_label(index: int, entry: object) -> str:
+    path: Path
+    entries: tuple[KernelLock, ...]
+    hashes: Path | None = None
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def __iter__(self) -> Iterator[KernelLock]:
+        return iter(self.entries)
+
+    def entry(self, repo_id: str, *, version: int | None = None, revision: str | None = None) -> KernelLock:
+        """The entry locking ``repo_id``, for ``version`` or ``revision`` when given (a lock
+        pins several versions of one repository when kernels depend on them); its ``sha``
+        and, when the lock has them, the variant hashes and signers.
+
+        :raises LockfileError: no such entry (lists those there are), or several that no
+            version or revision tells apart.
+        """
+        found = [e for e in self.entries if e.repo_id == repo_id and (
+            not e.spec or (version, revision) in ((None, None), (e.version, e.revision)))]
+        asked = KernelLock(repo_id, "", {}, version, revision).spec
+        asked = f"{repo_id} ({asked})" if asked else repo_id
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise LockfileError(f"{self.path} pins {asked} more than once ({', '.join(e.spec for e in found)}); "
+                                "say which with version= or revision=")
+        listed = ", ".join(f"{e.repo_id} ({e.spec})" if e.spec else e.repo_id for e in self.entries)
+        raise LockfileError(
+            f"{self.path} does not pin {asked} (it pins: {listed or 'none'}). Add {repo_id!r} to "
+            "[tool.kernels.dependencies] and run `kernel-plugins lock PROJECT_DIR`."
+        )
+
+
+def _label(index: int, entry: object) -> str:
     repo = entry.get("repo_id") if isinstance(entry, dict) else None
+    dep = entry.get("dependency") if isinstance(entry, dict) else None
+    repo = dep.get("repo-id") if isinstance(dep, dict) else repo
     return f"entry {index}" + (f" ({repo})" if isinstance(repo, str) else "")
 
 
-def parse_lock(data: object, *, where: str = LOCKFILE_NAME) -> list[KernelLock]:
-    """Validate decoded ``kernels.lock`` JSON and return its entries.
+def _repo_id(label: str, key: str, value: object) -> str:
+    from ..hub import validate_repo_id
+
+    if not isinstance(value, str):
+        raise LockfileError(f"{label}: key '{key}' must be a string, got {value!r}")
+    try:
+        return validate_repo_id(value)
+    except KernelPluginsError as exc:
+        raise LockfileError(f"{label}: key '{key}': {exc}") from None
+
+
+def _sha(label: str, key: str, value: object) -> str:
+    if not isinstance(value, str) or not _SHA_RE.fullmatch(value):
+        raise LockfileError(f"{label}: key '{key}' must be a 40-character lowercase hex commit sha, got {value!r}")
+    return value
+
+
+def _kernels_entry(label: str, entry: dict[str, Any]) -> KernelLock:
+    """An entry of kernels' format, as strict as kernels reads it."""
+    parts = {"": entry, **{k + ".": v for k, v in entry.items() if isinstance(v, dict)}}
+    for prefix, obj in parts.items():
+        unknown = [k for k in obj if k not in _KERNELS_KEYS.get(prefix, obj)]
+        if unknown:
+            raise LockfileError(f"{label}: unknown key '{prefix}{unknown[0]}' (kernels' format allows only "
+                                f"{', '.join(prefix + k for k in _KERNELS_KEYS[prefix])} there)")
+    for name in ("dependency", "lock"):
+        if name not in entry:
+            raise LockfileError(f"{label}: key '{name}' is missing")
+        if not isinstance(entry[name], dict):
+            raise LockfileError(f"{label}: key '{name}' must be an object, got {type(entry[name]).__name__}")
+    for name, key in (("dependency", "repo-id"), ("lock", "commit")):
+        if key not in entry[name]:
+            raise LockfileError(f"{label}: key '{name}.{key}' is missing")
+    dep, lock = entry["dependency"], entry["lock"]
+    version, revision = dep.get("version"), dep.get("revision")
+    if ("version" in dep) == ("revision" in dep):
+        raise LockfileError(f"{label}: 'dependency' needs exactly one of 'version' and 'revision'")
+    if "version" in dep and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+        raise LockfileError(f"{label}: key 'dependency.version' must be a kernel version (an integer), got {version!r}")
+    if "revision" in dep and not isinstance(revision, str):
+        raise LockfileError(f"{label}: key 'dependency.revision' must be a string, got {revision!r}")
+    commit = lock["commit"].lower() if isinstance(lock["commit"], str) else lock["commit"]
+    return KernelLock(_repo_id(label, "dependency.repo-id", dep["repo-id"]),
+                      _sha(label, "lock.commit", commit), {}, version, revision)
+
+
+def _hashes_entry(label: str, entry: dict[str, Any]) -> KernelLock:
+    """An entry of the hashes file (kernel-plugins' earlier lock format); other keys are ignored."""
+    for key in ("repo_id", "sha", "variants"):
+        if key not in entry:
+            raise LockfileError(f"{label}: key '{key}' is missing")
+    return KernelLock(_repo_id(label, "repo_id", entry["repo_id"]), _sha(label, "sha", entry["sha"]),
+                      _parse_variants(label, entry["variants"]))
+
+
+def parse_lock(data: object, *, where: str = LOCKFILE_NAME, hashes: bool = False) -> list[KernelLock]:
+    """Validate decoded lock JSON: kernels' format, or (as the first entry shows) the
+    format of the hashes file, which is the only one accepted with ``hashes``.
 
     :param where: how to name the file in messages.
     :raises LockfileError: naming the entry and key that is wrong and what was expected.
     """
-    from ..hub import validate_repo_id
-
     if not isinstance(data, list):
         raise LockfileError(
             f"{where}: expected a JSON list of entries, got {type(data).__name__}. Regenerate "
             "it with `kernel-plugins lock PROJECT_DIR`."
         )
+    ours = hashes or not (data and isinstance(data[0], dict) and {"dependency", "lock"} & set(data[0]))
     out: list[KernelLock] = []
-    seen: set[str] = set()
+    seen: set[tuple[object, ...]] = set()
     for index, entry in enumerate(data):
-        label = f"{where}: {_entry_label(index, entry)}"
+        label = f"{where}: {_label(index, entry)}"
         if not isinstance(entry, dict):
             raise LockfileError(f"{label}: expected a JSON object, got {type(entry).__name__}")
-        for key in ("repo_id", "sha", "variants"):
-            if key not in entry:
-                raise LockfileError(f"{label}: key '{key}' is missing")
-        repo_id = entry["repo_id"]
-        if not isinstance(repo_id, str):
-            raise LockfileError(f"{label}: key 'repo_id' must be a string, got {repo_id!r}")
-        try:
-            validate_repo_id(repo_id)
-        except KernelPluginsError as exc:
-            raise LockfileError(f"{label}: key 'repo_id': {exc}") from None
-        if repo_id in seen:
-            raise LockfileError(f"{label}: repository {repo_id} is listed twice; keep one entry")
-        seen.add(repo_id)
-        sha = entry["sha"]
-        if not isinstance(sha, str) or not _SHA_RE.fullmatch(sha):
-            raise LockfileError(
-                f"{label}: key 'sha' must be a 40-character lowercase hex commit sha, got {sha!r}"
-            )
-        out.append(KernelLock(repo_id, sha, _parse_variants(label, entry["variants"])))
+        lock = _hashes_entry(label, entry) if ours else _kernels_entry(label, entry)
+        key = (lock.repo_id, lock.sha) if ours else (lock.repo_id, lock.version, lock.revision)
+        if key in seen:
+            raise LockfileError(f"{label}: {lock.repo_id} {lock.spec or 'at ' + lock.sha} is listed twice; keep one entry")
+        seen.add(key)
+        out.append(lock)
     return out
 
 
@@ -151,21 +256,17 @@ def _parse_variants(label: str, variants: object) -> dict[str, VariantLock]:
         for key in ("hash", "hash_type"):
             if key not in item:
                 raise LockfileError(f"{at}: key '{key}' is missing")
-        hash_type = item["hash_type"]
-        if hash_type != HASH_TYPE:
+        if item["hash_type"] != HASH_TYPE:
             raise LockfileError(
-                f"{at}: key 'hash_type' is {hash_type!r}; only {HASH_TYPE!r} can be checked. "
+                f"{at}: key 'hash_type' is {item['hash_type']!r}; only {HASH_TYPE!r} can be checked. "
                 "Regenerate the lock with `kernel-plugins lock PROJECT_DIR`."
             )
-        value = item["hash"]
+        value, signer = item["hash"], item.get("signer")
         if not isinstance(value, str) or not _HASH_RE.fullmatch(value):
-            raise LockfileError(
-                f"{at}: key 'hash' must be 'sha256-' + 64 hex digits, got {value!r}"
-            )
-        signer = item.get("signer")
+            raise LockfileError(f"{at}: key 'hash' must be 'sha256-' + 64 hex digits, got {value!r}")
         if signer is not None and (not isinstance(signer, str) or not signer.strip()):
             raise LockfileError(f"{at}: key 'signer' must be a non-empty string, got {signer!r}")
-        out[name] = VariantLock(value, hash_type, signer)
+        out[name] = VariantLock(value, HASH_TYPE, signer)
     return out
 
 
@@ -175,46 +276,95 @@ def lockfile_path(project: str | os.PathLike[str]) -> Path:
     return path / LOCKFILE_NAME if path.is_dir() else path
 
 
-def read_lockfile(path: str | os.PathLike[str]) -> list[KernelLock]:
-    """Read and validate a ``kernels.lock`` (a file, or a folder holding one).
+def hashes_path(lockfile: Path) -> Path:
+    """The file of the variant hashes of ``lockfile`` (``kernels.lock.variants``)."""
+    return lockfile.with_name(lockfile.name + HASHES_SUFFIX)
 
-    :raises LockfileError: missing file, invalid JSON, or invalid content.
-    """
-    from ..jsonfile import JSONFileError, read_json
 
-    file = lockfile_path(path)
+def _mine(uid: int) -> bool:
+    return not hasattr(os, "getuid") or uid in (os.getuid(), 0)
+
+
+def _refused(path: Path, why: str) -> LockfileError:
+    return LockfileError(
+        f"{path}: refusing this {path.name}: {why}, so someone else could choose what it pins. "
+        "Fix its owner or mode (chmod go-w), or pass lockfile= with a file you trust."
+    )
+
+
+def _read(path: Path, private: bool) -> object | None:
+    """Open ``path`` once, not through a link, check the descriptor (a regular file; with
+    ``private`` also owned by you or root and not writable by group or others) and decode it.
+    None: it does not exist."""
+    from ..jsonfile import JSONFileError, parse_json, read_capped
+
     try:
-        data = read_json(file, max_bytes=MAX_LOCKFILE_BYTES)
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError:
-        raise LockfileError(
-            f"{file} does not exist; create it with `kernel-plugins lock PROJECT_DIR`"
-        ) from None
-    except OSError as exc:
-        raise LockfileError(f"cannot read {file}: {exc.strerror or exc}") from None
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _refused(path, "it is a symbolic link") from None
+        raise LockfileError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LockfileError(f"cannot read {path}: not a regular file; refusing to read it")
+        if private and not _mine(st.st_uid):
+            raise _refused(path, f"it is owned by user id {st.st_uid}, not by you ({os.getuid()}) or root")
+        if private and st.st_mode & 0o022:
+            raise _refused(path, f"group or others may write it (mode {stat.filemode(st.st_mode)})")
+        return parse_json(read_capped(fd, MAX_LOCKFILE_BYTES), where=str(path), max_bytes=MAX_LOCKFILE_BYTES)
     except JSONFileError as exc:
-        raise LockfileError(
-            f"cannot read {exc}. Regenerate it with `kernel-plugins lock PROJECT_DIR`."
-        ) from None
-    return parse_lock(data, where=str(file))
+        raise LockfileError(f"cannot read {exc}. Regenerate it with `kernel-plugins lock PROJECT_DIR`.") from None
+    except OSError as exc:
+        raise LockfileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
 
 
-def dump_lock(locks: Iterable[KernelLock]) -> str:
-    """The text of a ``kernels.lock`` holding ``locks`` (indented JSON, final newline)."""
-    return json.dumps([lock.to_json() for lock in locks], indent=2) + "\n"
+def read_lockfile(path: str | os.PathLike[str], *, private: bool = False) -> Lockfile:
+    """Read and validate a lock file (a file, or a folder holding ``kernels.lock``) and the
+    variant hashes beside it.
 
-
-def write_lockfile(path: str | os.PathLike[str], locks: Sequence[KernelLock]) -> Path:
-    """Write ``locks`` to ``path`` (a file, or a folder: ``<folder>/kernels.lock``) atomically.
-
-    The text goes to a temporary file in the same folder, is flushed to disk, then renamed
-    over ``path``: readers see the old or the new file, never a partial one.
-
-    :return: the file written.
-    :raises LockfileError: the folder is not writable.
+    :param private: apply the rules of a lock file nobody named (:mod:`._discovery`):
+        ``path`` not a link, both files owned by you or root and writable by no one else,
+        and a missing hashes file only in a folder no one else may write.
+    :raises LockfileError: missing file, invalid JSON or content, refused file, or hashes
+        for other commits than the lock pins.
     """
     file = lockfile_path(path)
-    text = dump_lock(locks)
-    parse_lock(json.loads(text), where=str(file))  # never write what we could not read back
+    file = file if private else Path(os.path.realpath(file))  # a link the caller named is followed
+    data = _read(file, private)
+    if data is None:
+        raise LockfileError(f"{file} does not exist; create it with `kernel-plugins lock PROJECT_DIR`")
+    entries = parse_lock(data, where=str(file))
+    if not entries or not entries[0].spec:  # the earlier format: the hashes are in the file
+        return Lockfile(file, tuple(entries), file)
+    side = hashes_path(file)
+    data = _read(side, private)
+    if data is None:
+        st = file.parent.stat()
+        if private and (not _mine(st.st_uid) or st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            raise _refused(file, f"it has no {side.name} beside it, and others may write its folder "
+                                 "(they could have deleted it)")
+        return Lockfile(file, tuple(entries))
+    hashes = {(h.repo_id, h.sha): h.variants for h in parse_lock(data, where=str(side), hashes=True)}
+    pinned = {(e.repo_id, e.sha) for e in entries}
+    missing, extra = sorted(pinned - set(hashes)), sorted(set(hashes) - pinned)
+    if missing or extra:
+        what = f"has no hashes for {missing[0][0]} at {missing[0][1]}" if missing else \
+            f"has hashes for {extra[0][0]} at {extra[0][1]}, which {file.name} does not pin"
+        raise LockfileError(
+            f"{side} does not match {file.name}: it {what} (was {file.name} locked again by another "
+            f"tool?). Run `kernel-plugins lock PROJECT_DIR` again, or delete {side.name} to load on "
+            "the commit pins alone."
+        )
+    return Lockfile(file, tuple(replace(e, variants=hashes[e.repo_id, e.sha]) for e in entries), side)
+
+
+def _write_atomic(file: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``file``, flush it to disk, rename it over."""
     try:
         mode = file.stat().st_mode & 0o777
     except OSError:
@@ -237,19 +387,25 @@ def write_lockfile(path: str | os.PathLike[str], locks: Sequence[KernelLock]) ->
                 os.unlink(tmp)
             except OSError:
                 pass
-    return file
 
 
-def lock_entry(locks: Sequence[KernelLock], repo_id: str, *, where: object) -> KernelLock:
-    """The entry of ``repo_id`` in ``locks``.
+def _dump(entries: Iterable[dict[str, Any]]) -> str:
+    return json.dumps(list(entries), indent=2) + "\n"
 
-    :raises LockfileError: no entry for it; lists the repositories the lock pins.
+
+def write_lockfile(path: str | os.PathLike[str], locks: Sequence[KernelLock]) -> Path:
+    """Write ``locks`` to ``path`` (a file, or a folder: ``<folder>/kernels.lock``) in kernels'
+    format, and their variant hashes beside it, each atomically (readers see an old or a new
+    file, never a partial one), the hashes first.
+
+    :return: the lock file written.
+    :raises LockfileError: an entry without a version or revision; the folder is not writable.
     """
-    for lock in locks:
-        if lock.repo_id == repo_id:
-            return lock
-    listed = ", ".join(lock.repo_id for lock in locks) or "none"
-    raise LockfileError(
-        f"{where} does not pin {repo_id} (it pins: {listed}). Add {repo_id!r} to "
-        "[tool.kernels.dependencies] and run `kernel-plugins lock PROJECT_DIR`."
-    )
+    file = lockfile_path(path)
+    texts = {hashes_path(file): _dump(lock.to_json() for lock in {(x.repo_id, x.sha): x for x in locks}.values()),
+             file: _dump(lock.kernels_json() for lock in locks)}
+    for target, text in texts.items():  # never write what we could not read back
+        parse_lock(json.loads(text), where=str(target), hashes=target != file)
+    for target, text in texts.items():
+        _write_atomic(target, text)
+    return file

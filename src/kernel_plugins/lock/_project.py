@@ -5,8 +5,10 @@ A project lists the kernels it uses in ``pyproject.toml``::
     [tool.kernels.dependencies]
     "kernels-community/activation" = 1      # version N: the tip of branch vN
 
-and ``kernel-plugins lock PROJECT_DIR`` (:func:`lock_project`) pins each to a commit and
-the hashes of its variants in ``kernels.lock`` (format: :mod:`._format`).
+and ``kernel-plugins lock PROJECT_DIR`` (:func:`lock_project`) pins each to a commit, and
+the hashes of its variants beside it (format: :mod:`._format`). The kernels they depend on
+(``kernel-depends`` in the ``metadata.json`` of every variant) are locked too, recursively,
+as kernels 0.17's ``lock_kernel_tree`` does; a cycle is refused.
 """
 
 from __future__ import annotations
@@ -14,15 +16,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import KernelPluginsError, LockfileError
+from ..metadata import KernelDepend
 from ._format import LOCKFILE_NAME, MAX_LOCKFILE_BYTES, KernelLock, VariantLock, write_lockfile
 
-__all__ = ["PYPROJECT_NAME", "Dependency", "read_dependencies", "lock_dependency", "lock_project"]
+__all__ = ["PYPROJECT_NAME", "Dependency", "read_dependencies", "lock_dependencies", "lock_project"]
 
 #: Who signed each variant of a commit: (ref, listing) -> {variant: signer}.
 SignerLookup = Callable[[Any, Mapping[str, Any]], Mapping[str, str]]
@@ -33,14 +35,9 @@ PYPROJECT_NAME = "pyproject.toml"
 _EXAMPLE_TABLE = '[tool.kernels.dependencies]\n"kernels-community/activation" = 1'
 
 
-@dataclass(frozen=True)
-class Dependency:
-    """One ``[tool.kernels.dependencies]`` entry: a Hub repository and a kernel version."""
-
-    repo_id: str
-    version: int
-
-
+#: A kernel to lock: a Hub repository with a version (``[tool.kernels.dependencies]``) or a
+#: revision (``kernel-depends`` may give one).
+Dependency = KernelDepend
 
 def _load_toml(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
@@ -145,41 +142,75 @@ def _check_dep_version(where: str, key: str, value: object) -> int:
     return value
 
 
-def lock_dependency(dep: Dependency, *, signers: SignerLookup | None = None) -> KernelLock:
-    """Pin one dependency: resolve branch ``v<version>`` and hash every variant at that commit.
+def _lock_one(dep: Dependency, signers: SignerLookup | None) -> tuple[KernelLock, list[Dependency]]:
+    """Pin one kernel: resolve its version or revision, hash every variant at that commit,
+    name their signers (``kernel_plugins.signatures.lock_signers`` downloads their bundles),
+    and read the ``kernel-depends`` of every variant's ``metadata.json``.
 
-    Two requests: the repository's refs and one recursive listing of ``build/``. ``signers``
-    (``kernel_plugins.signatures.lock_signers``) names who signed each signed variant, for
-    the lock to record (it downloads their ``metadata.json`` and bundle).
-
-    :raises VersionNotFoundError: no such version (lists those that exist).
-    :raises SourceError: the commit has no build variants.
+    :raises VersionNotFoundError: no such version. SourceError: no build variants.
     """
+    from huggingface_hub import snapshot_download
+
     from .. import hub
     from ..errors import SourceError
-    from ..hub import hub_listing
-    from ..integrity import variant_hash
+    from ..integrity import read_small_file, variant_hash
+    from ..metadata import MAX_METADATA_BYTES, parse_metadata_bytes
 
-    ref = hub.resolve(dep.repo_id, version=dep.version)
-    listing = hub_listing(ref)
+    ref = hub.resolve(dep.repo_id, version=dep.version, revision=dep.revision)
+    listing = hub.hub_listing(ref)
     if not listing:
         raise SourceError(f"{ref}: no build variants under build/, nothing to lock")
     signed = signers(ref, listing) if signers is not None else {}
     variants = {name: VariantLock(variant_hash(files), signer=signed.get(name))
                 for name, files in sorted(listing.items())}
-    return KernelLock(dep.repo_id, ref.sha, variants)
+    named = [v for v, files in sorted(listing.items()) if "metadata.json" in files]
+    try:
+        snap = Path(snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
+                                      endpoint=hub.request_endpoint(ref.endpoint),
+                                      allow_patterns=[f"build/{v}/metadata.json" for v in named]))
+    except Exception as e:
+        raise hub.map_error(e, ref.repo_id, ref.sha, ref.endpoint, "downloading metadata.json") from e
+    depends = [d for v in named for d in parse_metadata_bytes(read_small_file(
+        snap / "build" / v / "metadata.json", max_bytes=MAX_METADATA_BYTES,
+        roots=(snap / "build" / v, hub.blobs_folder(ref))), where=f"{ref} {v}/metadata.json").kernel_depends]
+    return KernelLock(dep.repo_id, ref.sha, variants, dep.version, dep.revision), depends
+
+
+def lock_dependencies(
+    deps: Iterable[Dependency], *, signers: SignerLookup | None = None,
+    lock_one: Callable[[Dependency], tuple[KernelLock, list[Dependency]]] | None = None,
+) -> list[KernelLock]:
+    """Lock ``deps`` and, recursively, the kernels they depend on (each once, in the order
+    met, dependents first).
+
+    :param lock_one: pins one kernel and names its dependencies (default: the Hub's answer).
+    :raises LockfileError: a dependency cycle (named).
+    """
+    one = lock_one or (lambda d: _lock_one(d, signers))
+    done: dict[Dependency, KernelLock] = {}
+
+    def visit(dep: Dependency, path: tuple[Dependency, ...]) -> None:
+        if dep in path:
+            cycle = " -> ".join(f"{d.repo_id} ({KernelLock(d.repo_id, '', {}, d.version, d.revision).spec})"
+                                for d in (*path[path.index(dep):], dep))
+            raise LockfileError(f"kernel dependency cycle: {cycle}; a kernel cannot depend on itself")
+        if dep not in done:
+            done[dep], below = one(dep)
+            for d in below:
+                visit(d, (*path, dep))
+
+    for dep in deps:
+        visit(dep, ())
+    return list(done.values())
 
 
 def lock_project(
     project: str | os.PathLike[str], *, signers: SignerLookup | None = None
 ) -> tuple[Path, list[KernelLock]]:
-    """Lock every ``[tool.kernels.dependencies]`` entry of a project into its ``kernels.lock``.
-
-    The lock file is written only after every dependency was resolved, atomically.
+    """Lock every ``[tool.kernels.dependencies]`` entry of a project, and the kernels they
+    depend on, into its ``kernels.lock`` (written after every kernel was resolved).
 
     :return: the lock file written and its entries.
     """
-    deps = read_dependencies(project)
-    locks = [lock_dependency(dep, signers=signers) for dep in deps]
-    folder = _pyproject_path(project).parent
-    return write_lockfile(folder / LOCKFILE_NAME, locks), locks
+    locks = lock_dependencies(read_dependencies(project), signers=signers)
+    return write_lockfile(_pyproject_path(project).parent / LOCKFILE_NAME, locks), locks

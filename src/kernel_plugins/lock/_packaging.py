@@ -1,0 +1,58 @@
+"""Ship a project's ``kernels.lock`` (and its variant hashes) in the metadata of its wheel,
+where ``lockfile=None`` finds it through the caller's distribution.
+
+- setuptools: the ``egg_info.writers`` entry points ``kernels.lock`` and
+  ``kernels.lock.variants`` (as kernels 0.17 registers ``kernels.lock``) copy the files
+  from the project folder into ``<name>.dist-info/``;
+- hatchling: the build hook ``kernels-lock`` (``[tool.hatch.build.hooks.kernels-lock]``)
+  adds them to ``<name>.dist-info/extra_metadata/``.
+
+Either way ``kernel-plugins`` must be in ``[build-system] requires``, and the lock is
+read once at build time, so a broken one fails the build rather than the installed
+package. Only a build imports this module, and only the hook imports hatchling.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from ._format import LOCKFILE_NAME, hashes_path, read_lockfile
+
+__all__ = ["write_egg_file", "hatch_register_build_hook"]
+
+
+def _project_files(root: Path) -> list[Path]:
+    """The lock files of the project in ``root`` to ship, checked (none without a lock)."""
+    lock = root / LOCKFILE_NAME
+    if not lock.is_file():
+        return []
+    read_lockfile(lock)  # refused: the build fails, naming the problem
+    return [p for p in (lock, hashes_path(lock)) if p.is_file()]
+
+
+def write_egg_file(cmd: Any, basename: str, filename: str) -> None:
+    """setuptools ``egg_info.writers`` entry point: copy ``basename`` from the project
+    folder into the metadata (a stale copy is deleted when the project has none)."""
+    data = next((p.read_text(encoding="utf-8") for p in _project_files(Path.cwd()) if p.name == basename), None)
+    cmd.write_or_delete_file(basename, filename, data, force=True)
+
+
+@pluggy.HookimplMarker("hatch")
+def hatch_register_build_hook() -> type:
+    """hatchling's plugin hook (entry point group ``hatch``): the ``kernels-lock`` build hook."""
+    from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+
+    class KernelsLockHook(BuildHookInterface):  # type: ignore[misc]
+        """Adds the project's lock files to the wheel's ``extra_metadata``."""
+
+        PLUGIN_NAME = "kernels-lock"
+
+        def initialize(self, version: str, build_data: dict[str, Any]) -> None:
+            """Called by hatchling before each build of a target."""
+            if self.target_name == "wheel":
+                build_data["extra_metadata"].update({str(p): p.name for p in _project_files(Path(self.root))})
+
+    return KernelsLockHook
