@@ -8,12 +8,15 @@ clear error everywhere instead of a ``MemoryError`` or ``RecursionError``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["JSONFileError", "read_json", "parse_json", "read_regular_file"]
+__all__ = ["JSONFileError", "read_json", "parse_json", "read_regular_file", "write_atomic"]
 
 # O_NONBLOCK: opening a FIFO or a device named like our file must not wait for a writer.
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
@@ -50,19 +53,23 @@ def parse_json(data: bytes, *, where: str, max_bytes: int) -> object:
         raise JSONFileError(f"{where}: malformed JSON: values are nested too deeply") from None
 
 
-def read_regular_file(path: str | os.PathLike[str], *, max_bytes: int) -> bytes:
+def read_regular_file(path: str | os.PathLike[str], *, max_bytes: int, follow: bool = True,
+                      check: Callable[[os.stat_result], None] | None = None) -> bytes:
     """The bytes of the regular file ``path``, refusing anything else (a FIFO, a device, a
-    folder) before reading it, and a file larger than ``max_bytes``.
+    folder) before reading it, and a file larger than ``max_bytes``. Without ``follow`` a
+    link is refused (``OSError`` ELOOP); ``check`` may refuse the descriptor's status.
 
     :raises OSError: the file cannot be opened or read (callers decide what that means).
     :raises JSONFileError: not a regular file, or too large.
     """
     p = Path(path)
-    fd = os.open(p, _OPEN_FLAGS)
+    fd = os.open(p, _OPEN_FLAGS | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise JSONFileError(f"{p}: not a regular file; refusing to read it")
+        if check is not None:
+            check(st)
         if st.st_size > max_bytes:
             raise JSONFileError(f"{p}: {st.st_size} bytes, larger than the {max_bytes} allowed")
         return read_capped(fd, max_bytes)
@@ -90,3 +97,25 @@ def read_json(path: str | os.PathLike[str], *, max_bytes: int) -> object:
     """
     data = read_regular_file(path, max_bytes=max_bytes)
     return parse_json(data, where=str(path), max_bytes=max_bytes)
+
+
+def write_atomic(path: Path, text: str, *, mode: int | None = None, fsync: bool = False) -> None:
+    """Write ``text`` to a temporary file beside ``path`` (``fsync``: flushed to disk), give it
+    ``mode``, and rename it over ``path``: readers see the old or the new file, never part of one.
+
+    :raises OSError: not written (the temporary file is gone).
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -126,6 +126,25 @@ def _found_lock_writable_by_others(env: Env) -> Any:
     return find_lockfile(str(env.tmp / "app.py"), what="LockedLayerRepository('org/name')")
 
 
+def _lock_hashes_of_another_commit(env: Env) -> Any:
+    from kernel_plugins.lock import read_lockfile
+
+    (env.tmp / "kernels.lock").write_text(json.dumps([
+        {"dependency": {"repo-id": "org/name", "version": 1}, "lock": {"commit": "b" * 40}}]))
+    (env.tmp / "kernels.lock.variants").write_text(json.dumps([LOCK_ENTRY]))
+    return read_lockfile(env.tmp)
+
+
+def _found_lock_link(env: Env) -> Any:
+    from kernel_plugins.lock import _discovery, find_lockfile
+
+    env.monkeypatch.setattr(_discovery, "_temp_roots", lambda: [])
+    (env.tmp / "pyproject.toml").write_text("")
+    (env.tmp / "real.lock").write_text("[]")
+    (env.tmp / "kernels.lock").symlink_to(env.tmp / "real.lock")
+    return find_lockfile(str(env.tmp / "app.py"), what="LockedLayerRepository('org/name')")
+
+
 def _no_lock_outside_temp(env: Env) -> Any:
     from kernel_plugins.lock import find_lockfile
 
@@ -469,6 +488,17 @@ CASES: list[Case] = [
          _found_lock_writable_by_others, E.LockfileError,
          "refusing this kernels.lock: group or others may write it",
          "`chmod go-w` it (and own it), or pass `lockfile=`."),
+    Case("lock-kernels-unknown-key", P, "a kernels entry with `hash` beside `commit`",
+         _read_lock(json.dumps([{"dependency": {"repo-id": "org/name", "version": 1},
+                                 "lock": {"commit": "a" * 40, "hash": "x"}}])),
+         E.LockfileError, "unknown key 'lock.hash'",
+         "Remove it: kernels allows no other key (hashes go in `kernels.lock.variants`)."),
+    Case("lock-hashes-mismatch", P, "`kernels.lock.variants` of another commit",
+         _lock_hashes_of_another_commit, E.LockfileError, "does not match kernels.lock",
+         "Lock again (`kernel-plugins lock PROJECT_DIR`), or delete `kernels.lock.variants`."),
+    Case("lock-found-link", P, "a found `kernels.lock` that is a symbolic link", _found_lock_link,
+         E.LockfileError, "refusing this kernels.lock: it is a symbolic link",
+         "Put the file itself there, or pass `lockfile=`."),
     Case("lock-not-found", P, "no lock file but one in the temp folder",
          _no_lock_outside_temp, E.LockfileError, "in the temporary folder, which is never searched",
          "Pass `lockfile=`, or lock the project (`kernel-plugins lock PROJECT_DIR`)."),

@@ -75,8 +75,8 @@ def test_locked_repository_finds_the_nearest_lockfile(tmp_path, monkeypatch):
     sub.mkdir(parents=True)
     monkeypatch.chdir(sub)
     locked = LockedLayerRepository("o/r", layer_name="L")
-    assert locked.load_options() == {
-        "lockfile": tmp_path / "kernels.lock", "trust_remote_code": False}
+    options = locked.load_options()
+    assert (options["lockfile"].path, options["trust_remote_code"]) == (tmp_path / "kernels.lock", False)
     explicit = LockedLayerRepository("o/r", layer_name="L", lockfile=str(sub / "x.lock"))
     assert explicit.load_options() == {"lockfile": sub / "x.lock", "trust_remote_code": False}
 

@@ -69,7 +69,7 @@ def test_tampered_cache_is_refused_by_the_lock_hash(
     project = write_pyproject(tmp_path / "proj", {repo.repo_id: 1})
     assert main(["lock", str(project)]) == 0
     assert main(["download", str(project)]) == 0
-    pinned = json.loads((project / "kernels.lock").read_text())[0]["variants"]["torch-cpu"]
+    pinned = json.loads((project / "kernels.lock.variants").read_text())[0]["variants"]["torch-cpu"]
     variant = snapshot_variant(hf_cache, repo)
     rel, new = TAMPERS[how](variant)
     capsys.readouterr()

@@ -107,7 +107,7 @@ def test_lock_records_signers_and_refuses_a_change(served: dict[str, str], root:
     monkeypatch.setenv("KERNEL_PLUGINS_TRUSTED_ROOT", str(root))
     project = write_pyproject(tmp_path / "proj", {served["good"]: 1, served["unsigned"]: 1})
     assert main(["lock", str(project)]) == 0, capsys.readouterr().err
-    lockfile = project / "kernels.lock"
+    lockfile = project / "kernels.lock.variants"  # the signers are beside kernels.lock
     entries = {e["repo_id"]: e for e in json.loads(lockfile.read_text())}
     assert entries[served["good"]]["variants"]["torch-cpu"]["signer"].startswith(KC)
     assert "signer" not in entries[served["unsigned"]]["variants"]["torch-cpu"]

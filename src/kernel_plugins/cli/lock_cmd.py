@@ -34,6 +34,6 @@ def run(args: argparse.Namespace) -> int:
              "variants": {n: v.to_json() for n, v in sorted(lock.variants.items())}} for lock in locks]})
         return 0
     for lock in locks:
-        print(clean(f"{lock.repo_id} ({lock.spec}) {lock.sha} ({len(lock.variants)} variants)"))
+        print(clean(f"{lock.label} {lock.sha} ({len(lock.variants)} variants)"))
     print(clean(f"wrote {path} and {hashes_path(path).name}"))
     return 0

@@ -8,15 +8,13 @@ named precisely instead of being quietly fetched again.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from kernel_plugins.integrity.varianthash import FileHash
+from kernel_plugins.jsonfile import write_atomic
 
 from ._cache import storage_folder
 from ._values import HubRef
@@ -67,17 +65,8 @@ def write_record(
             rel: {"kind": fh.kind, "hex": fh.hex, "size": fh.size} for rel, fh in sorted(files.items())
         },
     }
-    tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{variant}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)
-        tmp = None
+        write_atomic(path, json.dumps(data, indent=1))
     except OSError as exc:
         logger.debug("Could not record the verified files of %s %s: %s", ref, variant, exc)
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)

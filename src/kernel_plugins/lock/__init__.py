@@ -1,15 +1,9 @@
 """Lock files: a project's kernels, and the kernels they depend on, pinned to commits and
-variant hashes.
-
-The parts, one job each:
-
-- ``_format``: ``kernels.lock`` (kernels' format) and the variant hashes beside it:
-  entries, strict reading, atomic writing; :meth:`Lockfile.entry` finds the commit (and
-  hashes) a lock pins for a repository and version or revision;
-- ``_project``: creating a lock from ``[tool.kernels.dependencies]`` in ``pyproject.toml``
-  (``kernel-plugins lock PROJECT_DIR``);
-- ``_discovery``: which lock file a locked load uses when none is named;
-- ``_packaging``: build hooks (setuptools, hatchling) that ship a project's lock in its wheel.
+variant hashes. ``_format``: ``kernels.lock`` (kernels' format) and the hashes beside it
+(:meth:`Lockfile.entry` finds what a lock pins for a repository, version or revision);
+``_project``: locking ``[tool.kernels.dependencies]`` of a ``pyproject.toml``;
+``_discovery``: the lock a locked load uses when none is named; ``_packaging``: build hooks
+(setuptools, hatchling) shipping a project's lock in its wheel.
 """
 
 from __future__ import annotations

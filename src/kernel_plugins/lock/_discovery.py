@@ -1,23 +1,18 @@
-"""Which ``kernels.lock`` a locked load uses when none is named.
+"""Which ``kernels.lock`` a locked load uses when none is named (``LockedLayerRepository``
+without ``lockfile=``, the compat ``load_kernel`` / ``get_locked_kernel`` with ``None``):
 
-``LockedLayerRepository`` / ``LockedFuncRepository`` without ``lockfile=``, and the compat
-``load_kernel`` / ``get_locked_kernel`` with ``lockfile=None``, look in this order:
-
-1. the ``kernels.lock`` that the calling code's installed distribution ships (found
-   through the distribution's ``RECORD``);
-2. the folder of the calling code's file, then the working directory, each walking up
+1. the one the calling code's installed distribution ships (found through its ``RECORD``);
+2. in the folder of the calling code's file, then the working directory, each walking up
    **to its project root only**: the nearest folder holding ``pyproject.toml``,
-   ``setup.py``, ``setup.cfg`` or ``.git``. Without a project root only the folder itself
-   is looked at. Folders in the temporary folder (where notebooks keep their cells) are
-   never searched.
+   ``setup.py``, ``setup.cfg`` or ``.git``, marker and folder owned by the current user
+   (or root); without one only the folder itself. The temporary folder (where notebooks
+   keep their cells) is never searched.
 
-A marker counts only when it and its folder belong to the current user (or root). A lock
-file found this way is opened once, never through a link, and used only when it is a
-regular file owned by the current user (or root) that neither group nor others may
-write; the same holds for its variant hashes (``kernels.lock.variants``), which may be
-missing only from a folder no one else may write. Anything else is refused with a
-:class:`~kernel_plugins.errors.LockfileError`. The file used is logged (logger
-``kernel_plugins``, level INFO) and named in the provenance notes of the kernel it pins.
+The file found is read once, never through a link, and only when it is a regular file of
+the current user (or root) that neither group nor others may write; the same holds for
+its ``kernels.lock.variants``, which may be missing only from a folder no one else may
+write. Anything else is a :class:`~kernel_plugins.errors.LockfileError`. The file used is
+logged (logger ``kernel_plugins``, INFO) and named in the provenance of what it pins.
 """
 
 from __future__ import annotations
@@ -126,10 +121,8 @@ def find_lockfile(origin: str | None, *, what: str) -> Lockfile:
             "root, never in the temporary folder)" if looked else "(the calling code and the "
             "working directory are in the temporary folder, which is never searched)"
         )
-        raise LockfileError(
-            f"{what}: no {LOCKFILE_NAME} found {where}; pass "
-            f"lockfile=Path('.../{LOCKFILE_NAME}') or lock the project"
-        )
+        raise LockfileError(f"{what}: no {LOCKFILE_NAME} found {where}; pass lockfile=Path('.../{LOCKFILE_NAME}') "
+                            "or lock the project")
     lock = read_lockfile(found, private=True)
     log.info("%s: using lock file %s (%s%s)", what, found, how, "" if lock.hashes else "; commits only")
     return lock
@@ -142,8 +135,7 @@ def find_installed_lockfile(dist_name: str) -> Path | None:
     ``kernels.lock``: the one its metadata holds (where the packaging hooks of
     :mod:`._packaging` put it) comes first, else the one nearest the top.
 
-    :return: the file's path, or None when the distribution ships none (editable installs
-        usually record no data files).
+    :return: the file's path, or None when the distribution ships none.
     :raises LockfileError: no distribution of that name is installed.
     """
     from importlib import metadata
@@ -151,10 +143,8 @@ def find_installed_lockfile(dist_name: str) -> Path | None:
     try:
         dist = metadata.distribution(dist_name)
     except metadata.PackageNotFoundError:
-        raise LockfileError(
-            f"no installed distribution named {dist_name!r}, so its {LOCKFILE_NAME} cannot be "
-            "found; install the project or pass lockfile= with the file's path"
-        ) from None
+        raise LockfileError(f"no installed distribution named {dist_name!r}, so its {LOCKFILE_NAME} cannot "
+                            "be found; install the project or pass lockfile= with the file's path") from None
     found = sorted(
         (f for f in (dist.files or []) if f.name == LOCKFILE_NAME),
         key=lambda f: (not f.parts[0].endswith(".dist-info"), len(f.parts), str(f)),

@@ -1,25 +1,16 @@
 """``kernels.lock`` and the variant hashes beside it: entries, strict reading, atomic writing.
 
-``kernels.lock`` is in kernels 0.17's format, so kernels reads it too (it refuses any
-other key)::
-
-    [{"dependency": {"repo-id": "kernels-community/activation", "version": 1},
-      "lock": {"commit": "<40-hex commit sha>"}}]
-
-(``"revision": "<branch, tag or sha>"`` instead of ``version``). What kernel-plugins pins
-on top, the hash of every variant of each commit and who signed it
-(:mod:`kernel_plugins.integrity.varianthash`, docs/signatures.md), lives beside it in
-``kernels.lock.variants``, in the format of the lock files kernel-plugins wrote before
-(still read as ``kernels.lock``: such a file carries its own hashes)::
-
-    [{"repo_id": "kernels-community/activation", "sha": "<40-hex commit sha>",
-      "variants": {"torch-cpu": {"hash": "sha256-<hex>", "hash_type": "git_lfs_concat",
-                                 "signer": "<identity> (<issuer>)"}}}]
-
-It must list exactly the commits ``kernels.lock`` pins; without it a lock pins commits
-only. Reading is strict: a missing, mistyped or (in kernels' format) unknown key is an
-error naming the entry and key; both files are opened once, never through a link, and
-only when they are regular files. Writing is atomic, the hashes first.
+``kernels.lock`` is in kernels 0.17's format (kernels reads it, and refuses any other key):
+``[{"dependency": {"repo-id": "org/name", "version": 1 | "revision": "main"},
+"lock": {"commit": "<40-hex sha>"}}]``. What kernel-plugins pins on top, the hash of every
+variant of each commit (:mod:`kernel_plugins.integrity.varianthash`) and who signed it,
+is in ``kernels.lock.variants``: ``[{"repo_id", "sha", "variants": {"torch-cpu": {"hash":
+"sha256-<hex>", "hash_type": "git_lfs_concat", "signer": "<identity> (<issuer>)"}}}]``,
+the format of kernel-plugins' earlier lock files (still read as ``kernels.lock``, with
+their own hashes). It must list exactly the commits ``kernels.lock`` pins; without it a
+lock pins commits only. A missing, mistyped or (in kernels' format) unknown key is an
+error naming the entry and key; each file is opened once, never through a link, only when
+regular. Writing is atomic, the hashes first.
 """
 
 from __future__ import annotations
@@ -29,7 +20,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,11 +31,8 @@ from ..integrity.varianthash import HASH_TYPE
 __all__ = ["LOCKFILE_NAME", "HASHES_SUFFIX", "MAX_LOCKFILE_BYTES", "VariantLock", "KernelLock",
            "Lockfile", "parse_lock", "read_lockfile", "write_lockfile", "lockfile_path", "hashes_path"]
 
-#: Name of the lock file in a project folder.
-LOCKFILE_NAME = "kernels.lock"
-#: The variant hashes of a lock file ``X`` are in ``X`` + this suffix (``kernels.lock.variants``).
-HASHES_SUFFIX = ".variants"
-
+#: Name of the lock file in a project folder; the hashes of a lock ``X`` are in ``X`` + HASHES_SUFFIX.
+LOCKFILE_NAME, HASHES_SUFFIX = "kernels.lock", ".variants"
 #: Lock files (and pyproject.toml files read for locking) larger than this are refused.
 MAX_LOCKFILE_BYTES = 16 << 20
 
@@ -55,8 +42,6 @@ _VARIANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 #: The keys kernels' format allows, per object (kernels refuses any other).
 _KERNELS_KEYS = {"": ("dependency", "lock"), "dependency.": ("repo-id", "version", "revision"),
                  "lock.": ("commit",)}
-# O_NOFOLLOW: never through a link; O_NONBLOCK: a FIFO named like the file is not waited on.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True)
@@ -70,8 +55,7 @@ class VariantLock:
 
     def to_json(self) -> dict[str, str]:
         """The JSON object of the variant in the hashes file."""
-        signer = {"signer": self.signer} if self.signer is not None else {}
-        return {"hash": self.hash, "hash_type": self.hash_type, **signer}
+        return {"hash": self.hash, "hash_type": self.hash_type, **({"signer": self.signer} if self.signer else {})}
 
 
 @dataclass(frozen=True)
@@ -89,9 +73,13 @@ class KernelLock:
     @property
     def spec(self) -> str:
         """``version 1``, ``revision 'main'``, or "" for an entry of the earlier format."""
-        if self.version is not None:
-            return f"version {self.version}"
-        return "" if self.revision is None else f"revision {self.revision!r}"
+        return f"version {self.version}" if self.version is not None else \
+            "" if self.revision is None else f"revision {self.revision!r}"
+
+    @property
+    def label(self) -> str:
+        """``org/name (version 1)``, or the repository id alone without a spec."""
+        return f"{self.repo_id} ({self.spec})" if self.spec else self.repo_id
 
     def to_json(self) -> dict[str, Any]:
         """The entry of the hashes file (variants sorted by name)."""
@@ -120,34 +108,28 @@ class Lockfile:
     def __fspath__(self) -> str:
         return str(self.path)
 
-    def __str__(self) -> str:
-        return str(self.path)
+    __str__ = __fspath__
 
     def __iter__(self) -> Iterator[KernelLock]:
         return iter(self.entries)
 
     def entry(self, repo_id: str, *, version: int | None = None, revision: str | None = None) -> KernelLock:
-        """The entry locking ``repo_id``, for ``version`` or ``revision`` when given (a lock
-        pins several versions of one repository when kernels depend on them); its ``sha``
-        and, when the lock has them, the variant hashes and signers.
+        """The entry locking ``repo_id`` (for ``version`` or ``revision`` when given: a lock
+        may pin one repository at several versions): ``sha``, and hashes when the lock has them.
 
-        :raises LockfileError: no such entry (lists those there are), or several that no
-            version or revision tells apart.
+        :raises LockfileError: none, or several that no version or revision tells apart.
         """
         found = [e for e in self.entries if e.repo_id == repo_id and (
             not e.spec or (version, revision) in ((None, None), (e.version, e.revision)))]
-        asked = KernelLock(repo_id, "", {}, version, revision).spec
-        asked = f"{repo_id} ({asked})" if asked else repo_id
+        asked = KernelLock(repo_id, "", {}, version, revision).label
         if len(found) == 1:
             return found[0]
         if found:
             raise LockfileError(f"{self.path} pins {asked} more than once ({', '.join(e.spec for e in found)}); "
                                 "say which with version= or revision=")
-        listed = ", ".join(f"{e.repo_id} ({e.spec})" if e.spec else e.repo_id for e in self.entries)
-        raise LockfileError(
-            f"{self.path} does not pin {asked} (it pins: {listed or 'none'}). Add {repo_id!r} to "
-            "[tool.kernels.dependencies] and run `kernel-plugins lock PROJECT_DIR`."
-        )
+        listed = ", ".join(e.label for e in self.entries) or "none"
+        raise LockfileError(f"{self.path} does not pin {asked} (it pins: {listed}). Add {repo_id!r} to "
+                            "[tool.kernels.dependencies] and run `kernel-plugins lock PROJECT_DIR`.")
 
 
 def _label(index: int, entry: object) -> str:
@@ -155,6 +137,12 @@ def _label(index: int, entry: object) -> str:
     dep = entry.get("dependency") if isinstance(entry, dict) else None
     repo = dep.get("repo-id") if isinstance(dep, dict) else repo
     return f"entry {index}" + (f" ({repo})" if isinstance(repo, str) else "")
+
+
+def _need(at: str, obj: dict[str, Any], keys: Iterable[str], prefix: str = "") -> None:
+    missing = [k for k in keys if k not in obj]
+    if missing:
+        raise LockfileError(f"{at}: key '{prefix}{missing[0]}' is missing")
 
 
 def _repo_id(label: str, key: str, value: object) -> str:
@@ -182,14 +170,11 @@ def _kernels_entry(label: str, entry: dict[str, Any]) -> KernelLock:
         if unknown:
             raise LockfileError(f"{label}: unknown key '{prefix}{unknown[0]}' (kernels' format allows only "
                                 f"{', '.join(prefix + k for k in _KERNELS_KEYS[prefix])} there)")
-    for name in ("dependency", "lock"):
-        if name not in entry:
-            raise LockfileError(f"{label}: key '{name}' is missing")
+    _need(label, entry, ("dependency", "lock"))
+    for name, key in (("dependency", "repo-id"), ("lock", "commit")):
         if not isinstance(entry[name], dict):
             raise LockfileError(f"{label}: key '{name}' must be an object, got {type(entry[name]).__name__}")
-    for name, key in (("dependency", "repo-id"), ("lock", "commit")):
-        if key not in entry[name]:
-            raise LockfileError(f"{label}: key '{name}.{key}' is missing")
+        _need(label, entry[name], (key,), name + ".")
     dep, lock = entry["dependency"], entry["lock"]
     version, revision = dep.get("version"), dep.get("revision")
     if ("version" in dep) == ("revision" in dep):
@@ -205,25 +190,18 @@ def _kernels_entry(label: str, entry: dict[str, Any]) -> KernelLock:
 
 def _hashes_entry(label: str, entry: dict[str, Any]) -> KernelLock:
     """An entry of the hashes file (kernel-plugins' earlier lock format); other keys are ignored."""
-    for key in ("repo_id", "sha", "variants"):
-        if key not in entry:
-            raise LockfileError(f"{label}: key '{key}' is missing")
+    _need(label, entry, ("repo_id", "sha", "variants"))
     return KernelLock(_repo_id(label, "repo_id", entry["repo_id"]), _sha(label, "sha", entry["sha"]),
                       _parse_variants(label, entry["variants"]))
 
 
 def parse_lock(data: object, *, where: str = LOCKFILE_NAME, hashes: bool = False) -> list[KernelLock]:
-    """Validate decoded lock JSON: kernels' format, or (as the first entry shows) the
-    format of the hashes file, which is the only one accepted with ``hashes``.
-
-    :param where: how to name the file in messages.
-    :raises LockfileError: naming the entry and key that is wrong and what was expected.
-    """
+    """Validate decoded lock JSON: kernels' format, or (as the first entry shows; the only
+    one with ``hashes``) the hashes file's. ``where`` names the file in messages.
+    :raises LockfileError: naming the entry and key that is wrong and what was expected."""
     if not isinstance(data, list):
-        raise LockfileError(
-            f"{where}: expected a JSON list of entries, got {type(data).__name__}. Regenerate "
-            "it with `kernel-plugins lock PROJECT_DIR`."
-        )
+        raise LockfileError(f"{where}: expected a JSON list of entries, got {type(data).__name__}. Regenerate "
+                            "it with `kernel-plugins lock PROJECT_DIR`.")
     ours = hashes or not (data and isinstance(data[0], dict) and {"dependency", "lock"} & set(data[0]))
     out: list[KernelLock] = []
     seen: set[tuple[object, ...]] = set()
@@ -242,10 +220,8 @@ def parse_lock(data: object, *, where: str = LOCKFILE_NAME, hashes: bool = False
 
 def _parse_variants(label: str, variants: object) -> dict[str, VariantLock]:
     if not isinstance(variants, dict):
-        raise LockfileError(
-            f"{label}: key 'variants' must be an object of variant name -> "
-            f"{{\"hash\", \"hash_type\"}}, got {type(variants).__name__}"
-        )
+        raise LockfileError(f"{label}: key 'variants' must be an object of variant name -> "
+                            f"{{\"hash\", \"hash_type\"}}, got {type(variants).__name__}")
     out: dict[str, VariantLock] = {}
     for name, item in variants.items():
         at = f"{label}: variants.{name}"
@@ -253,14 +229,10 @@ def _parse_variants(label: str, variants: object) -> dict[str, VariantLock]:
             raise LockfileError(f"{label}: variant name {name!r} is not a plain folder name")
         if not isinstance(item, dict):
             raise LockfileError(f"{at}: expected an object with 'hash' and 'hash_type'")
-        for key in ("hash", "hash_type"):
-            if key not in item:
-                raise LockfileError(f"{at}: key '{key}' is missing")
+        _need(at, item, ("hash", "hash_type"))
         if item["hash_type"] != HASH_TYPE:
-            raise LockfileError(
-                f"{at}: key 'hash_type' is {item['hash_type']!r}; only {HASH_TYPE!r} can be checked. "
-                "Regenerate the lock with `kernel-plugins lock PROJECT_DIR`."
-            )
+            raise LockfileError(f"{at}: key 'hash_type' is {item['hash_type']!r}; only {HASH_TYPE!r} can be "
+                                "checked. Regenerate the lock with `kernel-plugins lock PROJECT_DIR`.")
         value, signer = item["hash"], item.get("signer")
         if not isinstance(value, str) or not _HASH_RE.fullmatch(value):
             raise LockfileError(f"{at}: key 'hash' must be 'sha256-' + 64 hex digits, got {value!r}")
@@ -285,53 +257,42 @@ def _mine(uid: int) -> bool:
     return not hasattr(os, "getuid") or uid in (os.getuid(), 0)
 
 
-def _refused(path: Path, why: str) -> LockfileError:
-    return LockfileError(
-        f"{path}: refusing this {path.name}: {why}, so someone else could choose what it pins. "
-        "Fix its owner or mode (chmod go-w), or pass lockfile= with a file you trust."
-    )
+def _refused(path: Path, why: str, fix: str = "Fix its owner or mode (chmod go-w)") -> LockfileError:
+    return LockfileError(f"{path}: refusing this {path.name}: {why}, so someone else could choose what it "
+                         f"pins. {fix}, or pass lockfile= with a file you trust.")
 
 
 def _read(path: Path, private: bool) -> object | None:
     """Open ``path`` once, not through a link, check the descriptor (a regular file; with
-    ``private`` also owned by you or root and not writable by group or others) and decode it.
-    None: it does not exist."""
-    from ..jsonfile import JSONFileError, parse_json, read_capped
+    ``private`` yours or root's, not writable by group or others) and decode it. None: absent."""
+    from ..jsonfile import JSONFileError, parse_json, read_regular_file
+
+    def check(st: os.stat_result) -> None:
+        if not _mine(st.st_uid):
+            raise _refused(path, f"it is owned by user id {st.st_uid}, not by you ({os.getuid()}) or root")
+        if st.st_mode & 0o022:
+            raise _refused(path, f"group or others may write it (mode {stat.filemode(st.st_mode)})")
 
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        data = read_regular_file(path, max_bytes=MAX_LOCKFILE_BYTES, follow=False, check=check if private else None)
+        return parse_json(data, where=str(path), max_bytes=MAX_LOCKFILE_BYTES)
     except FileNotFoundError:
         return None
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise _refused(path, "it is a symbolic link") from None
-        raise LockfileError(f"cannot read {path}: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise LockfileError(f"cannot read {path}: not a regular file; refusing to read it")
-        if private and not _mine(st.st_uid):
-            raise _refused(path, f"it is owned by user id {st.st_uid}, not by you ({os.getuid()}) or root")
-        if private and st.st_mode & 0o022:
-            raise _refused(path, f"group or others may write it (mode {stat.filemode(st.st_mode)})")
-        return parse_json(read_capped(fd, MAX_LOCKFILE_BYTES), where=str(path), max_bytes=MAX_LOCKFILE_BYTES)
     except JSONFileError as exc:
         raise LockfileError(f"cannot read {exc}. Regenerate it with `kernel-plugins lock PROJECT_DIR`.") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _refused(path, "it is a symbolic link", "Put the file itself there") from None
         raise LockfileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
 
 
 def read_lockfile(path: str | os.PathLike[str], *, private: bool = False) -> Lockfile:
-    """Read and validate a lock file (a file, or a folder holding ``kernels.lock``) and the
-    variant hashes beside it.
+    """Read a lock file (a file, or a folder holding ``kernels.lock``) and the hashes beside it.
 
-    :param private: apply the rules of a lock file nobody named (:mod:`._discovery`):
-        ``path`` not a link, both files owned by you or root and writable by no one else,
-        and a missing hashes file only in a folder no one else may write.
-    :raises LockfileError: missing file, invalid JSON or content, refused file, or hashes
-        for other commits than the lock pins.
+    :param private: the rules of a lock nobody named (:mod:`._discovery`): ``path`` not a
+        link, both files yours or root's and writable by no one else, and the hashes missing
+        only from a folder no one else may write.
+    :raises LockfileError: missing, invalid or refused file; hashes of other commits.
     """
     file = lockfile_path(path)
     file = file if private else Path(os.path.realpath(file))  # a link the caller named is followed
@@ -346,8 +307,8 @@ def read_lockfile(path: str | os.PathLike[str], *, private: bool = False) -> Loc
     if data is None:
         st = file.parent.stat()
         if private and (not _mine(st.st_uid) or st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
-            raise _refused(file, f"it has no {side.name} beside it, and others may write its folder "
-                                 "(they could have deleted it)")
+            raise _refused(file, f"it has no {side.name} beside it, and others may write its folder (they could "
+                                 "have deleted it)", "Make the folder yours and chmod go-w it")
         return Lockfile(file, tuple(entries))
     hashes = {(h.repo_id, h.sha): h.variants for h in parse_lock(data, where=str(side), hashes=True)}
     pinned = {(e.repo_id, e.sha) for e in entries}
@@ -355,38 +316,10 @@ def read_lockfile(path: str | os.PathLike[str], *, private: bool = False) -> Loc
     if missing or extra:
         what = f"has no hashes for {missing[0][0]} at {missing[0][1]}" if missing else \
             f"has hashes for {extra[0][0]} at {extra[0][1]}, which {file.name} does not pin"
-        raise LockfileError(
-            f"{side} does not match {file.name}: it {what} (was {file.name} locked again by another "
-            f"tool?). Run `kernel-plugins lock PROJECT_DIR` again, or delete {side.name} to load on "
-            "the commit pins alone."
-        )
+        raise LockfileError(f"{side} does not match {file.name}: it {what} (was {file.name} locked again by "
+                            f"another tool?). Run `kernel-plugins lock PROJECT_DIR` again, or delete {side.name} "
+                            "to load on the commit pins alone.")
     return Lockfile(file, tuple(replace(e, variants=hashes[e.repo_id, e.sha]) for e in entries), side)
-
-
-def _write_atomic(file: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``file``, flush it to disk, rename it over."""
-    try:
-        mode = file.stat().st_mode & 0o777
-    except OSError:
-        mode = 0o644
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, file)
-        tmp = None
-    except OSError as exc:
-        raise LockfileError(f"cannot write {file}: {exc}") from exc
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def _dump(entries: Iterable[dict[str, Any]]) -> str:
@@ -395,17 +328,25 @@ def _dump(entries: Iterable[dict[str, Any]]) -> str:
 
 def write_lockfile(path: str | os.PathLike[str], locks: Sequence[KernelLock]) -> Path:
     """Write ``locks`` to ``path`` (a file, or a folder: ``<folder>/kernels.lock``) in kernels'
-    format, and their variant hashes beside it, each atomically (readers see an old or a new
-    file, never a partial one), the hashes first.
+    format and their hashes beside it, each atomically (never seen half written), hashes first.
 
     :return: the lock file written.
     :raises LockfileError: an entry without a version or revision; the folder is not writable.
     """
+    from ..jsonfile import write_atomic
+
     file = lockfile_path(path)
     texts = {hashes_path(file): _dump(lock.to_json() for lock in {(x.repo_id, x.sha): x for x in locks}.values()),
              file: _dump(lock.kernels_json() for lock in locks)}
     for target, text in texts.items():  # never write what we could not read back
         parse_lock(json.loads(text), where=str(target), hashes=target != file)
     for target, text in texts.items():
-        _write_atomic(target, text)
+        try:
+            mode = target.stat().st_mode & 0o777
+        except OSError:
+            mode = 0o644
+        try:
+            write_atomic(target, text, mode=mode, fsync=True)
+        except OSError as exc:
+            raise LockfileError(f"cannot write {target}: {exc}") from exc
     return file

@@ -1,15 +1,9 @@
-"""Ship a project's ``kernels.lock`` (and its variant hashes) in the metadata of its wheel,
-where ``lockfile=None`` finds it through the caller's distribution.
-
-- setuptools: the ``egg_info.writers`` entry points ``kernels.lock`` and
-  ``kernels.lock.variants`` (as kernels 0.17 registers ``kernels.lock``) copy the files
-  from the project folder into ``<name>.dist-info/``;
-- hatchling: the build hook ``kernels-lock`` (``[tool.hatch.build.hooks.kernels-lock]``)
-  adds them to ``<name>.dist-info/extra_metadata/``.
-
-Either way ``kernel-plugins`` must be in ``[build-system] requires``, and the lock is
-read once at build time, so a broken one fails the build rather than the installed
-package. Only a build imports this module, and only the hook imports hatchling.
+"""Build hooks that ship a project's ``kernels.lock`` and ``kernels.lock.variants`` in its
+wheel's metadata, where ``lockfile=None`` finds them (``kernel-plugins`` in ``[build-system]
+requires``): setuptools' ``egg_info.writers`` entry points (as kernels 0.17 registers one)
+put them in ``.dist-info/``, the hatchling build hook ``kernels-lock`` in
+``.dist-info/extra_metadata/``. A lock that cannot be read fails the build. Only a build
+imports this module, and only the hatchling hook imports hatchling.
 """
 
 from __future__ import annotations
@@ -25,12 +19,9 @@ __all__ = ["write_egg_file", "hatch_register_build_hook"]
 
 
 def _project_files(root: Path) -> list[Path]:
-    """The lock files of the project in ``root`` to ship, checked (none without a lock)."""
+    """The lock files of the project in ``root`` to ship, read first (none without a lock)."""
     lock = root / LOCKFILE_NAME
-    if not lock.is_file():
-        return []
-    read_lockfile(lock)  # refused: the build fails, naming the problem
-    return [p for p in (lock, hashes_path(lock)) if p.is_file()]
+    return [p for p in (lock, hashes_path(lock)) if p.is_file()] if lock.is_file() and read_lockfile(lock) else []
 
 
 def write_egg_file(cmd: Any, basename: str, filename: str) -> None:
@@ -49,7 +40,6 @@ def hatch_register_build_hook() -> type:
         """Adds the project's lock files to the wheel's ``extra_metadata``."""
 
         PLUGIN_NAME = "kernels-lock"
-
         def initialize(self, version: str, build_data: dict[str, Any]) -> None:
             """Called by hatchling before each build of a target."""
             if self.target_name == "wheel":

@@ -1,14 +1,8 @@
-"""Creating a lock: read a project's kernel dependencies and pin each to a commit.
-
-A project lists the kernels it uses in ``pyproject.toml``::
-
-    [tool.kernels.dependencies]
-    "kernels-community/activation" = 1      # version N: the tip of branch vN
-
-and ``kernel-plugins lock PROJECT_DIR`` (:func:`lock_project`) pins each to a commit, and
-the hashes of its variants beside it (format: :mod:`._format`). The kernels they depend on
-(``kernel-depends`` in the ``metadata.json`` of every variant) are locked too, recursively,
-as kernels 0.17's ``lock_kernel_tree`` does; a cycle is refused.
+"""Creating a lock: ``kernel-plugins lock PROJECT_DIR`` (:func:`lock_project`) pins each kernel
+of ``[tool.kernels.dependencies]`` in ``pyproject.toml`` (``"kernels-community/activation" =
+1``: version N, the tip of branch vN) to a commit, with the hashes of its variants (format:
+:mod:`._format`), and the kernels they depend on (``kernel-depends`` of every variant's
+``metadata.json``) recursively, as kernels 0.17's ``lock_kernel_tree`` does.
 """
 
 from __future__ import annotations
@@ -35,20 +29,14 @@ PYPROJECT_NAME = "pyproject.toml"
 _EXAMPLE_TABLE = '[tool.kernels.dependencies]\n"kernels-community/activation" = 1'
 
 
-#: A kernel to lock: a Hub repository with a version (``[tool.kernels.dependencies]``) or a
-#: revision (``kernel-depends`` may give one).
+#: A kernel to lock: a Hub repository with a version, or a revision (in ``kernel-depends``).
 Dependency = KernelDepend
 
 def _load_toml(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
-    else:  # pragma: no cover - Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError as exc:
-            raise LockfileError(
-                f"reading {path} on Python 3.10 needs the 'tomli' package: pip install tomli"
-            ) from exc
+    else:  # pragma: no cover - Python 3.10, where tomli is a dependency
+        import tomli as tomllib
     from ..jsonfile import JSONFileError, read_regular_file
 
     try:
@@ -70,21 +58,16 @@ def _pyproject_path(project: str | os.PathLike[str]) -> Path:
     if path.is_dir():
         path = path / PYPROJECT_NAME
     if not path.is_file():
-        raise LockfileError(
-            f"{path} does not exist; PROJECT_DIR must be a folder holding {PYPROJECT_NAME} "
-            f"with a table like:\n{_EXAMPLE_TABLE}"
-        )
+        raise LockfileError(f"{path} does not exist; PROJECT_DIR must be a folder holding {PYPROJECT_NAME} "
+                            f"with a table like:\n{_EXAMPLE_TABLE}")
     return path
 
 
 def read_dependencies(project: str | os.PathLike[str]) -> list[Dependency]:
-    """Read ``[tool.kernels.dependencies]`` of a project.
+    """``[tool.kernels.dependencies]`` of a project (its folder, or its ``pyproject.toml``), in order.
 
-    :param project: the project folder, or its ``pyproject.toml``.
-    :return: the dependencies in file order.
-    :raises LockfileError: no ``pyproject.toml``, invalid TOML, the table is missing or not a
-        table, a key is not an ``org/name`` repository id, or a version is not a positive
-        integer; each message names the file and the key.
+    :raises LockfileError: no or invalid ``pyproject.toml`` or table, a key that is not an
+        ``org/name`` repository id, a version that is not a positive integer (naming both).
     """
     from ..hub import validate_repo_id
 
@@ -94,23 +77,17 @@ def read_dependencies(project: str | os.PathLike[str]) -> list[Dependency]:
     tool = data.get("tool", {})
     kernels = tool.get("kernels") if isinstance(tool, dict) else None
     if not isinstance(tool, dict) or kernels is None:
-        raise LockfileError(
-            f"{where}no [tool.kernels.dependencies] table, so there is nothing to lock. Add "
-            f"one listing the kernels the project uses, e.g.\n{_EXAMPLE_TABLE}"
-        )
+        raise LockfileError(f"{where}no [tool.kernels.dependencies] table, so there is nothing to lock. Add "
+                            f"one listing the kernels the project uses, e.g.\n{_EXAMPLE_TABLE}")
     if not isinstance(kernels, dict):
         raise LockfileError(f"{where}'tool.kernels' must be a table, got {type(kernels).__name__}")
     deps = kernels.get("dependencies")
     if deps is None:
-        raise LockfileError(
-            f"{where}[tool.kernels] has no 'dependencies' table, so there is nothing to lock. "
-            f"Add one, e.g.\n{_EXAMPLE_TABLE}"
-        )
+        raise LockfileError(f"{where}[tool.kernels] has no 'dependencies' table, so there is nothing to "
+                            f"lock. Add one, e.g.\n{_EXAMPLE_TABLE}")
     if not isinstance(deps, dict):
-        raise LockfileError(
-            f"{where}'tool.kernels.dependencies' must be a table of \"org/name\" = version, got "
-            f"{type(deps).__name__}"
-        )
+        raise LockfileError(f"{where}'tool.kernels.dependencies' must be a table of \"org/name\" = version, "
+                            f"got {type(deps).__name__}")
     out: list[Dependency] = []
     for key, value in deps.items():
         try:
@@ -122,33 +99,20 @@ def read_dependencies(project: str | os.PathLike[str]) -> list[Dependency]:
 
 
 def _check_dep_version(where: str, key: str, value: object) -> int:
-    fix = f'write "{key}" = 1 (version N means the tip of branch vN)'
+    at, fix = f"{where}tool.kernels.dependencies.{json.dumps(key)}", f'write "{key}" = 1 (version N means the tip of branch vN)'
     if isinstance(value, bool) or not isinstance(value, int):
-        hint = ""
-        if isinstance(value, str):
-            hint = (
-                " Version specifiers and strings are not supported; a kernel version is a "
-                "plain integer."
-            )
-        raise LockfileError(
-            f"{where}tool.kernels.dependencies.{json.dumps(key)} = {value!r} is not a version: "
-            f"expected a positive integer.{hint} For example, {fix}."
-        )
+        hint = " Version specifiers and strings are not supported; a kernel version is a plain integer." \
+            if isinstance(value, str) else ""
+        raise LockfileError(f"{at} = {value!r} is not a version: expected a positive integer.{hint} For example, {fix}.")
     if value < 1:
-        raise LockfileError(
-            f"{where}tool.kernels.dependencies.{json.dumps(key)} = {value}: versions start at "
-            f"1; {fix}."
-        )
+        raise LockfileError(f"{at} = {value}: versions start at 1; {fix}.")
     return value
 
 
 def _lock_one(dep: Dependency, signers: SignerLookup | None) -> tuple[KernelLock, list[Dependency]]:
-    """Pin one kernel: resolve its version or revision, hash every variant at that commit,
-    name their signers (``kernel_plugins.signatures.lock_signers`` downloads their bundles),
-    and read the ``kernel-depends`` of every variant's ``metadata.json``.
-
-    :raises VersionNotFoundError: no such version. SourceError: no build variants.
-    """
+    """Pin one kernel: resolve it, hash every variant at that commit, name their signers
+    (``signatures.lock_signers``), read the ``kernel-depends`` of their ``metadata.json``.
+    :raises VersionNotFoundError: no such version. SourceError: no build variants."""
     from huggingface_hub import snapshot_download
 
     from .. import hub
@@ -180,18 +144,15 @@ def lock_dependencies(
     deps: Iterable[Dependency], *, signers: SignerLookup | None = None,
     lock_one: Callable[[Dependency], tuple[KernelLock, list[Dependency]]] | None = None,
 ) -> list[KernelLock]:
-    """Lock ``deps`` and, recursively, the kernels they depend on (each once, in the order
-    met, dependents first).
-
-    :param lock_one: pins one kernel and names its dependencies (default: the Hub's answer).
-    :raises LockfileError: a dependency cycle (named).
-    """
+    """Lock ``deps`` and, recursively, the kernels they depend on, each once, dependents first.
+    ``lock_one`` pins one and names its dependencies (default: the Hub's answer).
+    :raises LockfileError: a dependency cycle (named)."""
     one = lock_one or (lambda d: _lock_one(d, signers))
     done: dict[Dependency, KernelLock] = {}
 
     def visit(dep: Dependency, path: tuple[Dependency, ...]) -> None:
         if dep in path:
-            cycle = " -> ".join(f"{d.repo_id} ({KernelLock(d.repo_id, '', {}, d.version, d.revision).spec})"
+            cycle = " -> ".join(KernelLock(d.repo_id, "", {}, d.version, d.revision).label
                                 for d in (*path[path.index(dep):], dep))
             raise LockfileError(f"kernel dependency cycle: {cycle}; a kernel cannot depend on itself")
         if dep not in done:
@@ -207,10 +168,7 @@ def lock_dependencies(
 def lock_project(
     project: str | os.PathLike[str], *, signers: SignerLookup | None = None
 ) -> tuple[Path, list[KernelLock]]:
-    """Lock every ``[tool.kernels.dependencies]`` entry of a project, and the kernels they
-    depend on, into its ``kernels.lock`` (written after every kernel was resolved).
-
-    :return: the lock file written and its entries.
-    """
+    """Lock a project's kernels and theirs (:func:`lock_dependencies`) into its ``kernels.lock``,
+    written once every one is resolved. :return: the lock file written and its entries."""
     locks = lock_dependencies(read_dependencies(project), signers=signers)
     return write_lockfile(_pyproject_path(project).parent / LOCKFILE_NAME, locks), locks
