@@ -112,9 +112,7 @@ class ReferencePolicy:
             raise error
         refused: str | None = None
         if source.exact_pin:
-            pin = f"revision={source.revision!r}" if source.revision is not None else (
-                f"lockfile={str(source.lockfile)!r}"
-            )
+            pin = f"revision={source.revision!r}" if source.revision is not None else f"lockfile={str(source.lockfile)!r}"
             refused = f"{pin} is an exact pin: it means that code or an error"
         elif self.fallback == "error" or strict_mode():
             refused = "fallback='error'" if self.fallback == "error" else "KERNEL_PLUGINS_STRICT=1"

@@ -112,10 +112,8 @@ def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
         if entry is not None:
             ref = hub.resolve(repo_id, revision=entry.sha, repo_type=repo_type)  # type: ignore[arg-type]
             if ref.sha != entry.sha:
-                raise LockfileError(
-                    f"{lockfile} pins {repo_id} at {entry.sha} but the Hub answered commit "
-                    f"{ref.sha}; re-lock with `kernel-plugins lock PROJECT_DIR`."
-                )
+                raise LockfileError(f"{lockfile} pins {repo_id} at {entry.sha} but the Hub answered commit "
+                                    f"{ref.sha}; re-lock with `kernel-plugins lock PROJECT_DIR`.")
             return ref, sorted(entry.variants) or hub.list_variant_names(ref)
         ref = hub.resolve(
             repo_id, revision=source.revision, version=source.version, repo_type=repo_type  # type: ignore[arg-type]

@@ -100,11 +100,8 @@ def read_json(path: str | os.PathLike[str], *, max_bytes: int) -> object:
 
 
 def write_atomic(path: Path, text: str, *, mode: int | None = None, fsync: bool = False) -> None:
-    """Write ``text`` to a temporary file beside ``path`` (``fsync``: flushed to disk), give it
-    ``mode``, and rename it over ``path``: readers see the old or the new file, never part of one.
-
-    :raises OSError: not written (the temporary file is gone).
-    """
+    """Write ``text`` to a temporary file beside ``path`` (``fsync``: flushed to disk), give it ``mode``,
+    rename it over ``path``: readers never see part of it. :raises OSError: not written (nor left)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

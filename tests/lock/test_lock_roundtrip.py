@@ -152,3 +152,23 @@ def test_verify_repo_at_a_revision(
     assert main(["verify", repo.repo_id, "--revision", "v1"]) == 1
     out = capsys.readouterr().out
     assert f"{repo.repo_id} torch-cpu: FAILED: sub/helper.py: content changed" in out
+    # --version N: the tip of branch vN, as for the other commands
+    assert main(["verify", repo.repo_id, "--version", "1"]) == 1
+    assert f"{repo.repo_id} torch-cpu: FAILED: sub/helper.py: content changed" in capsys.readouterr().out
+    repo.git.write("build/torch-cpu/__init__.py", "VALUE = 2\n").commit("v2")
+    repo.git.branch("v2")
+    assert main(["verify", repo.repo_id, "--version", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["target"] == f"{repo.repo_id}@{repo.git.head()[:12]} (v2)"
+    assert [(r["variant"], r["status"]) for r in report["variants"]] == [("torch-cpu", "skipped"), ("torch-cuda", "skipped")]
+    assert main(["verify", repo.repo_id, "--version", "1", "--revision", "v1"]) == 2  # one or the other
+    capsys.readouterr()
+
+
+def test_verify_version_applies_to_a_repository_not_a_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "kernels.lock").write_text("[]")
+    assert main(["verify", str(tmp_path), "--version", "1"]) == 2
+    assert "is a local folder: its kernels.lock pins the commits; --version applies to a Hub repository" in (
+        capsys.readouterr().err)

@@ -12,15 +12,17 @@ import pytest
 
 import kernel_plugins
 from kernel_plugins import lock
+from kernel_plugins.cli.main import main
 from kernel_plugins.errors import FallbackError, IntegrityError
 from kernel_plugins.integrity import variant_hash
 from kernel_plugins.lock import _discovery
 from tests.loading.test_safety_rules import CODE, FakeHub, FakeRepo
+from tests.signatures.test_lock_signers import CachingFakeHub
 
 
 @pytest.fixture
 def fake_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeHub:
-    return FakeHub(tmp_path, monkeypatch)
+    return CachingFakeHub(tmp_path, monkeypatch)
 
 
 def kernels_lock(folder: Path, repo: FakeRepo, *, hashes: bool = True, sha: str | None = None) -> Path:
@@ -46,7 +48,7 @@ def test_a_lock_is_an_exact_pin_no_reference_stands_in(
 
 
 def test_a_cache_changed_consistently_is_refused_by_the_hashes_beside_kernels_lock(
-    manager: object, fake_hub: FakeHub, tmp_path: Path
+    manager: object, fake_hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Files and the listing rewritten together pass every check but the lock's hashes."""
     repo = fake_hub.add("kernels-community/rule-sidecar", {"torch-cpu": CODE})
@@ -55,10 +57,15 @@ def test_a_cache_changed_consistently_is_refused_by_the_hashes_beside_kernels_lo
     repo.served["torch-cpu"]["__init__.py"] = b"VALUE = 666\n"
     with pytest.raises(IntegrityError, match="variant hash: .* pins sha256-"):
         kernel_plugins.load(repo.repo_id, lockfile=path, device="cpu")
+    assert main(["verify", str(tmp_path)]) == 1
+    assert "variant hash: " in capsys.readouterr().out
     lock.hashes_path(path).unlink()  # kernels' lock alone pins the commit only, and says so
     module = kernel_plugins.load(repo.repo_id, lockfile=path, device="cpu")
     assert module.VALUE == 666
     assert "the lock pins the commit only (no variant hashes)" in module.__kernel_provenance__.notes
+    assert main(["verify", str(tmp_path)]) == 0
+    assert "OK sha256-" in (out := capsys.readouterr().out)
+    assert f"({path} pins the commit only: no hash or signer of torch-cpu was checked)" in out
 
 
 def test_the_lock_that_was_checked_is_the_one_loaded(

@@ -52,7 +52,7 @@ def test_lock_follows_kernel_depends_and_kernels_loads_from_our_lock_offline(
 
     assert main(["lock", str(project), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [(k["repo_id"], k["version"], k["revision"], k["commit"]) for k in doc["kernels"]] == [
+    assert [(k["repo_id"], k["version"], k["revision"], k["sha"]) for k in doc["kernels"]] == [
         (app, 1, None, shas[app]), (dep, 1, None, shas[dep]), (leaf, None, "v1", shas[leaf])]
     assert doc["lockfile"] == str(project / "kernels.lock")
     assert all(set(k["variants"]) == {"torch-cpu"} for k in doc["kernels"])

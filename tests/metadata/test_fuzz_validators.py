@@ -227,10 +227,11 @@ def test_mutated_build_tomls_never_raise(base: dict, rnd: random.Random, value: 
         assert_build_toml_of(config, data)
 
 
-lock_keys = st.sampled_from(["repo_id", "sha", "variants", "hash", "hash_type", "x"])
+lock_keys = st.sampled_from(["repo_id", "sha", "variants", "hash", "hash_type", "x", "dependency", "lock",
+                             "repo-id", "version", "revision", "commit"])
 lock_entries = st.dictionaries(
-    lock_keys, json_values | st.dictionaries(st.text(max_size=8), st.dictionaries(lock_keys,
-                                                                                 json_values))
+    lock_keys, json_values | st.dictionaries(lock_keys | st.text(max_size=8),
+                                             json_values | st.dictionaries(lock_keys, json_values))
 )
 
 
@@ -245,8 +246,18 @@ valid_lock_entries = st.fixed_dictionaries({
 })  # fmt: skip
 
 
+_repo = st.from_regex(r"[a-z][a-z0-9-]{0,8}/[a-z][a-z0-9-]{0,8}", fullmatch=True)
+valid_kernels_entries = st.fixed_dictionaries({
+    "dependency": st.fixed_dictionaries({"repo-id": _repo, "version": st.integers(0, 99)})
+    | st.fixed_dictionaries({"repo-id": _repo, "revision": st.text(max_size=5)}),
+    "lock": st.fixed_dictionaries({"commit": st.from_regex(r"[0-9a-fA-F]{40}", fullmatch=True)}),
+})  # fmt: skip
+
+
 @given(json_values | st.lists(lock_entries, max_size=3)
-       | st.lists(valid_lock_entries, max_size=3, unique_by=lambda e: e["repo_id"]))
+       | st.lists(valid_lock_entries, max_size=3, unique_by=lambda e: e["repo_id"])
+       | st.lists(valid_kernels_entries, min_size=1, max_size=3,
+                  unique_by=lambda e: tuple(sorted(e["dependency"].items()))))
 def test_lock_validator_raises_only_lockfile_errors(data: Any) -> None:
     from kernel_plugins.lock import parse_lock
 
@@ -255,6 +266,11 @@ def test_lock_validator_raises_only_lockfile_errors(data: Any) -> None:
     except LockfileError as e:
         assert str(e).startswith("fuzz.lock: ")
     else:  # accepted: the entries are the document's own, and write back the same
+        if entries and entries[0].spec:  # kernels' format
+            assert [e.kernels_json() for e in entries] == [
+                {"dependency": d["dependency"], "lock": {"commit": d["lock"]["commit"].lower()}} for d in data]
+            assert parse_lock(json.loads(json.dumps([e.kernels_json() for e in entries]))) == entries
+            return
         assert [e.to_json() for e in entries] == [
             {"repo_id": d["repo_id"], "sha": d["sha"],
              "variants": {n: {"hash": v["hash"], "hash_type": v["hash_type"]}

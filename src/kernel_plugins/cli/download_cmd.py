@@ -14,10 +14,8 @@ if TYPE_CHECKING:
     from ..lock import KernelLock
 
 NAME = "download"
-HELP = (
-    "download the kernels PROJECT_DIR/kernels.lock pins (the variant for this machine, or "
-    "all with --all-variants) and check them against the lock"
-)
+HELP = ("download the kernels PROJECT_DIR/kernels.lock pins (the variant for this machine, or all with "
+        "--all-variants) and check them against the lock")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,8 +58,7 @@ def run(args: argparse.Namespace) -> int:
             except KernelPluginsError as e:
                 rows.add(entry.repo_id, variant, "failed", str(e))
                 continue
-            pinned = entry.variants.get(variant)
-            rows.add(entry.repo_id, variant, "ok", f"OK {pinned.hash if pinned else 'commit ' + entry.sha} {folder}")
+            rows.add(entry.repo_id, variant, "ok", f"OK {getattr(entry.variants.get(variant), 'hash', 'commit ' + entry.sha)} {folder}")
     return rows.finish(str(locks))
 
 

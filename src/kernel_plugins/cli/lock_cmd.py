@@ -8,11 +8,9 @@ from ._args import path_text
 from ._output import clean, print_json
 
 NAME = "lock"
-HELP = (
-    "pin the kernels listed in [tool.kernels.dependencies] of PROJECT_DIR/pyproject.toml, and "
-    "the kernels they depend on, to commits in PROJECT_DIR/kernels.lock (kernels' format) and "
-    "their variant hashes and signers in kernels.lock.variants"
-)
+HELP = ("pin the kernels listed in [tool.kernels.dependencies] of PROJECT_DIR/pyproject.toml, and the kernels "
+        "they depend on, to commits in PROJECT_DIR/kernels.lock (kernels' format), their variant hashes and "
+        "signers in kernels.lock.variants")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,8 +28,7 @@ def run(args: argparse.Namespace) -> int:
     path, locks = lock_project(args.project_dir, signers=lock_signers)  # records the signers
     if args.json:
         print_json({"lockfile": str(path), "hashes": str(hashes_path(path)), "kernels": [
-            {"repo_id": lock.repo_id, "version": lock.version, "revision": lock.revision, "commit": lock.sha,
-             "variants": {n: v.to_json() for n, v in sorted(lock.variants.items())}} for lock in locks]})
+            {**lock.to_json(), "version": lock.version, "revision": lock.revision} for lock in locks]})
         return 0
     for lock in locks:
         print(clean(f"{lock.label} {lock.sha} ({len(lock.variants)} variants)"))

@@ -16,11 +16,8 @@ if TYPE_CHECKING:
     from ..fetching import Fetched
 
 NAME = "verify"
-HELP = (
-    "check the cached files of the kernels a project's kernels.lock pins (PROJECT_DIR), or "
-    "of a Hub repository (REPO [--revision R | --version N]); one line per variant, exit 1 "
-    "on any failure"
-)
+HELP = ("check the cached files of the kernels a project's kernels.lock pins (PROJECT_DIR), or of a Hub "
+        "repository (REPO [--revision R | --version N]); one line per variant, exit 1 on any failure")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,11 +43,9 @@ def run(args: argparse.Namespace) -> int:
     name = parse_name(args.target)  # one meaning per name, as for load
     if name.path is not None:
         if args.revision is not None or args.version is not None:
-            raise CommandError(
-                f"{args.target!r} is a local folder: its kernels.lock pins the commits; "
-                f"--{'revision' if args.version is None else 'version'} applies to a Hub "
-                "repository (write hub:org/name for the Hub)"
-            )
+            raise CommandError(f"{args.target!r} is a local folder: its kernels.lock pins the commits; --"
+                               f"{'revision' if args.version is None else 'version'} applies to a Hub repository "
+                               "(write hub:org/name for the Hub)")
         return _verify_project(name.path, rows)
     assert name.repo_id is not None
     return _verify_repo(name.repo_id, args.revision, args.version, rows)

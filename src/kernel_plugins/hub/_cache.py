@@ -14,13 +14,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kernel_plugins.errors import OfflineError, RevisionError, SourceError, VersionNotFoundError
+from kernel_plugins.jsonfile import write_atomic
 
 from ._values import _SHA_RE, REPO_TYPES, HubRef, RepoType, _format_versions, _version_of, _versions
 
@@ -173,10 +172,7 @@ def _write_ref(repo_id: str, repo_type: str, name: str, sha: str) -> None:
     path = storage_folder(repo_id, repo_type) / "refs" / name
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".ref-")
-        with os.fdopen(fd, "w") as f:
-            f.write(sha)
-        os.replace(tmp, path)
+        write_atomic(path, sha)
     except OSError as exc:
         logger.debug("Could not record %s -> %s in %s: %s", name, sha, path, exc)
 

@@ -171,8 +171,8 @@ class _LockedRepo(KernelRepository):
         return self.repo_id
 
     def resolve_lockfile(self) -> os.PathLike[str]:
-        """The lock file to use: the one given, else the one found (and read) for the file
-        that created this repository (see :mod:`kernel_plugins.lock._discovery`).
+        """The lock file given, else the one found (and read) for the file that created this
+        repository (:mod:`kernel_plugins.lock._discovery`).
 
         Raises :class:`~kernel_plugins.errors.LockfileError` when none is found, or the one
         found may have been written by someone else.

@@ -1,9 +1,7 @@
-"""Lock files: a project's kernels, and the kernels they depend on, pinned to commits and
-variant hashes. ``_format``: ``kernels.lock`` (kernels' format) and the hashes beside it
-(:meth:`Lockfile.entry` finds what a lock pins for a repository, version or revision);
-``_project``: locking ``[tool.kernels.dependencies]`` of a ``pyproject.toml``;
-``_discovery``: the lock a locked load uses when none is named; ``_packaging``: build hooks
-(setuptools, hatchling) shipping a project's lock in its wheel.
+"""Lock files: kernels and the kernels they depend on pinned to commits and variant hashes.
+``_format``: ``kernels.lock`` and the hashes beside it (:meth:`Lockfile.entry`: what a lock
+pins for a repository); ``_project``: locking a ``pyproject.toml``'s kernels; ``_discovery``:
+the lock a load uses when none is named; ``_packaging``: build hooks shipping a lock in a wheel.
 """
 
 from __future__ import annotations

@@ -3,16 +3,15 @@ without ``lockfile=``, the compat ``load_kernel`` / ``get_locked_kernel`` with `
 
 1. the one the calling code's installed distribution ships (found through its ``RECORD``);
 2. in the folder of the calling code's file, then the working directory, each walking up
-   **to its project root only**: the nearest folder holding ``pyproject.toml``,
-   ``setup.py``, ``setup.cfg`` or ``.git``, marker and folder owned by the current user
-   (or root); without one only the folder itself. The temporary folder (where notebooks
-   keep their cells) is never searched.
+   **to its project root only**: the nearest folder holding ``pyproject.toml``, ``setup.py``,
+   ``setup.cfg`` or ``.git``, marker and folder yours or root's; without one the folder only.
+   The temporary folder (where notebooks keep their cells) is never searched.
 
-The file found is read once, never through a link, and only when it is a regular file of
-the current user (or root) that neither group nor others may write; the same holds for
-its ``kernels.lock.variants``, which may be missing only from a folder no one else may
-write. Anything else is a :class:`~kernel_plugins.errors.LockfileError`. The file used is
-logged (logger ``kernel_plugins``, INFO) and named in the provenance of what it pins.
+The file is read once, never through a link, and only when it is a regular file of yours
+(or root's) that neither group nor others may write; the same for its
+``kernels.lock.variants``, missing only from a folder no one else may write. Anything else
+is a :class:`~kernel_plugins.errors.LockfileError`. The file used is logged (INFO) and
+named in the provenance of what it pins.
 """
 
 from __future__ import annotations
@@ -116,11 +115,9 @@ def find_lockfile(origin: str | None, *, what: str) -> Lockfile:
                 found, how = folder / LOCKFILE_NAME, "nearest above the caller or the working directory"
                 break
     if found is None:
-        where = (
-            f"in {', '.join(str(f) for f in dict.fromkeys(looked))} (searched up to the project "
-            "root, never in the temporary folder)" if looked else "(the calling code and the "
-            "working directory are in the temporary folder, which is never searched)"
-        )
+        where = f"in {', '.join(str(f) for f in dict.fromkeys(looked))} (searched up to the project root, never " \
+            "in the temporary folder)" if looked else "(the calling code and the working directory are in the " \
+            "temporary folder, which is never searched)"
         raise LockfileError(f"{what}: no {LOCKFILE_NAME} found {where}; pass lockfile=Path('.../{LOCKFILE_NAME}') "
                             "or lock the project")
     lock = read_lockfile(found, private=True)
@@ -129,13 +126,9 @@ def find_lockfile(origin: str | None, *, what: str) -> Lockfile:
 
 
 def find_installed_lockfile(dist_name: str) -> Path | None:
-    """The ``kernels.lock`` an installed distribution ships, found through its metadata.
+    """The ``kernels.lock`` an installed distribution records (``RECORD``), None without one:
+    the one in its ``.dist-info`` first (where :mod:`._packaging` puts it), else the topmost.
 
-    The distribution's recorded files (``RECORD``) are searched for a file named
-    ``kernels.lock``: the one its metadata holds (where the packaging hooks of
-    :mod:`._packaging` put it) comes first, else the one nearest the top.
-
-    :return: the file's path, or None when the distribution ships none.
     :raises LockfileError: no distribution of that name is installed.
     """
     from importlib import metadata
@@ -145,12 +138,6 @@ def find_installed_lockfile(dist_name: str) -> Path | None:
     except metadata.PackageNotFoundError:
         raise LockfileError(f"no installed distribution named {dist_name!r}, so its {LOCKFILE_NAME} cannot "
                             "be found; install the project or pass lockfile= with the file's path") from None
-    found = sorted(
-        (f for f in (dist.files or []) if f.name == LOCKFILE_NAME),
-        key=lambda f: (not f.parts[0].endswith(".dist-info"), len(f.parts), str(f)),
-    )
-    for item in found:
-        path = Path(str(dist.locate_file(item)))
-        if os.path.lexists(path):
-            return path
-    return None
+    files = sorted((f for f in dist.files or [] if f.name == LOCKFILE_NAME),
+                   key=lambda f: (not f.parts[0].endswith(".dist-info"), len(f.parts), str(f)))
+    return next((p for p in (Path(str(dist.locate_file(f))) for f in files) if os.path.lexists(p)), None)

@@ -46,8 +46,7 @@ _KERNELS_KEYS = {"": ("dependency", "lock"), "dependency.": ("repo-id", "version
 
 @dataclass(frozen=True)
 class VariantLock:
-    """The pinned hash of one build variant (``hash`` is ``sha256-<hex>``); ``signer``: who
-    signed it at lock time (``identity (issuer)``, see docs/signatures.md), None: unsigned."""
+    """A variant's pinned ``hash`` (``sha256-<hex>``) and ``signer`` at lock time (``identity (issuer)``)."""
 
     hash: str
     hash_type: str = HASH_TYPE
@@ -60,9 +59,8 @@ class VariantLock:
 
 @dataclass(frozen=True)
 class KernelLock:
-    """A repository pinned to a commit, for the ``version`` or ``revision`` it was locked for
-    (neither in the format kernel-plugins wrote before), with the hashes of the commit's
-    variants (empty: the lock pins the commit only)."""
+    """A repository pinned to a commit for a ``version`` or ``revision`` (neither in the earlier
+    format), with the hashes of the commit's variants (empty: the lock pins the commit only)."""
 
     repo_id: str
     sha: str
@@ -89,17 +87,15 @@ class KernelLock:
     def kernels_json(self) -> dict[str, Any]:
         """The entry of ``kernels.lock`` (kernels' format). :raises LockfileError: no spec."""
         if not self.spec:
-            raise LockfileError(f"{self.repo_id}: locked for no version or revision, which "
-                                f"{LOCKFILE_NAME} must record; lock it for one")
+            raise LockfileError(f"{self.repo_id}: locked for no version or revision, which {LOCKFILE_NAME} must record")
         spec = {"version": self.version} if self.version is not None else {"revision": self.revision}
         return {"dependency": {"repo-id": self.repo_id, **spec}, "lock": {"commit": self.sha}}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Lockfile:
-    """A lock file as read: its entries with their variant hashes, and ``hashes``, the file
-    those came from (the sidecar, or the lock itself in the earlier format; None: the lock
-    pins commits only). Path-like: ``os.fspath`` and ``str`` give ``path``."""
+    """A lock file as read (one object per read): entries with their hashes, and the file those
+    came from (None: commits only). Path-like: ``os.fspath`` and ``str`` give ``path``."""
 
     path: Path
     entries: tuple[KernelLock, ...]
@@ -133,9 +129,8 @@ class Lockfile:
 
 
 def _label(index: int, entry: object) -> str:
-    repo = entry.get("repo_id") if isinstance(entry, dict) else None
     dep = entry.get("dependency") if isinstance(entry, dict) else None
-    repo = dep.get("repo-id") if isinstance(dep, dict) else repo
+    repo = dep.get("repo-id") if isinstance(dep, dict) else entry.get("repo_id") if isinstance(entry, dict) else None
     return f"entry {index}" + (f" ({repo})" if isinstance(repo, str) else "")
 
 
@@ -179,10 +174,10 @@ def _kernels_entry(label: str, entry: dict[str, Any]) -> KernelLock:
     version, revision = dep.get("version"), dep.get("revision")
     if ("version" in dep) == ("revision" in dep):
         raise LockfileError(f"{label}: 'dependency' needs exactly one of 'version' and 'revision'")
-    if "version" in dep and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
-        raise LockfileError(f"{label}: key 'dependency.version' must be a kernel version (an integer), got {version!r}")
-    if "revision" in dep and not isinstance(revision, str):
-        raise LockfileError(f"{label}: key 'dependency.revision' must be a string, got {revision!r}")
+    key, ok, want = ("revision", isinstance(revision, str), "a string") if "revision" in dep else \
+        ("version", type(version) is int and version >= 0, "a kernel version (an integer)")
+    if not ok:
+        raise LockfileError(f"{label}: key 'dependency.{key}' must be {want}, got {dep[key]!r}")
     commit = lock["commit"].lower() if isinstance(lock["commit"], str) else lock["commit"]
     return KernelLock(_repo_id(label, "dependency.repo-id", dep["repo-id"]),
                       _sha(label, "lock.commit", commit), {}, version, revision)
@@ -294,8 +289,7 @@ def read_lockfile(path: str | os.PathLike[str], *, private: bool = False) -> Loc
         only from a folder no one else may write.
     :raises LockfileError: missing, invalid or refused file; hashes of other commits.
     """
-    file = lockfile_path(path)
-    file = file if private else Path(os.path.realpath(file))  # a link the caller named is followed
+    file = lockfile_path(path) if private else Path(os.path.realpath(lockfile_path(path)))  # named: followed
     data = _read(file, private)
     if data is None:
         raise LockfileError(f"{file} does not exist; create it with `kernel-plugins lock PROJECT_DIR`")

@@ -1,9 +1,7 @@
-"""Build hooks that ship a project's ``kernels.lock`` and ``kernels.lock.variants`` in its
-wheel's metadata, where ``lockfile=None`` finds them (``kernel-plugins`` in ``[build-system]
-requires``): setuptools' ``egg_info.writers`` entry points (as kernels 0.17 registers one)
-put them in ``.dist-info/``, the hatchling build hook ``kernels-lock`` in
-``.dist-info/extra_metadata/``. A lock that cannot be read fails the build. Only a build
-imports this module, and only the hatchling hook imports hatchling.
+"""Build hooks shipping a project's ``kernels.lock`` and ``kernels.lock.variants`` in its wheel's
+metadata, where ``lockfile=None`` finds them: setuptools' ``egg_info.writers`` (as kernels 0.17
+registers one) put them in ``.dist-info/``, the hatchling hook ``kernels-lock`` in
+``.dist-info/extra_metadata/``. A lock that cannot be read fails the build. Imported by builds only.
 """
 
 from __future__ import annotations
@@ -25,8 +23,7 @@ def _project_files(root: Path) -> list[Path]:
 
 
 def write_egg_file(cmd: Any, basename: str, filename: str) -> None:
-    """setuptools ``egg_info.writers`` entry point: copy ``basename`` from the project
-    folder into the metadata (a stale copy is deleted when the project has none)."""
+    """setuptools ``egg_info.writers``: copy ``basename`` of the project into the metadata (or delete it)."""
     data = next((p.read_text(encoding="utf-8") for p in _project_files(Path.cwd()) if p.name == basename), None)
     cmd.write_or_delete_file(basename, filename, data, force=True)
 

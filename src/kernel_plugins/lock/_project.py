@@ -140,10 +140,8 @@ def _lock_one(dep: Dependency, signers: SignerLookup | None) -> tuple[KernelLock
     return KernelLock(dep.repo_id, ref.sha, variants, dep.version, dep.revision), depends
 
 
-def lock_dependencies(
-    deps: Iterable[Dependency], *, signers: SignerLookup | None = None,
-    lock_one: Callable[[Dependency], tuple[KernelLock, list[Dependency]]] | None = None,
-) -> list[KernelLock]:
+def lock_dependencies(deps: Iterable[Dependency], *, signers: SignerLookup | None = None,
+                      lock_one: Callable[[Dependency], tuple[KernelLock, list[Dependency]]] | None = None) -> list[KernelLock]:
     """Lock ``deps`` and, recursively, the kernels they depend on, each once, dependents first.
     ``lock_one`` pins one and names its dependencies (default: the Hub's answer).
     :raises LockfileError: a dependency cycle (named)."""
