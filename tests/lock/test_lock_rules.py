@@ -18,6 +18,7 @@ from kernel_plugins.integrity import variant_hash
 from kernel_plugins.lock import _discovery
 from tests.loading.test_safety_rules import CODE, FakeHub, FakeRepo
 from tests.signatures.test_lock_signers import CachingFakeHub
+from tests.support.variant_dirs import digest_of
 
 
 @pytest.fixture
@@ -50,11 +51,15 @@ def test_a_lock_is_an_exact_pin_no_reference_stands_in(
 def test_a_cache_changed_consistently_is_refused_by_the_hashes_beside_kernels_lock(
     manager: object, fake_hub: FakeHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Files and the listing rewritten together pass every check but the lock's hashes."""
+    """Files, metadata digest and listing rewritten together pass every check but the lock's hashes."""
     repo = fake_hub.add("kernels-community/rule-sidecar", {"torch-cpu": CODE})
     path = kernels_lock(tmp_path, repo)
-    repo.published["torch-cpu"]["__init__.py"] = b"VALUE = 666\n"  # the listing says so too
-    repo.served["torch-cpu"]["__init__.py"] = b"VALUE = 666\n"
+    files = repo.published["torch-cpu"]
+    files["__init__.py"] = b"VALUE = 666\n"
+    meta = json.loads(files["metadata.json"])
+    meta["digest"] = digest_of({k: v for k, v in files.items() if k != "metadata.json"})
+    files["metadata.json"] = json.dumps(meta).encode()
+    repo.served["torch-cpu"] = dict(files)  # the cache, its listing and its digest all agree
     with pytest.raises(IntegrityError, match="variant hash: .* pins sha256-"):
         kernel_plugins.load(repo.repo_id, lockfile=path, device="cpu")
     assert main(["verify", str(tmp_path)]) == 1
