@@ -81,8 +81,7 @@ def test_the_hashes_beside_kernels_lock_are_merged_into_its_entries(tmp_path: Pa
     assert [e.variants["torch-cpu"] for e in read] == [VariantLock(HASH, signer="me (issuer)")] * 2 + [VariantLock(HASH)]
     assert read.entry("acme/x").sha == SHA2
     assert read.entry("kernels-community/activation", revision="main").revision == "main"
-    with pytest.raises(LockfileError, match="pins kernels-community/activation more than once \\(version 1, revision 'main'\\)"):
-        read.entry("kernels-community/activation")
+    assert read.entry("kernels-community/activation").version == 1  # the first, as kernels takes it
     with pytest.raises(LockfileError, match=r"does not pin acme/x \(version 2\) \(it pins: kernels-community/activation \(version 1\)"):
         read.entry("acme/x", version=2)
     (tmp_path / "kernels.lock.variants").unlink()  # kernels' lock alone: commits only
@@ -151,10 +150,11 @@ def test_dependencies_are_locked_transitively_once_each_and_a_cycle_is_named() -
         asked.append(d.repo_id)
         return KernelLock(d.repo_id, SHA, {}, d.version, d.revision), tree[d.repo_id]
 
-    locks = lock.lock_dependencies([D("o/app", 1)], lock_one=lock_one)
-    assert [(x.repo_id, x.spec) for x in locks] == [
-        ("o/app", "version 1"), ("o/a", "version 1"), ("o/c", "version 2"), ("o/b", "revision 'main'")]
-    assert asked == ["o/app", "o/a", "o/c", "o/b"]
+    locks = lock.lock_dependencies([D("o/app", 1), D("o/c", 3)], lock_one=lock_one)
+    assert [(x.repo_id, x.spec) for x in locks] == [  # the project's own first
+        ("o/app", "version 1"), ("o/c", "version 3"), ("o/a", "version 1"), ("o/c", "version 2"),
+        ("o/b", "revision 'main'")]
+    assert asked == ["o/app", "o/a", "o/c", "o/b", "o/c"]
     tree["o/c"] = [D("o/b", revision="main")]
     with pytest.raises(LockfileError, match=r"kernel dependency cycle: o/c \(version 2\) -> o/b "
                                             r"\(revision 'main'\) -> o/c \(version 2\)"):

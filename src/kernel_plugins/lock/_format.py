@@ -110,19 +110,14 @@ class Lockfile:
         return iter(self.entries)
 
     def entry(self, repo_id: str, *, version: int | None = None, revision: str | None = None) -> KernelLock:
-        """The entry locking ``repo_id`` (for ``version`` or ``revision`` when given: a lock
-        may pin one repository at several versions): ``sha``, and hashes when the lock has them.
-
-        :raises LockfileError: none, or several that no version or revision tells apart.
-        """
+        """The entry locking ``repo_id`` for ``version`` or ``revision`` (a lock may pin one
+        repository at several versions; none given: the first, as kernels takes it): ``sha``,
+        and hashes when the lock has them. :raises LockfileError: none (lists those there are)."""
         found = [e for e in self.entries if e.repo_id == repo_id and (
             not e.spec or (version, revision) in ((None, None), (e.version, e.revision)))]
         asked = KernelLock(repo_id, "", {}, version, revision).label
-        if len(found) == 1:
-            return found[0]
         if found:
-            raise LockfileError(f"{self.path} pins {asked} more than once ({', '.join(e.spec for e in found)}); "
-                                "say which with version= or revision=")
+            return found[0]
         listed = ", ".join(e.label for e in self.entries) or "none"
         raise LockfileError(f"{self.path} does not pin {asked} (it pins: {listed}). Add {repo_id!r} to "
                             "[tool.kernels.dependencies] and run `kernel-plugins lock PROJECT_DIR`.")

@@ -32,6 +32,7 @@ _EXAMPLE_TABLE = '[tool.kernels.dependencies]\n"kernels-community/activation" = 
 #: A kernel to lock: a Hub repository with a version, or a revision (in ``kernel-depends``).
 Dependency = KernelDepend
 
+
 def _load_toml(path: Path) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
@@ -142,7 +143,8 @@ def _lock_one(dep: Dependency, signers: SignerLookup | None) -> tuple[KernelLock
 
 def lock_dependencies(deps: Iterable[Dependency], *, signers: SignerLookup | None = None,
                       lock_one: Callable[[Dependency], tuple[KernelLock, list[Dependency]]] | None = None) -> list[KernelLock]:
-    """Lock ``deps`` and, recursively, the kernels they depend on, each once, dependents first.
+    """Lock ``deps`` and, recursively, the kernels they depend on, each once: ``deps`` first, then
+    the others, dependents before their dependencies.
     ``lock_one`` pins one and names its dependencies (default: the Hub's answer).
     :raises LockfileError: a dependency cycle (named)."""
     one = lock_one or (lambda d: _lock_one(d, signers))
@@ -158,9 +160,10 @@ def lock_dependencies(deps: Iterable[Dependency], *, signers: SignerLookup | Non
             for d in below:
                 visit(d, (*path, dep))
 
-    for dep in deps:
+    roots = list(deps)
+    for dep in roots:
         visit(dep, ())
-    return list(done.values())
+    return sorted(done.values(), key=lambda x: Dependency(x.repo_id, x.version, x.revision) not in roots)
 
 
 def lock_project(
