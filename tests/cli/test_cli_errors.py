@@ -289,3 +289,20 @@ def test_other_libraries_info_logs_are_quiet_and_their_warnings_are_not() -> Non
     debug = subprocess.run([sys.executable, "-c", script, "--debug", "list-backends"], text=True,
                            capture_output=True, timeout=300, check=False)
     assert "HTTP Request" in debug.stderr  # --debug shows everything
+
+
+def test_an_interrupted_json_command_prints_the_error_document(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernel_plugins.cli import list_backends
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(list_backends, "run", interrupted)
+    code, out, err = run(capsys, "list-backends", "--json")
+    assert code == 130 and err == ""
+    assert json.loads(out) == {"error": {"type": "KeyboardInterrupt", "message": "interrupted (Ctrl-C)",
+                                         "exit_status": 130}}
+    code, out, err = run(capsys, "list-backends")
+    assert (code, out, err) == (130, "", "error: interrupted (Ctrl-C)\n")

@@ -262,6 +262,8 @@ def _json_stdout(as_json: bool) -> Iterator[None]:
 
 def _describe(e: BaseException) -> str:
     """One line for an exception the commands did not turn into a message."""
+    if isinstance(e, KeyboardInterrupt):
+        return EXIT_STATUS[130]
     if isinstance(e, OSError) and e.strerror:
         where = f"{e.filename}: " if e.filename else ""
         return f"{where}{e.strerror}"
@@ -326,9 +328,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _output.OutputError as e:  # stdout cannot be written (a full disk)
         _drop_stdout()
         return _fail(e, 1, as_json=False, debug=debug)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return _fail(e, 130, as_json=as_json, debug=debug, printed_before=before)
     except Exception as e:  # noqa: BLE001 - no traceback without --debug, whatever failed
         return _fail(e, 1, as_json=as_json, debug=debug, printed_before=before)
     finally:
