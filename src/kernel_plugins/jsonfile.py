@@ -18,8 +18,8 @@ from pathlib import Path
 
 __all__ = ["JSONFileError", "read_json", "parse_json", "read_regular_file", "write_atomic"]
 
-# O_NONBLOCK: opening a FIFO or a device named like our file must not wait for a writer.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+#: O_NONBLOCK: opening a FIFO or a device named like our file must not wait for a writer.
+OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
 
 class JSONFileError(ValueError):
@@ -63,7 +63,7 @@ def read_regular_file(path: str | os.PathLike[str], *, max_bytes: int, follow: b
     :raises JSONFileError: not a regular file, or too large.
     """
     p = Path(path)
-    fd = os.open(p, _OPEN_FLAGS | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+    fd = os.open(p, OPEN_FLAGS | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -172,3 +172,51 @@ def test_a_misspelt_requirement_is_an_error(tmp_path: Path, manager: object, mon
     monkeypatch.setenv("KERNEL_PLUGINS_REQUIRE_SIGNATURE", "yes")
     with pytest.raises(SignatureError, match="KERNEL_PLUGINS_REQUIRE_SIGNATURE='yes': set it to 1"):
         kernel_plugins.load(tmp_path / "k", device="cpu")
+
+
+def _within(seconds: float, fifo: Path, call: object) -> object:
+    """``call()``, failing the test when it does not end in ``seconds`` (the FIFO is then
+    opened for writing, so that the reader it waits in is let go)."""
+    import os
+    import threading
+
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = call()  # type: ignore[operator]
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            box["error"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(10)
+        pytest.fail(f"still waiting on the FIFO {fifo} after {seconds} s")
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box.get("result")
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
+def test_a_bundle_that_is_a_fifo_is_refused_at_once(tmp_path: Path, instance: Instance, root: Path,
+                                                    manager: object, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    from kernel_plugins.errors import IntegrityError
+
+    vdir = kernel(tmp_path / "k")
+    sign_variant(vdir, None)
+    fifo = vdir / signatures.BUNDLE_NAME
+    os.mkfifo(fifo)
+    monkeypatch.setenv("KERNEL_PLUGINS_TRUSTED_ROOT", str(root))  # a bundle is checked
+    with pytest.raises(IntegrityError, match="not a regular file"):
+        _within(10, fifo, lambda: kernel_plugins.load(tmp_path / "k", device="cpu"))
+    assert _not_imported(vdir)
+    for command in ("verify-signature", "info"):
+        code = _within(10, fifo, lambda: main([command, str(tmp_path / "k"), "--json"]))
+        out = json.loads(capsys.readouterr().out)
+        assert code == 1 and "not a regular file" in json.dumps(out), (command, out)

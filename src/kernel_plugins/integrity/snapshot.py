@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import IntegrityError
-from ..jsonfile import read_capped
+from ..jsonfile import OPEN_FLAGS, read_capped
 from ._hash import Hasher, hash_bytes
 from ._walk import WalkEntry, inside, walk_variant
 
@@ -38,7 +38,7 @@ __all__ = ["SnapshotFile", "VariantSnapshot", "read_variant", "MAX_KEPT_BYTES", 
 MAX_KEPT_BYTES = 4 << 20
 _CHUNK = 1 << 20
 _NATIVE_SUFFIXES = tuple(sorted(set(importlib.machinery.EXTENSION_SUFFIXES) | {".so", ".pyd"}))
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS = OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)  # a FIFO is refused, never waited on
 _private_lock = threading.Lock()
 _private_fds: list[int] = []  # kept open for the life of the process (modules use them)
 
