@@ -188,11 +188,11 @@ def _install_finder() -> None:
 
 
 def _drop_modules(name: str) -> None:
-    for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
-        del sys.modules[key]
-    parent = sys.modules.get(NAMESPACE)
-    if parent is not None and hasattr(parent, name.rpartition(".")[2]):
-        delattr(parent, name.rpartition(".")[2])
+    """Forget ``name`` and its submodules; cannot fail (the namespace's own attributes stay)."""
+    gone = [sys.modules.pop(k) for k in [k for k in sys.modules if k == name or k.startswith(name + ".")]]
+    attrs = getattr(sys.modules.get(NAMESPACE), "__dict__", {})
+    if any(attrs.get(name.rpartition(".")[2]) is m for m in gone):
+        del attrs[name.rpartition(".")[2]]
 
 
 def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
@@ -228,8 +228,8 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
         try:
             module = importlib.import_module(name)
         except BaseException as e:
-            _drop_modules(name)
             del _kernels[name]
+            _drop_modules(name)
             if isinstance(e, KeyboardInterrupt):
                 raise
             how = " (the kernel's code called sys.exit)" if isinstance(e, SystemExit) else ""

@@ -205,6 +205,8 @@ def _id(value: object) -> str:
             f"Value error, {v!r} must be a plain ASCII Python identifier (no dots, slashes or "
             "dashes): it is the module name and torch.ops namespace of the build"
         )
+    if v.startswith("__"):
+        raise _Bad(f"Value error, {v!r} must not start with two underscores: such names are Python's own")
     return v
 
 

@@ -537,6 +537,9 @@ CASES: list[Case] = [
     Case("metadata-id-slashes", T, '`"id": "../../evil"`',
          _read_meta(json.dumps(metadata(id="../../evil"))), E.MetadataError,
          "must be a plain ASCII Python identifier", "Rebuild with a plain identifier as id."),
+    Case("metadata-id-dunder", T, '`"id": "__spec__"`',
+         _read_meta(json.dumps(metadata(id="__spec__"))), E.MetadataError,
+         "must not start with two underscores", "Rebuild with an id that does not start with `__`."),
     # --- plugins
     Case("plugin-hook-raising", G, "`backend_spec` raises (strict)",
          _strict_register(_plugin(backend_spec=lambda: 1 / 0)), E.PluginError,

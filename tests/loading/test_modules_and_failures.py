@@ -101,3 +101,34 @@ def test_deeply_nested_metadata_is_a_clear_error(manager, tmp_path):
     with pytest.raises(MetadataError, match="nested too deeply"):
         kernel_plugins.load(tmp_path / "k", device="cpu")
     assert main(["check", str(tmp_path / "k")]) == 1
+
+
+@pytest.mark.parametrize("kernel_id", ["__class__", "__spec__", "__path__", "__dict__", "__x"])
+def test_a_kernel_id_reserved_for_python_is_refused(manager, tmp_path, kernel_id):
+    """Issue: ``__class__`` raised a raw TypeError and left a stale entry; ``__spec__`` loaded
+    and then broke every other kernel import of the process."""
+    write_variant(tmp_path / "k", {"__init__.py": "VALUE = 1\n"}, kernel_id=kernel_id)
+    with pytest.raises(MetadataError, match=f"'{kernel_id}' must not start with two underscores"):
+        kernel_plugins.load(tmp_path / "k", device="cpu")
+    write_variant(tmp_path / "ok", {"__init__.py": "VALUE = 2\n"})
+    assert kernel_plugins.load(tmp_path / "ok", device="cpu").VALUE == 2
+
+
+def test_a_failed_import_under_a_reserved_name_is_cleaned_up_whole(manager, tmp_path):
+    """The clean-up of a failed import cannot fail halfway, whatever the name (the metadata
+    check keeps such names out; this is the importer's own guard)."""
+    from kernel_plugins import registry
+    from kernel_plugins.importer import import_snapshot
+    from kernel_plugins.integrity import read_variant
+    from kernel_plugins.metadata import parse_metadata_bytes
+    from kernel_plugins.provenance import KernelLoad
+
+    folder = write_variant(tmp_path / "k", {"__init__.py": "VALUE = 1\n"})
+    meta = parse_metadata_bytes((folder / "metadata.json").read_bytes(), where="m")
+    name = f"{registry.NAMESPACE}.__class__"
+    load = KernelLoad("k", "torch-cpu", folder, meta, name)
+    for _ in range(2):  # the same error again: nothing was left behind
+        with pytest.raises(KernelImportError, match="TypeError"):
+            import_snapshot(load, read_variant(folder))
+        assert name not in registry._kernels and name not in sys.modules
+    assert type(sys.modules[registry.NAMESPACE]) is type(sys)

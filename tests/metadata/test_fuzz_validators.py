@@ -102,7 +102,7 @@ _words = st.from_regex(r"[a-z][a-z0-9_]{0,10}", fullmatch=True)
 valid_metadata = st.fixed_dictionaries(
     {
         "name": st.from_regex(r"[a-z][-a-z0-9]{0,12}[a-z0-9]", fullmatch=True),
-        "id": st.from_regex(r"_[A-Za-z0-9_]{0,20}", fullmatch=True),
+        "id": st.from_regex(r"_[A-Za-z0-9][A-Za-z0-9_]{0,19}", fullmatch=True),
         "version": st.integers(0, 10**6),
         "license": st.sampled_from(["Apache-2.0", "MIT", "BSD-3-Clause"]),
         "python-depends": st.lists(st.sampled_from(["einops", "numpy", "triton"]), max_size=3),
