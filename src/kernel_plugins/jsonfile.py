@@ -1,9 +1,10 @@
 """Read a JSON file with its size capped before parsing and nesting refused cleanly.
 
 Every JSON input kernel-plugins reads from disk (``metadata.json``, ``kernels.lock``,
-huggingface_hub's cached file listings, the records of verified variants) goes through
-:func:`read_json` or :func:`parse_json`, so a huge or deeply nested file gets the same
-clear error everywhere instead of a ``MemoryError`` or ``RecursionError``.
+huggingface_hub's cached file listings, the records of verified variants, sigstore trust
+roots) goes through :func:`read_json` or :func:`parse_json`, so a huge or deeply nested file
+gets the same clear error everywhere instead of a ``MemoryError`` or ``RecursionError``. A
+file that decides what is trusted is read with ``follow=False`` and :func:`written_by_others`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["JSONFileError", "read_json", "parse_json", "read_regular_file", "write_atomic"]
+__all__ = ["JSONFileError", "read_json", "parse_json", "read_regular_file", "write_atomic", "written_by_others"]
 
 #: O_NONBLOCK: opening a FIFO or a device named like our file must not wait for a writer.
 OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
@@ -75,6 +76,15 @@ def read_regular_file(path: str | os.PathLike[str], *, max_bytes: int, follow: b
         return read_capped(fd, max_bytes)
     finally:
         os.close(fd)
+
+
+def written_by_others(st: os.stat_result) -> str | None:
+    """Why a file with status ``st`` could have been written by someone else (another user's,
+    root excepted, or writable by group or others), else None: the rule for every file that
+    decides what is trusted (a lock file nobody named, a sigstore trust root)."""
+    if hasattr(os, "getuid") and st.st_uid not in (os.getuid(), 0):
+        return f"it is owned by user id {st.st_uid}, not by you ({os.getuid()}) or root"
+    return f"group or others may write it (mode {stat.filemode(st.st_mode)})" if st.st_mode & 0o022 else None
 
 
 def read_capped(fd: int, max_bytes: int) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import functools
 import importlib.util
 import os
@@ -29,6 +30,7 @@ __all__ = ["BUNDLE_NAME", "DEFAULT_SIGNERS", "GITHUB_ACTIONS", "Signer", "Signat
            "check_bundle", "check_fetched", "requiring", "signature_required", "signers"]
 BUNDLE_NAME = "metadata.json.sigstore"
 MAX_BUNDLE_BYTES = 256 << 10  #: refused unread above this (real bundles are a few KiB)
+MAX_ROOT_BYTES = 1 << 20  #: trust roots larger than this are refused unread (real ones: ~10 KiB)
 GITHUB_ACTIONS = "https://token.actions.githubusercontent.com"
 INSTALL = "pip install 'kernel-plugins[signatures]'"
 STATES = ("signed", "unsigned", "bundle invalid", "signature invalid", "signer not allowed",
@@ -122,17 +124,31 @@ class SignatureCheck:
     ok = property(lambda self: self.state == "signed", doc="Signed by an allowed signer.")
 
 
-@functools.lru_cache(maxsize=8)
-def _root_from_file(path: str, mtime: int) -> Any:
-    import json
+def _read_root(path: Path) -> Any:
+    """The trust root in ``path``, read once, with the lock file's rules (see ``jsonfile``)."""
+    from .jsonfile import JSONFileError, parse_json, read_regular_file, written_by_others
 
+    def check(st: os.stat_result) -> None:
+        if why := written_by_others(st):
+            raise JSONFileError(f"{path}: refusing it: {why}")
+
+    try:
+        raw = read_regular_file(path, max_bytes=MAX_ROOT_BYTES, follow=False, check=check)
+        parse_json(raw, where=str(path), max_bytes=MAX_ROOT_BYTES)
+    except FileNotFoundError:
+        raise SignatureError(f"trusted root {path}: no such file; give a sigstore trusted_root.json") from None
+    except (OSError, JSONFileError) as e:
+        why = f"{path}: refusing it: it is a symbolic link" if getattr(e, "errno", None) == errno.ELOOP else e
+        raise SignatureError(f"trusted root {path}: cannot be read as JSON ({why}); give a sigstore "
+                             "trusted_root.json that only you (or root) may write, not a link") from None
+    return _root_from_bytes(raw, str(path))
+
+
+@functools.lru_cache(maxsize=8)
+def _root_from_bytes(raw: bytes, path: str) -> Any:
     from sigstore.models import TrustedRoot
     from sigstore_models.trustroot import v1
 
-    try:
-        json.loads(raw := Path(path).read_bytes())
-    except (OSError, ValueError) as e:
-        raise SignatureError(f"trusted root {path}: cannot be read as JSON ({e}); give a sigstore trusted_root.json") from None
     try:
         return TrustedRoot(v1.TrustedRoot.from_json(raw))
     except Exception as e:  # noqa: BLE001 - pydantic and sigstore errors alike
@@ -165,7 +181,7 @@ def _public_good(fetch: bool) -> tuple[Any, str]:
         return None, (f"no sigstore trust root is cached ({cached}){note or ' and the network is not used'}; "
                       "run kernel-plugins verify-signature once online, or pass --trusted-root FILE "
                       "/ KERNEL_PLUGINS_TRUSTED_ROOT=FILE")
-    return _root_from_file(str(cached), cached.stat().st_mtime_ns), f"sigstore public-good (cached{note})"
+    return _read_root(cached), f"sigstore public-good (cached{note})"
 
 
 def _given_root(path: str | os.PathLike[str] | None = None) -> str | os.PathLike[str] | None:
@@ -177,10 +193,7 @@ def _given_root(path: str | os.PathLike[str] | None = None) -> str | os.PathLike
 def _trusted_root(path: str | os.PathLike[str] | None, fetch: bool) -> tuple[Any, str]:
     """(root or None, its name or why there is none)."""
     if given := _given_root(path):
-        file = Path(given).expanduser()
-        if not file.is_file():
-            raise SignatureError(f"trusted root {file}: no such file; give a sigstore trusted_root.json")
-        return _root_from_file(str(file), file.stat().st_mtime_ns), str(file)
+        return _read_root(Path(given).expanduser()), str(Path(given).expanduser())
     return _public_good(fetch)
 
 

@@ -171,7 +171,6 @@ def test_bad_trust_root_files(signed: Path, tmp_path: Path, capsys: pytest.Captu
     for content, fragment in (("not json {", "cannot be read as JSON"),
                               ('{"mediaType": "something else"}', "not a sigstore trusted_root.json")):
         bad.write_text(content)
-        signatures._root_from_file.cache_clear()
         code, out, err = _run(capsys, "verify-signature", str(signed), "--trusted-root", str(bad))
         assert code == 1 and fragment in out + err and "Traceback" not in out + err
     code, out, err = _run(capsys, "verify-signature", str(signed), "--trusted-root", str(tmp_path / "missing.json"))
@@ -250,3 +249,39 @@ def test_versions_needs_a_hub_repository(signed: Path, capsys: pytest.CaptureFix
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     code, out, err = _run(capsys, "versions", "kernels-community/activation")
     assert code == 1 and "HF_HUB_OFFLINE=1 is set" in err and "Traceback" not in err
+
+
+def test_a_trust_root_others_could_have_written_is_refused(signed: Path, root: Path, tmp_path: Path,
+                                                           manager: object) -> None:
+    """Issue: a world-writable root, another user's, a link to one, or a 40 MB file were used
+    (or read whole) without a word; the lock file's rules apply to it."""
+    import os
+
+    import kernel_plugins
+
+    raw = (signed / "build/torch-cpu/metadata.json").read_bytes()
+    bundle = (signed / "build/torch-cpu" / signatures.BUNDLE_NAME).read_bytes()
+
+    def check(path: Path) -> signatures.SignatureCheck:
+        return signatures.check_bundle(raw, bundle, variant="v", org=None, trusted_root=path)
+
+    assert check(root).ok
+    link = tmp_path / "link.json"
+    link.symlink_to(root)
+    with pytest.raises(SignatureError, match="link.json: refusing it: it is a symbolic link"):
+        check(link)
+    os.chmod(root, 0o666)
+    with pytest.raises(SignatureError, match="refusing it: group or others may write it"):
+        check(root)
+    with pytest.raises(SignatureError, match="group or others may write it"):  # loads too
+        kernel_plugins.load(signed, device="cpu", require_signature=True, trusted_root=root)
+    os.chmod(root, 0o644)
+    if os.getuid() == 0:  # only root can give a file away
+        os.chown(root, 4242, -1)
+        with pytest.raises(SignatureError, match="owned by user id 4242, not by you"):
+            check(root)
+        os.chown(root, 0, -1)
+    huge = tmp_path / "huge.json"
+    huge.write_bytes(b" " * (signatures.MAX_ROOT_BYTES + 1))
+    with pytest.raises(SignatureError, match="larger than the .* allowed"):
+        check(huge)

@@ -255,13 +255,11 @@ def _refused(path: Path, why: str, fix: str = "Fix its owner or mode (chmod go-w
 def _read(path: Path, private: bool) -> object | None:
     """Open ``path`` once, not through a link, check the descriptor (a regular file; with
     ``private`` yours or root's, not writable by group or others) and decode it. None: absent."""
-    from ..jsonfile import JSONFileError, parse_json, read_regular_file
+    from ..jsonfile import JSONFileError, parse_json, read_regular_file, written_by_others
 
     def check(st: os.stat_result) -> None:
-        if not _mine(st.st_uid):
-            raise _refused(path, f"it is owned by user id {st.st_uid}, not by you ({os.getuid()}) or root")
-        if st.st_mode & 0o022:
-            raise _refused(path, f"group or others may write it (mode {stat.filemode(st.st_mode)})")
+        if why := written_by_others(st):  # the one rule for files that decide what is trusted
+            raise _refused(path, why)
 
     try:
         data = read_regular_file(path, max_bytes=MAX_LOCKFILE_BYTES, follow=False, check=check if private else None)
