@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import json
 import os
@@ -413,6 +414,26 @@ def test_a_cache_folder_of_another_user_is_refused(tmp_path: Path, monkeypatch) 
     with pytest.raises(OSError, match="belongs to another user"):
         reference_repo("activation")
     assert list(prepared.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="folder owners are a POSIX notion")
+def test_a_cache_folder_that_is_a_link_is_refused_and_its_target_left_alone(tmp_path: Path, monkeypatch) -> None:
+    """Issue: a link (another user's) as the cache was followed and its target chmod'ed."""
+    import stat
+
+    from kernel_plugins.reference import _layout
+
+    target = tmp_path / "mine"
+    target.mkdir()
+    target.chmod(0o777)
+    link = tmp_path / "shared-link"
+    link.symlink_to(target)
+    with contextlib.suppress(PermissionError):  # root: the link is another user's, as planted
+        os.lchown(link, os.getuid() + 1, -1)
+    monkeypatch.setenv(_layout.CACHE_ENV, str(link))
+    with pytest.raises(OSError, match="shared-link is a symbolic link"):
+        reference_repo("activation")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o777 and list(target.iterdir()) == []
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="folder modes are a POSIX notion")

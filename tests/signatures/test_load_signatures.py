@@ -217,6 +217,6 @@ def test_a_bundle_that_is_a_fifo_is_refused_at_once(tmp_path: Path, instance: In
         _within(10, fifo, lambda: kernel_plugins.load(tmp_path / "k", device="cpu"))
     assert _not_imported(vdir)
     for command in ("verify-signature", "info"):
-        code = _within(10, fifo, lambda: main([command, str(tmp_path / "k"), "--json"]))
+        code = _within(10, fifo, lambda c=command: main([c, str(tmp_path / "k"), "--json"]))
         out = json.loads(capsys.readouterr().out)
         assert code == 1 and "not a regular file" in json.dumps(out), (command, out)

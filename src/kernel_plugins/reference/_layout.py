@@ -24,7 +24,7 @@ The cache is ``$KERNEL_PLUGINS_REFERENCE_CACHE`` when set, else
 temporary folder. The cache folder, the fingerprint folder in it (and, by default, the
 ``kernel-plugins`` folder above it) must belong to the current user (POSIX), and only
 that user may write them: they are created with mode 0700, write access for others is
-removed from them, and a folder of another user is refused. Creation is atomic (a finished repository is renamed into place), so concurrent
+removed from them, and a folder of another user, or a link, is refused. Creation is atomic (a finished repository is renamed into place), so concurrent
 processes never see a partial one. It uses only the standard library.
 """
 
@@ -174,7 +174,7 @@ def _matches(repo: Path, expected: dict[str, bytes]) -> bool:
             rel = path.relative_to(repo).as_posix()
             if rel not in expected or path.is_symlink():
                 return False
-            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
             try:
                 fd = os.open(path, flags)
             except OSError:
@@ -187,22 +187,34 @@ def _matches(repo: Path, expected: dict[str, bytes]) -> bool:
 
 
 def _private_dir(path: Path) -> None:
-    """Create ``path`` (mode 0700) if missing; make sure only this user may write it.
+    """Create ``path`` (mode 0700) if missing; make sure only this user may write it. As
+    for lock files, the folder is opened once, not through a link, and its descriptor is
+    checked (and chmod'ed).
 
-    :raises OSError: it is not a folder, or (POSIX) it belongs to another user.
+    :raises OSError: it is not a folder, or (POSIX) a link or another user's.
     """
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = path.stat()
-    if not path.is_dir():
-        raise NotADirectoryError(f"{path} is not a folder")
-    if hasattr(os, "getuid"):
+    if not hasattr(os, "getuid"):
+        if not path.is_dir():
+            raise NotADirectoryError(f"{path} is not a folder")
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as e:
+        if os.path.islink(path):
+            raise PermissionError(f"{path} is a symbolic link; name the folder itself") from None
+        raise NotADirectoryError(f"{path} is not a folder ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
         if st.st_uid != os.getuid():
             raise PermissionError(
                 f"{path} belongs to another user (uid {st.st_uid}), who could change what runs "
                 "as the reference kernel"
             )
         if st.st_mode & 0o022:
-            os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o022)
+            os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~0o022)
+    finally:
+        os.close(fd)
 
 
 def _write(dest: Path, files: dict[str, bytes]) -> None:
