@@ -1,7 +1,8 @@
 """Sigstore signatures of kernel builds (``metadata.json.sigstore``); see docs/signatures.md.
 
 Per variant, in order: the bundle over the raw ``metadata.json`` bytes (before parsing),
-the signer against the policy (:func:`signers`), the metadata digest against the files.
+the signer against the policy (:func:`signers`), the metadata digest against the files (a
+signed ``metadata.json`` without a usable digest is refused on every path).
 ``sigstore`` (extra ``kernel-plugins[signatures]``) is imported only to check a bundle; a
 load contacts sigstore only when a signature is required (:func:`requiring`).
 """
@@ -316,27 +317,46 @@ def on_load(fetched: Fetched, metadata: bytes, res: SignatureCheck | None = None
         res = check_bundle(metadata, bundle, variant=fetched.variant, org=org_of(fetched),
                            fetch=required)
     if res.ok or (not required and res.state in ("signer not allowed", "cannot check")):
-        return res.signer
+        return _covered(f"{fetched.offer.where} {fetched.variant}", res, metadata).signer
     why = "a signature is required" if required else "its signature bundle does not verify"
     raise SignatureError(f"{fetched.offer.where} {fetched.variant}: refused, {why}: {res.state}: "
                          f"{res.detail}")
+
+
+def _digest(metadata: bytes) -> tuple[Any, str | None]:
+    """(the digest of a signed ``metadata.json``, None), or (None, why it covers nothing)."""
+    from .integrity.digest import digest_algorithm
+    from .metadata import parse_metadata_bytes
+
+    try:
+        digest = parse_metadata_bytes(metadata, where="metadata.json").digest
+    except (KernelPluginsError, ValueError) as e:
+        return None, f"metadata.json is unusable: {e}"
+    if digest is None or digest_algorithm(digest) is None:
+        return None, "metadata.json has no usable digest, so nothing covers the other files"
+    return digest, None
+
+
+def _covered(where: str, res: SignatureCheck, metadata: bytes) -> SignatureCheck:
+    """``res``, once a signed ``metadata`` names a usable digest: the rule every path shares
+    with :func:`check_fetched` (the digest itself is checked against the files later).
+    :raises SignatureError: it names none, so the signature vouches for no other file."""
+    if res.signer is not None and (problem := _digest(metadata)[1]):
+        raise SignatureError(f"{where}: refused, digest mismatch: {res.detail}, but {problem}")
+    return res
 
 
 def files_problem(fetched: Fetched, metadata: bytes) -> str | None:
     """Why the files of a variant do not match the digest in ``metadata`` (None: they match)."""
     from .integrity import check_digest, read_variant
     from .integrity.digest import digest_algorithm
-    from .metadata import parse_metadata_bytes
 
-    try:
-        meta = parse_metadata_bytes(metadata, where=f"{fetched.path}/metadata.json")
-    except (KernelPluginsError, ValueError) as e:
-        return f"metadata.json is unusable: {e}"
-    if meta.digest is None or (alg := digest_algorithm(meta.digest)) is None:
-        return "metadata.json has no usable digest, so nothing covers the other files"
-    snap = read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=[alg],
+    digest, problem = _digest(metadata)
+    if problem:
+        return problem
+    snap = read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=[digest_algorithm(digest)],
                         preread={"metadata.json": metadata})
-    found = check_digest(snap, meta.digest)
+    found = check_digest(snap, digest)
     return ("the files do not match its digest: " + "; ".join(m.describe() for m in found[:5])
             + "; delete the folder and fetch it again") if found else None
 
@@ -376,7 +396,7 @@ def check_locked(fetched: Fetched, metadata: bytes, signer: str) -> SignatureChe
         raise SignatureError(f"{fetched.offer.where} {fetched.variant}: kernels.lock records it as signed by "
                              f"{signer}, but now it is {res.state}: {res.detail}. Do not use it; if the "
                              "change is expected, lock again (kernel-plugins lock)")
-    return res
+    return _covered(f"{fetched.offer.where} {fetched.variant}", res, metadata)
 
 
 def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
@@ -405,5 +425,5 @@ def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> di
         res = check_bundle(raw, bundle, variant=v, org=ref.repo_id.split("/", 1)[0])
         if res.signer is None:
             raise SignatureError(f"{ref} {v}: cannot record who signed it: {res.state}: {res.detail}")
-        out[v] = res.signer
+        out[v] = _covered(f"{ref} {v}", res, raw).signer
     return out

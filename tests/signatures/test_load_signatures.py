@@ -220,3 +220,66 @@ def test_a_bundle_that_is_a_fifo_is_refused_at_once(tmp_path: Path, instance: In
         code = _within(10, fifo, lambda c=command: main([c, str(tmp_path / "k"), "--json"]))
         out = json.loads(capsys.readouterr().out)
         assert code == 1 and "not a regular file" in json.dumps(out), (command, out)
+
+
+def _signed_without_digest(vdir: Path, instance: Instance) -> None:
+    """Sign ``vdir``'s metadata.json as kernels-community, leaving it without a digest."""
+    raw = (vdir / "metadata.json").read_bytes()
+    assert b"digest" not in raw
+    (vdir / signatures.BUNDLE_NAME).write_bytes(instance.sign(raw, KC))
+
+
+def test_a_signed_metadata_without_a_digest_covers_nothing(tmp_path: Path, instance: Instance, root: Path,
+                                                           manager: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue: the signature covers metadata.json only; without a digest in it any code loaded
+    under require_signature, with kernels-community named as its signer."""
+    vdir = kernel(tmp_path / "k", code="def add_one(x):\n    return 666\n")
+    _signed_without_digest(vdir, instance)
+    with pytest.raises(SignatureError, match="digest mismatch: .*no usable digest, so nothing covers the other files"):
+        kernel_plugins.load(tmp_path / "k", device="cpu", require_signature=True, trusted_root=root)
+    monkeypatch.setenv("LOCAL_KERNELS", f"kernels-community/sigk={tmp_path / 'k'}")
+    with signatures.requiring(trusted_root=root), pytest.raises(SignatureError, match="no usable digest"):
+        kernel_plugins.load("kernels-community/sigk", device="cpu")
+    with signatures.requiring(False, trusted_root=root), pytest.raises(SignatureError, match="no usable digest"):
+        kernel_plugins.load(tmp_path / "k", device="cpu")  # checked without the requirement too
+    assert _not_imported(vdir)
+    # the same rule as verify-signature's
+    assert main(["verify-signature", str(tmp_path / "k"), "--trusted-root", str(root)]) == 1
+
+
+def test_a_signed_hub_build_without_a_digest_is_refused_by_load_and_download(
+    tmp_path: Path, instance: Instance, root: Path, manager: object, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.loading.test_safety_rules import CODE, FakeHub, write_lock
+
+    fake = FakeHub(tmp_path, monkeypatch)
+    repo = fake.add("kernels-community/nodigest", {"torch-cpu": CODE})
+    bundle = instance.sign(repo.published["torch-cpu"]["metadata.json"], KC)
+    for files in (repo.published["torch-cpu"], repo.served["torch-cpu"]):
+        files[signatures.BUNDLE_NAME] = bundle
+    monkeypatch.setenv("KERNEL_PLUGINS_TRUSTED_ROOT", str(root))
+    with signatures.requiring(), pytest.raises(SignatureError, match="no usable digest"):
+        kernel_plugins.load(repo.repo_id, device="cpu")
+    write_lock(tmp_path / "proj", repo, "torch-cpu")
+    monkeypatch.setenv("KERNEL_PLUGINS_REQUIRE_SIGNATURE", "1")
+    assert main(["download", str(tmp_path / "proj"), "--json"]) == 1
+    assert "no usable digest" in capsys.readouterr().out
+
+
+def test_lock_records_no_signer_for_a_signed_build_without_a_digest(
+    tmp_path: Path, instance: Instance, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    from kernel_plugins.hub import HubRef
+
+    vdir = kernel(tmp_path / "snap", code="def add_one(x):\n    return 666\n")
+    _signed_without_digest(vdir, instance)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: str(tmp_path / "snap"))
+    monkeypatch.setenv("KERNEL_PLUGINS_TRUSTED_ROOT", str(root))
+    ref = HubRef("kernels-community/sigk", "kernel", "v1", "a" * 40, 1)
+    with pytest.raises(SignatureError, match="torch-cpu: refused, digest mismatch: .*no usable digest"):
+        signatures.lock_signers(ref, {"torch-cpu": {"metadata.json": {}, signatures.BUNDLE_NAME: {}}})
+    sign_variant(vdir, instance)  # with its digest, the signer is recorded
+    assert signatures.lock_signers(ref, {"torch-cpu": {signatures.BUNDLE_NAME: {}}})["torch-cpu"].startswith(KC)
