@@ -79,16 +79,23 @@ def add_signer(identity: str, issuer: str, *, orgs: Sequence[str] = ()) -> Signe
     return _added[-1]
 
 
-def signers(extra: Sequence[Signer] = ()) -> tuple[Signer, ...]:
-    """The policy: the defaults, :func:`add_signer`'s, ``KERNEL_PLUGINS_CERT_IDENTITY`` with
-    ``KERNEL_PLUGINS_CERT_OIDC_ISSUER`` (``KERNEL_PLUGINS_CERT_ORGS=a,b``), then ``extra``."""
-    identity, issuer = (os.environ.get(f"KERNEL_PLUGINS_CERT_{k}") for k in ("IDENTITY", "OIDC_ISSUER"))
+def _env_signer(prefix: str) -> tuple[Signer, ...]:
+    """The signer ``KERNEL_PLUGINS_<prefix>_IDENTITY`` and ``..._OIDC_ISSUER`` name (for the
+    organisations ``KERNEL_PLUGINS_CERT_ORGS=a,b`` lists, when set), or none."""
+    identity, issuer = (os.environ.get(f"KERNEL_PLUGINS_{prefix}_{k}") for k in ("IDENTITY", "OIDC_ISSUER"))
     if bool(identity) != bool(issuer):
-        raise SignatureError("KERNEL_PLUGINS_CERT_IDENTITY and KERNEL_PLUGINS_CERT_OIDC_ISSUER go "
+        raise SignatureError(f"KERNEL_PLUGINS_{prefix}_IDENTITY and KERNEL_PLUGINS_{prefix}_OIDC_ISSUER go "
                              "together: set both (the signer's identity and its OIDC issuer URL) or neither")
     orgs = [o.strip() for o in os.environ.get("KERNEL_PLUGINS_CERT_ORGS", "").split(",") if o.strip()]
-    env = (Signer(identity, issuer, tuple(orgs)),) if identity and issuer else ()
-    return (*DEFAULT_SIGNERS, *_added, *env, *extra)
+    return (Signer(identity, issuer, tuple(orgs)),) if identity and issuer else ()
+
+
+def signers(extra: Sequence[Signer] = (), *, required: Sequence[Signer] = ()) -> tuple[Signer, ...]:
+    """The policy. A required signer (``required``, else ``KERNEL_PLUGINS_CERT_IDENTITY`` with
+    ``KERNEL_PLUGINS_CERT_OIDC_ISSUER``) is the whole policy, as sigstore's ``--cert-identity``;
+    otherwise the defaults, :func:`add_signer`'s, ``KERNEL_PLUGINS_ADD_CERT_IDENTITY`` with
+    ``KERNEL_PLUGINS_ADD_CERT_OIDC_ISSUER``, then ``extra``."""
+    return tuple(required) or _env_signer("CERT") or (*DEFAULT_SIGNERS, *_added, *_env_signer("ADD_CERT"), *extra)
 
 
 def signature_required() -> bool:
@@ -228,9 +235,10 @@ def _allowed(cert: Any, signer: Signer, org: str | None) -> bool:
 def check_bundle(
     metadata: bytes, bundle: bytes | None, *, variant: str, org: str | None,
     trusted_root: str | os.PathLike[str] | None = None, fetch: bool = True,
-    extra_signers: Sequence[Signer] = (),
+    extra_signers: Sequence[Signer] = (), required_signers: Sequence[Signer] = (),
 ) -> SignatureCheck:
-    """Verify ``bundle`` over the raw ``metadata`` bytes, then the signer against the policy.
+    """Verify ``bundle`` over the raw ``metadata`` bytes, then the signer against the policy
+    (:func:`signers`: ``extra_signers`` added to it, or ``required_signers`` instead of it).
 
     ``org``: the kernel's Hub organisation (None: a local folder, no org rule); ``fetch``: may
     refresh sigstore's root online. :raises SignatureError: unusable trust root or signer variables.
@@ -254,7 +262,7 @@ def check_bundle(
         return out("bundle invalid", f"{BUNDLE_NAME} is not a sigstore bundle "
                    f"({str(e).splitlines()[0][:200]}): do not use this build; fetch it again or "
                    "report it to the publisher")
-    allowed = signers(extra_signers)
+    allowed = signers(extra_signers, required=required_signers)
     root, root_name = _trusted_root(trusted_root, fetch)
     if root is None:
         return out("cannot check", root_name)
@@ -271,10 +279,14 @@ def check_bundle(
     who = _who(parsed.signing_certificate)
     if not any(_allowed(parsed.signing_certificate, s, org) for s in allowed):
         where = f" for organisation {org!r}" if org else ""
+        if required_signers or _env_signer("CERT"):
+            asked = ", ".join(f"{s.identity} ({s.issuer})" for s in allowed)
+            return out("signer not allowed", f"signed by {who}, not by the signer required ({asked}){where}; "
+                       f"do not use this build unless you trust its signer; {_DOCS}", who)
         return out("signer not allowed", f"signed by {who}, which the signer policy does not "
-                   f"allow{where}; if you trust it, add it with --cert-identity and "
-                   "--cert-oidc-issuer (or KERNEL_PLUGINS_CERT_IDENTITY and "
-                   f"KERNEL_PLUGINS_CERT_OIDC_ISSUER); {_DOCS}", who)
+                   f"allow{where}; if you trust it, add it with --add-cert-identity and "
+                   "--add-cert-oidc-issuer (or KERNEL_PLUGINS_ADD_CERT_IDENTITY and "
+                   f"KERNEL_PLUGINS_ADD_CERT_OIDC_ISSUER); {_DOCS}", who)
     return out("signed", f"signed by {who}", who)
 
 
@@ -372,13 +384,14 @@ def read_metadata(fetched: Fetched) -> bytes:
 
 def check_fetched(
     fetched: Fetched, *, trusted_root: str | os.PathLike[str] | None = None,
-    extra_signers: Sequence[Signer] = (),
+    extra_signers: Sequence[Signer] = (), required_signers: Sequence[Signer] = (),
 ) -> SignatureCheck:
     """The full check of one variant folder (``kernel-plugins verify-signature``): bundle,
-    signer, then the metadata digest against the files."""
+    signer (see :func:`check_bundle`), then the metadata digest against the files."""
     raw = read_metadata(fetched)
     res = check_bundle(raw, read_bundle(fetched), variant=fetched.variant, org=org_of(fetched),
-                       trusted_root=trusted_root, extra_signers=extra_signers)
+                       trusted_root=trusted_root, extra_signers=extra_signers,
+                       required_signers=required_signers)
     if not res.ok:
         return res
     problem = files_problem(fetched, raw)

@@ -39,6 +39,7 @@ def root(instance: Instance, tmp_path: Path) -> Path:
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in ("KERNEL_PLUGINS_TRUSTED_ROOT", "KERNEL_PLUGINS_REQUIRE_SIGNATURE",
                  "KERNEL_PLUGINS_CERT_IDENTITY", "KERNEL_PLUGINS_CERT_OIDC_ISSUER",
+                 "KERNEL_PLUGINS_ADD_CERT_IDENTITY", "KERNEL_PLUGINS_ADD_CERT_OIDC_ISSUER",
                  "KERNEL_PLUGINS_CERT_ORGS", "LOCAL_KERNELS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))

@@ -102,16 +102,47 @@ def test_signer_outside_the_policy(tmp_path: Path, instance: Instance, root: Pat
     code, doc = _json(capsys, "verify-signature", str(tmp_path / "k"), "--trusted-root", str(root))
     assert code == 1
     row = doc["variants"][0]
-    assert row["state"] == "signer not allowed" and OTHER in row["detail"] and "--cert-identity" in row["detail"]
+    assert row["state"] == "signer not allowed" and OTHER in row["detail"] and "--add-cert-identity" in row["detail"]
     args = ["verify-signature", str(tmp_path / "k"), "--trusted-root", str(root)]
+    for flag in ("--cert-identity", "--add-cert-identity"):  # required, or added to the policy
+        code, doc = _json(capsys, *args, flag, OTHER, flag.replace("identity", "oidc-issuer"), GITHUB)
+        assert code == 0 and doc["variants"][0]["state"] == "signed"
+        code, doc = _json(capsys, *args, flag, OTHER, flag.replace("identity", "oidc-issuer"),
+                          "https://accounts.google.com")
+        assert code == 1, "the issuer is part of the signer"
+    for prefix in ("CERT", "ADD_CERT"):
+        monkeypatch.setenv(f"KERNEL_PLUGINS_{prefix}_IDENTITY", OTHER)
+        monkeypatch.setenv(f"KERNEL_PLUGINS_{prefix}_OIDC_ISSUER", GITHUB)
+        code, doc = _json(capsys, *args)
+        assert code == 0
+        monkeypatch.delenv(f"KERNEL_PLUGINS_{prefix}_IDENTITY")
+        monkeypatch.delenv(f"KERNEL_PLUGINS_{prefix}_OIDC_ISSUER")
+
+
+def test_cert_identity_requires_that_signer_as_sigstore_does(
+    signed: Path, root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue: ``--cert-identity X --cert-oidc-issuer I`` passed a build signed by the default
+    kernels-community identity; in sigstore's CLI these flags name the signer required."""
+    args = ["verify-signature", str(signed), "--trusted-root", str(root)]
     code, doc = _json(capsys, *args, "--cert-identity", OTHER, "--cert-oidc-issuer", GITHUB)
-    assert code == 0 and doc["variants"][0]["state"] == "signed"
-    code, doc = _json(capsys, *args, "--cert-identity", OTHER, "--cert-oidc-issuer", "https://accounts.google.com")
-    assert code == 1, "the issuer is part of the signer"
+    row = doc["variants"][0]
+    assert code == 1 and row["state"] == "signer not allowed"
+    assert f"not by the signer required ({OTHER} ({GITHUB}))" in row["detail"]
+    code, doc = _json(capsys, *args, "--add-cert-identity", OTHER, "--add-cert-oidc-issuer", GITHUB)
+    assert code == 0  # added: the default policy still holds
     monkeypatch.setenv("KERNEL_PLUGINS_CERT_IDENTITY", OTHER)
     monkeypatch.setenv("KERNEL_PLUGINS_CERT_OIDC_ISSUER", GITHUB)
     code, doc = _json(capsys, *args)
-    assert code == 0
+    assert code == 1 and doc["variants"][0]["state"] == "signer not allowed"
+    raw = (signed / "build/torch-cpu/metadata.json").read_bytes()
+    bundle = (signed / "build/torch-cpu" / signatures.BUNDLE_NAME).read_bytes()
+    monkeypatch.delenv("KERNEL_PLUGINS_CERT_IDENTITY")
+    monkeypatch.delenv("KERNEL_PLUGINS_CERT_OIDC_ISSUER")
+    only = [signatures.Signer(OTHER, GITHUB)]
+    assert not signatures.check_bundle(raw, bundle, variant="v", org=None, trusted_root=root,
+                                       required_signers=only).ok
+    assert signatures.check_bundle(raw, bundle, variant="v", org=None, trusted_root=root, extra_signers=only).ok
 
 
 def test_another_trust_root_refuses(signed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,14 +13,16 @@ HELP = ("check the sigstore signature (metadata.json.sigstore), signer and diges
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options: TARGET, revision, ``--all-variants``, trust root, extra signer, ``--json``."""
+    """Options: TARGET, revision, ``--all-variants``, trust root, signer required or added, ``--json``."""
     from .main import add_target_options
 
     add_target_options(parser, "TARGET", "Hub repository org/name, short name or local kernel folder")
     parser.add_argument("--all-variants", action="store_true", help="check every variant")
     add_trusted_root_option(parser)
-    parser.add_argument("--cert-identity", metavar="ID", help="also allow this signer identity")
+    parser.add_argument("--cert-identity", metavar="ID", help="require this signer identity (as sigstore's)")
     parser.add_argument("--cert-oidc-issuer", metavar="URL", help="the OIDC issuer of --cert-identity")
+    parser.add_argument("--add-cert-identity", metavar="ID", help="allow this signer besides the default policy")
+    parser.add_argument("--add-cert-oidc-issuer", metavar="URL", help="the OIDC issuer of --add-cert-identity")
 
 
 def add_trusted_root_option(parser: argparse.ArgumentParser) -> None:
@@ -40,9 +42,14 @@ def run(args: argparse.Namespace) -> int:
     from ..sources import find
     from ._output import CommandError
 
-    if bool(args.cert_identity) != bool(args.cert_oidc_issuer):
-        raise CommandError("--cert-identity and --cert-oidc-issuer go together: give both")
-    extra = (Signer(args.cert_identity, args.cert_oidc_issuer),) if args.cert_identity else ()
+    def signer(flag: str) -> tuple[Signer, ...]:
+        identity, issuer = getattr(args, f"{flag}_identity"), getattr(args, f"{flag}_oidc_issuer")
+        if bool(identity) != bool(issuer):
+            flag = flag.replace("_", "-")
+            raise CommandError(f"--{flag}-identity and --{flag}-oidc-issuer go together: give both")
+        return (Signer(identity, issuer),) if identity else ()
+
+    required, extra = signer("cert"), signer("add_cert")
     source = find(args.target, revision=args.revision, version=args.version)
     off = offer(source, trust_remote_code=True)  # nothing is imported: reading files is safe
     variants = sorted(off.variants) if args.all_variants else \
@@ -51,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     for variant in variants:
         try:
             res = check_fetched(fetch(off, variant, progress=False), trusted_root=args.trusted_root,
-                                extra_signers=extra)
+                                extra_signers=extra, required_signers=required)
         except KernelPluginsError as e:
             rows.add(source.label, variant, "failed", f"cannot check: {e}", state="cannot check",
                      signer="")
