@@ -15,6 +15,7 @@ import errno
 import functools
 import importlib.util
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +70,8 @@ DEFAULT_SIGNERS: tuple[Signer, ...] = tuple(
     Signer(f"{_KC}/{w}.yaml@refs/heads/main", GITHUB_ACTIONS, ("kernels-community",))
     for w in ("build", "build-mac", "build-windows", "sign-old-builds"))
 _added: list[Signer] = []
-_required: contextvars.ContextVar[bool] = contextvars.ContextVar("kp_require_sig", default=False)
+_blocks: list[tuple[bool, str | None]] = []  # (required, trusted root) of the requiring() blocks open now
+_blocks_lock = threading.Lock()
 _root_file: contextvars.ContextVar[str | None] = contextvars.ContextVar("kp_root", default=None)
 
 
@@ -103,20 +105,25 @@ def signature_required() -> bool:
     value = os.environ.get("KERNEL_PLUGINS_REQUIRE_SIGNATURE", "")
     if value not in ("", "0", "1"):
         raise SignatureError(f"KERNEL_PLUGINS_REQUIRE_SIGNATURE={value!r}: set it to 1 (require) or 0")
-    return _required.get() or value == "1"
+    return any(req for req, _ in list(_blocks)) or value == "1"
 
 
 @contextlib.contextmanager
 def requiring(required: bool = True, *, trusted_root: str | os.PathLike[str] | None = None) -> Iterator[None]:
-    """Within the block, every load (kernelize and the compat module too) requires a signature
-    when ``required``, and checks bundles against ``trusted_root`` when given."""
-    req = _required.set(_required.get() or required)
-    root = _root_file.set(os.fspath(trusted_root) if trusted_root is not None else _root_file.get())
+    """While the block runs, every load (kernelize and the compat module too) requires a
+    signature when ``required``, in **every thread of the process** (threads the block starts,
+    and others too: the safe side), and checks bundles against ``trusted_root`` when given
+    (this thread's own block first, else the newest block's)."""
+    block = (required, os.fspath(trusted_root) if trusted_root is not None else None)
+    token = _root_file.set(block[1] or _root_file.get())
+    with _blocks_lock:
+        _blocks.append(block)
     try:
         yield
     finally:
-        _root_file.reset(root)
-        _required.reset(req)
+        with _blocks_lock:
+            _blocks.remove(block)
+        _root_file.reset(token)
 
 
 @dataclass(frozen=True)
@@ -195,7 +202,8 @@ def _public_good(fetch: bool) -> tuple[Any, str]:
 def _given_root(path: str | os.PathLike[str] | None = None) -> str | os.PathLike[str] | None:
     """The trust root file asked for: ``path``, else :func:`requiring`'s, else
     ``KERNEL_PLUGINS_TRUSTED_ROOT`` (None: sigstore's public-good instance)."""
-    return path or _root_file.get() or os.environ.get("KERNEL_PLUGINS_TRUSTED_ROOT")
+    newest = next((root for _, root in reversed(list(_blocks)) if root), None)
+    return path or _root_file.get() or newest or os.environ.get("KERNEL_PLUGINS_TRUSTED_ROOT")
 
 
 def _trusted_root(path: str | os.PathLike[str] | None, fetch: bool) -> tuple[Any, str]:

@@ -283,3 +283,25 @@ def test_lock_records_no_signer_for_a_signed_build_without_a_digest(
         signatures.lock_signers(ref, {"torch-cpu": {"metadata.json": {}, signatures.BUNDLE_NAME: {}}})
     sign_variant(vdir, instance)  # with its digest, the signer is recorded
     assert signatures.lock_signers(ref, {"torch-cpu": {signatures.BUNDLE_NAME: {}}})["torch-cpu"].startswith(KC)
+
+
+def test_requiring_holds_in_threads_started_inside_the_block(tmp_path: Path, instance: Instance, root: Path,
+                                                             manager: object) -> None:
+    """Issue: requiring() was a ContextVar, so a thread pool inside the block (a model loader
+    building layers) loaded unsigned code."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sign_variant(kernel(tmp_path / "u"), None)
+    sign_variant(kernel(tmp_path / "s"), instance)
+
+    def load(name: str) -> object:
+        return kernel_plugins.load(tmp_path / name, device="cpu")
+
+    with signatures.requiring(trusted_root=root), ThreadPoolExecutor(2) as pool:
+        unsigned, signed = pool.submit(load, "u"), pool.submit(load, "s")
+        with pytest.raises(SignatureError, match="a signature is required: unsigned"):
+            unsigned.result()
+        assert signed.result().__kernel_provenance__.signer.startswith(KC)  # the block's root too
+    with ThreadPoolExecutor(1) as pool:  # the block ended: the requirement with it
+        assert pool.submit(load, "u").result().__kernel_provenance__.signer is None
+    assert not signatures.signature_required()
