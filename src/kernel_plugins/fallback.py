@@ -156,10 +156,14 @@ class ReferencePolicy:
             check_requirements(module, self.requirements)
         except KernelPluginsError as e:
             raise type(e)(f"{error}\nThe reference fallback does not qualify either: {e}") from error
+        from .signatures import signature_required
+
+        unsigned = (" A signature was required: the bundled reference kernel is trusted as "
+                    "installed, so the requirement was set aside for it.") if signature_required() else ""
         warn_user(
             f"using the portable reference kernel for {source.short_name!r} on {info.torch_device}: "
             f"{_what_failed(error, info)}. Results come from plain PyTorch ops, not an optimised "
-            "kernel. Pass fallback='error' to refuse.",
+            f"kernel.{unsigned} Pass fallback='error' to refuse.",
             UserWarning,
         )
         return module

@@ -305,3 +305,20 @@ def test_requiring_holds_in_threads_started_inside_the_block(tmp_path: Path, ins
     with ThreadPoolExecutor(1) as pool:  # the block ended: the requirement with it
         assert pool.submit(load, "u").result().__kernel_provenance__.signer is None
     assert not signatures.signature_required()
+
+
+def test_a_reference_standing_in_says_the_signature_requirement_was_set_aside(
+    tmp_path: Path, manager: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue: the bundled reference (trusted as installed) stood in under a required
+    signature, and the warning did not say that the requirement was set aside."""
+    from tests.loading.test_safety_rules import FakeHub, cuda_only
+
+    cuda_only(FakeHub(tmp_path, monkeypatch))  # no variant for cpu
+    with pytest.warns(UserWarning, match="portable reference kernel") as seen:
+        kernel_plugins.load("activation", device="cpu")
+    assert "signature" not in str(seen[0].message)
+    with pytest.warns(UserWarning, match="A signature was required: the bundled reference kernel is "
+                      "trusted as installed, so the requirement was set aside for it"):
+        mod = kernel_plugins.load("activation", device="cpu", require_signature=True)
+    assert mod.__kernel_provenance__.source == "reference" and mod.__kernel_provenance__.signer is None
