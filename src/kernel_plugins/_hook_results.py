@@ -10,6 +10,8 @@ touches pluggy.
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from types import ModuleType
 
 from . import emulation_registry, hookspecs
@@ -141,6 +143,17 @@ def describe_plugin(plugin: object) -> str:
     if isinstance(plugin, ModuleType):
         return f"module {plugin.__name__}"
     return f"{type(plugin).__name__} object" if not isinstance(plugin, type) else f"class {plugin.__name__}"
+
+
+def plugin_files(plugin: object) -> Path | None:
+    """The folder of the package that defines ``plugin``: where its distribution installed
+    its files (None: a plugin defined outside a package)."""
+    parts = str(plugin.__name__ if isinstance(plugin, ModuleType) else getattr(plugin, "__module__", "")).split(".")
+    for i in range(1, len(parts) + 1):
+        mod = sys.modules.get(".".join(parts[:i]))
+        if getattr(mod, "__path__", None) is not None and getattr(mod, "__file__", None):
+            return Path(mod.__file__).resolve().parent  # type: ignore[union-attr, arg-type]
+    return None
 
 
 def folder_problem(path: object) -> str | None:

@@ -169,7 +169,8 @@ def locate_kernel(repo_id: str, device: DeviceInfo) -> Path | None:
     :return: the absolute path of a kernel repository folder (holding ``build/``), or
         None. Anything else (``""``, a relative path, a file, a missing folder) is this
         plugin's error: it is reported and the plugin skipped, never resolved against
-        the working directory.
+        the working directory. Only a folder inside the plugin's own package is trusted
+        as installed; any other is loaded like a ``LOCAL_KERNELS`` path (signatures apply).
 
     Example::
 

@@ -34,6 +34,7 @@ from ._hook_results import (
     folder_problem,
     hooks_problem,
     kernel_module,
+    plugin_files,
     variant_names,
 )
 from ._plugin_records import (
@@ -324,8 +325,9 @@ class PluginManager:
             f.reraise(keep_ours=True)
         return kernel_module(self.record(device.backend), module)
 
-    def locate_kernel(self, repo_id: str, device: DeviceInfo) -> Path | None:
-        """A kernel repository folder some plugin ships for ``repo_id``, or None.
+    def locate_kernel(self, repo_id: str, device: DeviceInfo) -> tuple[Path, str, bool] | None:
+        """A kernel repository folder some plugin ships for ``repo_id``: (folder, who answered,
+        whether it lies in the plugin's own files (:func:`plugin_files`)), or None.
 
         Only an absolute path of an existing folder is an answer; anything else (``""``,
         a relative path, a file, a raised exception) is that plugin's error: reported
@@ -342,7 +344,9 @@ class PluginManager:
                 continue
             problem = folder_problem(path)
             if problem is None:
-                return Path(os.fspath(path))
+                home = plugin_files(rec.plugin)
+                found = Path(os.fspath(path))
+                return found, rec.origin(), home is not None and found.resolve().is_relative_to(home)
             self._fail(rec.name, rec.distribution, rec.version, "locate_kernel",
                        f"locate_kernel returned {problem}; expected None or the absolute path "
                        "of a kernel repository folder")

@@ -17,7 +17,8 @@ How a name is read (:func:`parse_name`):
 
 Where a Hub repository id is served from (:func:`find`), in order: a ``LOCAL_KERNELS``
 override; a kernel repository a backend plugin ships (``locate_kernel``; not when
-``revision`` or ``lockfile`` pin a Hub commit); else the Hub. The bundled reference
+``revision`` or ``lockfile`` pin a Hub commit; a folder outside the plugin's own files is
+loaded like a ``LOCAL_KERNELS`` path, to which signatures apply); else the Hub. The bundled reference
 kernels are a fallback decided by the loader, never a first choice.
 """
 
@@ -275,9 +276,10 @@ def find(
         return hub
     from .plugins import get_manager
 
-    shipped = get_manager().locate_kernel(repo_id, device)
-    if shipped is None:
+    found = get_manager().locate_kernel(repo_id, device)
+    if found is None:
         return hub
+    shipped, who, own = found
     if hub.exact_pin:
         why = "revision" if revision is not None else "lockfile"
         note = f"a copy shipped by a backend plugin ({shipped}) was not used: {why}= pins a Hub commit"
@@ -285,7 +287,11 @@ def find(
             repo_id, revision=revision, version=version, lockfile=lock, repo_type=repo_type,
             notes=(note,),
         )
-    return KernelSource("plugin", repo_id, repo_id, Path(shipped), parsed.short_name)
+    if own:
+        return KernelSource("plugin", repo_id, repo_id, shipped, parsed.short_name,
+                            notes=(f"shipped in the files of {who}: trusted as installed, signatures not checked",))
+    note = f"{who} answered {shipped}, outside its own files: loaded like a LOCAL_KERNELS path (signatures apply)"
+    return KernelSource("local-kernels", repo_id, repo_id, shipped, parsed.short_name, notes=(note,))
 
 
 def parse_local_kernels(value: str | None = None) -> dict[str, Path]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 import types
+from pathlib import Path
+from typing import Any
 
 from kernel_plugins.device import BackendSpec, DeviceInfo
 from kernel_plugins.hookspecs import hookimpl
@@ -37,6 +40,16 @@ def fake_backend(name: str = "fake", *, count: int = 1, detect=None, variants=No
     for k, v in (extra_hooks or {}).items():
         setattr(mod, k, v)
     return mod
+
+
+def packaged(mod: types.ModuleType, folder: Path, monkeypatch: Any) -> Path:
+    """Make the hooks module ``mod`` a package installed in ``folder`` (as a plugin
+    distribution's files are), so the kernels it ships there count as its own."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "__init__.py").write_text("")
+    mod.__file__, mod.__path__ = str(folder / "__init__.py"), [str(folder)]
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    return folder
 
 
 class FakeDist:
