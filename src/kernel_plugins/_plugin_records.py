@@ -8,9 +8,13 @@ that was reported and skipped, :class:`DetectOutcome` what one backend's detecti
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ._suggest import did_you_mean
 from .device import BackendSpec, DeviceInfo
@@ -91,12 +95,36 @@ class DetectOutcome:
         return "available" if self.device is not None and self.device.count > 0 else "no device"
 
 
+@contextlib.contextmanager
+def ctrl_c_watch() -> Iterator[Callable[[], bool]]:
+    """Yields ``seen()``: whether a real SIGINT (Ctrl-C) arrived during the block, so that a
+    plugin's own ``raise KeyboardInterrupt`` can be told apart from it. Python raises
+    KeyboardInterrupt for a signal only in the main thread, through the handler noted here."""
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    if not callable(previous):
+        yield lambda: False
+        return
+    got: list[int] = []
+
+    def noted(signum: int, frame: Any) -> Any:
+        got.append(signum)
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield lambda: bool(got)
+    finally:
+        if signal.getsignal(signal.SIGINT) is noted:  # unless the plugin installed its own
+            signal.signal(signal.SIGINT, previous)
+
+
 def _describe_exc(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
 class HookFailure(Exception):
-    """A backend's hook raised (anything but Ctrl-C, ``SystemExit`` included).
+    """A backend's hook raised (anything but a real Ctrl-C; ``SystemExit`` and its own
+    ``KeyboardInterrupt`` included).
 
     Attributes: origin (who, :meth:`BackendRecord.origin`), hook (its name), error (what
     the hook raised).

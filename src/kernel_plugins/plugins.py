@@ -10,7 +10,8 @@ as a :class:`PluginFailure` (name, distribution, version, original error) and sk
 (comma-separated backend names; empty = built-ins only) limits the entry points loaded.
 
 Every hook call goes through :meth:`PluginManager._ask`, so that whatever a plugin raises
-(``SystemExit`` too; Ctrl-C goes through) is that plugin's error. The records kept about
+(``SystemExit`` and its own ``KeyboardInterrupt`` too; a real Ctrl-C goes through) is
+that plugin's error. The records kept about
 backends live in ``_plugin_records``; what a hook returns is checked in ``_hook_results``.
 """
 
@@ -45,6 +46,7 @@ from ._plugin_records import (
     _describe_exc,
     allowlist,
     check_allowlist,
+    ctrl_c_watch,
     origin,
     strict_mode,
 )
@@ -123,10 +125,11 @@ class PluginManager:
                 log.debug("skipping plugin %s: not in KERNEL_PLUGINS_LOAD", ep.name)
                 continue
             try:
-                plugin = ep.load()
-            except KeyboardInterrupt:
-                raise
+                with ctrl_c_watch() as ctrl_c:
+                    plugin = ep.load()
             except BaseException as e:  # noqa: BLE001 - any import failure is reported
+                if isinstance(e, KeyboardInterrupt) and ctrl_c():
+                    raise
                 self._fail(ep.name, dist_name, dist_version, "import", _describe_exc(e), e)
                 continue
             self._add(plugin, ep.name, dist_name, dist_version, builtin=False)
@@ -208,16 +211,18 @@ class PluginManager:
     def _ask(self, hook: str, origin: str, caller: Any, **kwargs: Any) -> Any:
         """Call one plugin's ``hook``: the one isolation every hook call goes through.
 
-        Whatever the hook raises but Ctrl-C (``SystemExit`` and ``GeneratorExit`` too)
-        becomes a :class:`HookFailure` naming the plugin and the hook; each caller decides
-        whether that is an error, a skipped plugin or a missing answer. The answer of a
-        hook that is not ``firstresult`` (a list of one) is unwrapped.
+        Whatever the hook raises but a real Ctrl-C (``SystemExit``, ``GeneratorExit`` and a
+        ``KeyboardInterrupt`` of its own too, see :func:`ctrl_c_watch`) becomes a
+        :class:`HookFailure` naming the plugin and the hook; each caller decides whether
+        that is an error, a skipped plugin or a missing answer. The answer of a hook that
+        is not ``firstresult`` (a list of one) is unwrapped.
         """
         try:
-            result = caller(**kwargs)
-        except KeyboardInterrupt:
-            raise
+            with ctrl_c_watch() as ctrl_c:
+                result = caller(**kwargs)
         except BaseException as e:  # noqa: BLE001 - a plugin's failure is its own
+            if isinstance(e, KeyboardInterrupt) and ctrl_c():
+                raise
             raise HookFailure(origin, hook, e) from e
         if isinstance(result, list) and not getattr(self._pm.hook, hook).spec.opts.get(
             "firstresult"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import signal
+import threading
+import time
 
 import pytest
 
@@ -88,9 +91,38 @@ def test_locate_kernel_returning_the_wrong_type_is_the_plugins_error(installed):
     assert failure.name == "shipper" and "returned int (12345)" in failure.message
 
 
-def test_keyboard_interrupt_is_not_swallowed(installed):
+def _ctrl_c():
+    """What Ctrl-C does: a real SIGINT, which Python's handler turns into KeyboardInterrupt."""
+    signal.raise_signal(signal.SIGINT)
+    time.sleep(5)  # the handler raises before this ends
+
+
+main_thread_only = pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                                      reason="signals reach the main thread only")
+
+
+@main_thread_only
+def test_a_real_ctrl_c_is_not_swallowed(installed):
     with pytest.raises(KeyboardInterrupt):
-        installed(ctrl_c=lambda: (_ for _ in ()).throw(KeyboardInterrupt())).backends()
+        installed(ctrl_c=_ctrl_c).backends()
+    with pytest.raises(KeyboardInterrupt):
+        installed(later=lambda: fake_backend("later", detect=_ctrl_c)).detect("later")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # left as it was
+
+
+@main_thread_only
+def test_a_plugins_own_keyboard_interrupt_is_that_plugins_failure(installed, capsys):
+    """Issue: a hook raising KeyboardInterrupt itself was taken for Ctrl-C: the CLI exited 130
+    and the host program got the exception on every call."""
+    def raises():
+        raise KeyboardInterrupt
+
+    pm = installed(importer=raises, detector=lambda: fake_backend("detector", detect=raises))
+    (failure,) = [f for f in pm.failures() if f.name == "importer"]
+    assert failure.stage == "import" and failure.message == "KeyboardInterrupt: "
+    assert "KeyboardInterrupt" in pm.detect("detector").error
+    assert main(["list-backends"]) == 0
+    assert "KeyboardInterrupt" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("ours", [True, False])
