@@ -374,7 +374,7 @@ def files_problem(fetched: Fetched, metadata: bytes) -> str | None:
     digest, problem = _digest(metadata)
     if problem:
         return problem
-    snap = read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=[digest_algorithm(digest)],
+    snap = read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=[digest_algorithm(digest) or ""],
                         preread={"metadata.json": metadata})
     found = check_digest(snap, digest)
     return ("the files do not match its digest: " + "; ".join(m.describe() for m in found[:5])
@@ -423,7 +423,7 @@ def check_locked(fetched: Fetched, metadata: bytes, signer: str) -> SignatureChe
 def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
     """Who signed each variant of ``ref`` with a bundle (``kernel-plugins lock``); downloads
     only their ``metadata.json`` and bundle. :raises SignatureError: a bundle does not verify."""
-    from .hub import blobs_folder, map_error, request_endpoint
+    from .hub import blobs_folder, map_error, request_args
     from .integrity import read_small_file
     from .metadata import MAX_METADATA_BYTES
 
@@ -434,7 +434,7 @@ def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> di
 
     try:
         snap = Path(snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
-                                      endpoint=request_endpoint(ref.endpoint), allow_patterns=[
+                                      **request_args(ref.endpoint), allow_patterns=[
                                           f"build/{v}/{n}" for v in signed for n in ("metadata.json", BUNDLE_NAME)]))
     except Exception as e:
         raise map_error(e, ref.repo_id, ref.sha, ref.endpoint, "downloading signatures") from e
@@ -446,5 +446,6 @@ def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> di
         res = check_bundle(raw, bundle, variant=v, org=ref.repo_id.split("/", 1)[0])
         if res.signer is None:
             raise SignatureError(f"{ref} {v}: cannot record who signed it: {res.state}: {res.detail}")
-        out[v] = _covered(f"{ref} {v}", res, raw).signer
+        _covered(f"{ref} {v}", res, raw)
+        out[v] = res.signer
     return out

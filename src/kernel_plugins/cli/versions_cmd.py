@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         raise OfflineError("listing versions asks the Hub for its branches, and HF_HUB_OFFLINE=1 is set")
     ref = hub.resolve(repo_id)
     try:
-        branches = HfApi(endpoint=hub.hub_endpoint(ref.endpoint)).list_repo_refs(repo_id, repo_type=ref.repo_type).branches
+        branches = HfApi(**hub.request_args(ref.endpoint)).list_repo_refs(repo_id, repo_type=ref.repo_type).branches
     except Exception as e:  # noqa: BLE001 - mapped to a Hub error with a fix
         raise hub.map_error(e, repo_id, None, ref.endpoint, "listing branches") from None
     found = sorted((int(m[1]), b.target_commit) for b in branches if (m := re.fullmatch(r"v([1-9]\d*)", b.name)))

@@ -39,7 +39,7 @@ from ._cache import (
     hub_endpoint,
     is_offline,
     offline,
-    request_endpoint,
+    request_args,
     snapshot_blobs,
     storage_folder,
 )
@@ -62,7 +62,7 @@ __all__ = [
     "cached_variant_path",
     "clear_repo_type_cache",
     "hub_endpoint",
-    "request_endpoint",
+    "request_args",
     "is_offline",
     "offline",
     "snapshot_blobs",

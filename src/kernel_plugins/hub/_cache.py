@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,12 +35,36 @@ MAX_LISTING_BYTES = 64 << 20
 # --- huggingface_hub settings -----------------------------------------------------------
 
 
-def request_endpoint(endpoint: str | None) -> str:
-    """:func:`hub_endpoint`, for a caller about to send requests: it also gives
-    huggingface_hub's shared HTTP client its timeouts (:func:`_bound_requests`). Answers
-    from the cache skip this, so they build no HTTP client."""
+#: Seconds one Hub request may take in all (:data:`DEADLINE_ENV` overrides it).
+DEADLINE_S = 300.0
+DEADLINE_ENV = "KERNEL_PLUGINS_HUB_DEADLINE"
+_limit = [DEADLINE_S]  # the deadline request_args() read last
+
+
+def request_args(endpoint: str | None) -> dict[str, Any]:
+    """The ``endpoint`` (:func:`hub_endpoint`) and ``library_name`` arguments of a
+    huggingface_hub call about to send requests; it also gives huggingface_hub's shared HTTP
+    client its timeouts and deadlines (:func:`_bound_requests`). Answers from the cache skip
+    this, so they build no HTTP client. :raises HubError: a bad :data:`DEADLINE_ENV`."""
+    from kernel_plugins import __version__
+
+    _limit[0] = _deadline()
     _bound_requests()
-    return hub_endpoint(endpoint)
+    return {"endpoint": hub_endpoint(endpoint), "library_name": "kernel-plugins", "library_version": __version__}
+
+
+def _deadline() -> float:
+    from kernel_plugins.errors import HubError
+
+    raw = os.environ.get(DEADLINE_ENV, "").strip()
+    try:
+        seconds = float(raw) if raw else DEADLINE_S
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise HubError(f"{DEADLINE_ENV}={raw!r}: give the seconds one Hub request may take in all "
+                       f"(default {DEADLINE_S:g})")
+    return seconds
 
 
 def hub_endpoint(endpoint: str | None) -> str:
@@ -51,11 +78,13 @@ def hub_endpoint(endpoint: str | None) -> str:
 
 def _request_timeouts(request: Any) -> None:
     """Fill every timeout a request leaves unset: ``HF_HUB_DOWNLOAD_TIMEOUT`` for file
-    downloads (``/resolve/``), ``HF_HUB_ETAG_TIMEOUT`` for every other request (seconds).
+    downloads (``/resolve/``), ``HF_HUB_ETAG_TIMEOUT`` for every other request (seconds);
+    and give it an overall deadline (:data:`DEADLINE_ENV`), which every read of its
+    connection honours (:func:`_bound_streams`).
 
-    A server that accepts connections and never answers (some proxies and firewalls)
-    would otherwise hold a load forever: huggingface_hub sends most API requests with
-    no timeout.
+    A server that accepts connections and never answers (some proxies and firewalls), or
+    drips its answer a byte at a time, would otherwise hold a load forever: huggingface_hub
+    sends most API requests with no timeout, and a timeout bounds one read only.
     """
     from huggingface_hub import constants
 
@@ -64,7 +93,48 @@ def _request_timeouts(request: Any) -> None:
         return
     download = "/resolve/" in str(request.url.path)
     seconds = float(constants.HF_HUB_DOWNLOAD_TIMEOUT if download else constants.HF_HUB_ETAG_TIMEOUT)
-    request.extensions["timeout"] = {k: seconds if v is None else v for k, v in limits.items()}
+    limits = {k: seconds if v is None else v for k, v in limits.items()}
+    # the overall deadline: our requests, and every API answer (another library's large
+    # downloads through the shared client are left alone)
+    if request.headers.get("user-agent", "").startswith("kernel-plugins/") or not download:
+        at = time.monotonic() + _limit[0]
+        limits = {k: _Until(v, at, _limit[0]) for k, v in limits.items()}
+    request.extensions["timeout"] = limits
+    request.extensions["trace"] = functools.partial(_bound_streams, request.extensions.get("trace"))
+
+
+class _Until(float):
+    """A per-read timeout carrying the overall deadline of its request (``at``, monotonic)."""
+
+    at: float
+    total: float
+
+    def __new__(cls, value: float, at: float, total: float) -> _Until:
+        self = super().__new__(cls, value)
+        self.at, self.total = at, total
+        return self
+
+
+def _bound_streams(inner: Any, name: str, info: dict[str, Any]) -> Any:
+    """httpcore's ``trace`` hook: a new connection's stream reads no longer than the deadline
+    of the request it reads for (each read's timeout is cut to the time left)."""
+    stream = info.get("return_value") if name.endswith(("connect_tcp.complete", "start_tls.complete")) else None
+    if stream is not None and callable(read := getattr(stream, "read", None)):
+        stream.read = functools.partial(_read_until, read)
+    return inner(name, info) if inner is not None else None
+
+
+def _read_until(read: Any, max_bytes: int, timeout: float | None = None) -> bytes:
+    if not isinstance(timeout, _Until):
+        return read(max_bytes, timeout)
+    try:
+        if (left := timeout.at - time.monotonic()) > 0:
+            return read(max_bytes, min(float(timeout), left))  # type: ignore[no-any-return]
+    except Exception:
+        if time.monotonic() < timeout.at:
+            raise
+    raise TimeoutError(f"the Hub sent no complete answer within the request deadline of {timeout.total:g} s "
+                       f"({DEADLINE_ENV}); a stalled server or proxy? Raise {DEADLINE_ENV} for a slow link")
 
 
 def _bound_requests() -> None:

@@ -19,7 +19,7 @@ from ._cache import (
     _cached_tree,
     _snapshot_folder,
     is_offline,
-    request_endpoint,
+    request_args,
 )
 from ._errors import is_not_found, map_error
 from ._values import HubRef, _check_variant
@@ -61,7 +61,7 @@ def build_tree(ref: HubRef, doing: str, missing: str, *, recursive: bool = False
     :func:`map_error`, naming ``doing``."""
     from huggingface_hub import HfApi
 
-    api = HfApi(endpoint=request_endpoint(ref.endpoint))
+    api = HfApi(**request_args(ref.endpoint))
     try:
         return list(
             api.list_repo_tree(
@@ -123,7 +123,7 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
             repo_type=ref.repo_type,
             revision=ref.sha,
             allow_patterns=[f"build/{variant}/*"],  # fnmatch: '*' also crosses '/'
-            endpoint=request_endpoint(ref.endpoint),
+            **request_args(ref.endpoint),
             tqdm_class=None if progress else _silent_tqdm_class(),
         )
     except Exception as exc:

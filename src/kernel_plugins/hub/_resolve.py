@@ -21,7 +21,7 @@ from ._cache import (
     _write_ref,
     hub_endpoint,
     is_offline,
-    request_endpoint,
+    request_args,
     storage_folder,
 )
 from ._errors import is_not_found, map_error
@@ -113,7 +113,7 @@ def _resolve_online(
     """Resolve with requests to the Hub (see :func:`resolve`)."""
     from huggingface_hub import HfApi
 
-    api = HfApi(endpoint=request_endpoint(endpoint))
+    api = HfApi(**request_args(endpoint))
     if revision is not None and _SHA_RE.fullmatch(revision):
         t, info = _first_type(
             repo_id,

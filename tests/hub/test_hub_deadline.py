@@ -1,0 +1,129 @@
+"""Every Hub request has an overall deadline: a server that drips its answer, one byte at a
+time (each read well within the per-read timeout), cannot hold a command forever.
+
+The server is a small loopback socket server in this file (no olah): it answers every
+request by dripping the status line and headers, or valid headers and then the body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import kernel_plugins
+from kernel_plugins.cli.main import main
+from kernel_plugins.errors import HubError
+
+DEADLINE = "KERNEL_PLUGINS_HUB_DEADLINE"
+
+
+@contextlib.contextmanager
+def dripping_hub(part: str) -> Iterator[str]:
+    """A server dripping one byte every 0.05 s of its ``part`` ("headers" or "body")."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.1)
+    stop = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            conn.settimeout(1)
+            while b"\r\n\r\n" not in conn.recv(65536):
+                pass
+            if part == "body":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: 1000000\r\n\r\n")
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            while not stop.wait(0.05):
+                conn.sendall(b" " if part == "body" else b"X")
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                threading.Thread(target=answer, args=(server.accept()[0],), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+
+
+def _within(seconds: float, call: object) -> object:
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = call()  # type: ignore[operator]
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            box["error"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s: no overall deadline"
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box.get("result")
+
+
+@pytest.fixture
+def slow_hub(hf_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    from huggingface_hub import constants
+
+    from kernel_plugins.hub import clear_repo_type_cache
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", 2)  # per read: never reached
+    monkeypatch.setenv(DEADLINE, "0.5")
+    clear_repo_type_cache()
+
+    def serve(part: str) -> contextlib.AbstractContextManager[str]:
+        @contextlib.contextmanager
+        def pointed() -> Iterator[str]:
+            with dripping_hub(part) as endpoint:
+                monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+                yield endpoint
+        return pointed()
+
+    return serve
+
+
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_a_dripping_hub_ends_a_load_at_the_deadline(slow_hub, manager: object, part: str) -> None:
+    with slow_hub(part):
+        start = time.monotonic()
+        with pytest.raises(HubError, match=f"deadline of 0.5 s \\({DEADLINE}\\)"):
+            _within(30, lambda: kernel_plugins.load("acme/dripping", device="cpu", trust_remote_code=True))
+        assert time.monotonic() - start < 15  # a few requests (and retries), each cut at 0.5 s
+
+
+def test_versions_and_info_end_at_the_deadline_too(slow_hub, manager: object,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with slow_hub("body"):
+        for command in ("versions", "info"):
+            code = _within(30, lambda c=command: main([c, "acme/dripping", "--json"]))
+            doc = json.loads(capsys.readouterr().out)
+            assert code == 1 and DEADLINE in doc["error"]["message"], doc
+
+
+def test_a_bad_deadline_is_an_error_naming_the_variable(manager: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernel_plugins.hub import request_args
+
+    for value in ("soon", "0", "-1", "nan"):
+        monkeypatch.setenv(DEADLINE, value)
+        with pytest.raises(HubError, match=f"{DEADLINE}={value!r}: give the seconds"):
+            request_args(None)
