@@ -181,3 +181,32 @@ def test_download_checks_trust_before_fetching_anything(
     assert fake_hub.fetched == []
     assert main(["download", str(tmp_path), "--all-variants", "--trust-remote-code"]) == 0
     assert sorted(fake_hub.fetched) == [(evil.repo_id, "torch-cpu"), (good.repo_id, "torch-cpu")]
+
+
+def test_a_tampered_kernel_with_a_reference_is_refused_not_replaced(manager: object, fake_hub: FakeHub) -> None:
+    """An integrity error never lets the reference stand in: kernels-community/activation
+    (which has one) with changed bytes in the cache is refused."""
+    repo = fake_hub.add("kernels-community/activation", {"torch-cpu": CODE})
+    repo.served["torch-cpu"]["__init__.py"] = b"VALUE = 666\n"
+    with pytest.raises(IntegrityError, match="__init__.py"):
+        kernel_plugins.load("activation", device="cpu")
+
+
+def test_fallback_error_refuses_the_reference(manager: object, fake_hub: FakeHub) -> None:
+    cuda_only(fake_hub)
+    with pytest.raises(FallbackError, match="not used \\(fallback='error'\\)") as err:
+        kernel_plugins.load("activation", device="cpu", fallback="error")
+    assert "torch-cuda: noarch variant for backend 'cuda'" in str(err.value)  # the whole trace
+
+
+def test_version_n_lets_the_reference_stand_in_only_when_it_implements_n(manager: object, fake_hub: FakeHub) -> None:
+    from kernel_plugins.reference import reference_repo
+
+    cuda_only(fake_hub)
+    implemented = json.loads((reference_repo("activation") / "build/torch-cpu/metadata.json").read_text())["version"]
+    with pytest.warns(UserWarning, match="portable reference kernel"):
+        module = kernel_plugins.load("activation", version=implemented, device="cpu")
+    assert module.__kernel_provenance__.source == "reference"
+    with pytest.raises(FallbackError, match=f"implements API version {implemented}, not the version="
+                                            f"{implemented + 1} asked for"):
+        kernel_plugins.load("activation", version=implemented + 1, device="cpu")

@@ -335,3 +335,15 @@ def test_emulate_names_the_failed_plugin_or_the_distribution(with_entry_points, 
     assert main(["--emulate", "npu", "list-backends"]) == 2
     err = capsys.readouterr().err
     assert "pip install kernel-plugins-npu" in err and "xpu" not in err.split("Installed")[0]
+
+
+def test_an_emulated_device_is_labelled_emulated_whatever_its_plugin_says(manager, monkeypatch):
+    from kernel_plugins import emulation_registry
+
+    says_real = fake_backend("liar", detect=lambda: DeviceInfo(
+        backend="liar", device_type="liar", count=1, runtime_version="1.0", emulated=False))
+    manager.register(says_real, name="liar")
+    assert manager.detect("liar").device.emulated is False  # not emulated: its word stands
+    monkeypatch.setitem(emulation_registry._EMULATED, "liar", 1)
+    device = manager.detect("liar", refresh=True).device
+    assert device is not None and device.emulated is True

@@ -322,3 +322,33 @@ def test_a_reference_standing_in_says_the_signature_requirement_was_set_aside(
                       "trusted as installed, so the requirement was set aside for it"):
         mod = kernel_plugins.load("activation", device="cpu", require_signature=True)
     assert mod.__kernel_provenance__.source == "reference" and mod.__kernel_provenance__.signer is None
+
+
+def test_the_signed_metadata_bytes_are_the_ones_parsed(tmp_path: Path, instance: Instance, root: Path,
+                                                       manager: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """metadata.json is read once: a file swapped on disk right after its signature was
+    checked is never what the load parses (its id, its digest, its python-depends)."""
+    vdir = kernel(tmp_path / "k")
+    signed = sign_variant(vdir, instance)
+    swapped = json.loads(signed)
+    swapped["id"] = "_swapped_after_the_check"
+    real = signatures.on_load
+
+    def check_then_swap(fetched: object, metadata: bytes, res: object = None) -> object:
+        signer = real(fetched, metadata, res)  # type: ignore[arg-type]
+        (vdir / "metadata.json").write_text(json.dumps(swapped))
+        return signer
+
+    monkeypatch.setattr(signatures, "on_load", check_then_swap)
+    mod = kernel_plugins.load(tmp_path / "k", device="cpu", require_signature=True, trusted_root=root)
+    assert mod.__name__.endswith(json.loads(signed)["id"]) and mod.__kernel_provenance__.signer
+    assert json.loads((vdir / "metadata.json").read_text())["id"] == "_swapped_after_the_check"
+
+
+def test_the_signature_is_checked_before_the_metadata_is_parsed(tmp_path: Path, root: Path, manager: object) -> None:
+    """A required-signature load of a metadata.json both unsigned and invalid reports the
+    signature: the parser never sees unsigned bytes first."""
+    vdir = kernel(tmp_path / "k")
+    (vdir / "metadata.json").write_text('{"name": "x", "id": "../../evil", "version": "one"}')
+    with pytest.raises(SignatureError, match="a signature is required: unsigned"):
+        kernel_plugins.load(tmp_path / "k", device="cpu", require_signature=True, trusted_root=root)

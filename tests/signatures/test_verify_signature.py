@@ -316,3 +316,16 @@ def test_a_trust_root_others_could_have_written_is_refused(signed: Path, root: P
     huge.write_bytes(b" " * (signatures.MAX_ROOT_BYTES + 1))
     with pytest.raises(SignatureError, match="larger than the .* allowed"):
         check(huge)
+
+
+@pytest.mark.parametrize("identity", [
+    "https://github.com/huggingface/kernels-community/.github/workflows/evil.yaml@refs/heads/main",
+    "https://github.com/huggingface/kernels-community/.github/workflows/build.yaml@refs/heads/pr-1",
+])
+def test_another_workflow_of_kernels_community_is_not_its_signer(instance: Instance, root: Path, identity: str) -> None:
+    """The whole identity is checked, not only the issuer and the repository: another
+    workflow (or branch) of huggingface/kernels-community is not its build workflow."""
+    raw = b'{"name": "x"}'
+    res = signatures.check_bundle(raw, instance.sign(raw, identity), variant="v", org="kernels-community",
+                                  trusted_root=root)
+    assert res.state == "signer not allowed" and identity in res.detail
