@@ -3,8 +3,8 @@
 activation and rotary function were marked by ``kernels``' own decorators is served by
 kernel code, with bitwise-equal logits.
 
-``kernels`` is not a dependency of kernel-plugins: it is installed (no dependencies, it
-imports without them) into a cache folder and put on the child interpreter's path.
+``kernels`` is not a dependency of kernel-plugins: the child interpreter gets only its
+package, from the second environment the test script builds (``$KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON``).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 from kernel_plugins_testing import run_in_fresh_interpreter
 
 KERNELS_PIN = "0.17.2"
+PYTHON_ENV = "KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON"
 
 CODE = r"""
 import json, warnings
@@ -65,19 +65,28 @@ print("RESULT" + json.dumps({
 
 
 @pytest.fixture(scope="module")
-def kernels_path() -> Path:
-    target = Path(tempfile.gettempdir()) / f"kernel-plugins-tests-kernels-{KERNELS_PIN}"
-    if not (target / "kernels" / "__init__.py").is_file():
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-             str(target), f"kernels=={KERNELS_PIN}"],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        if proc.returncode != 0:
-            message = f"cannot install kernels=={KERNELS_PIN}: {proc.stderr[-500:]}"
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message)
+def kernels_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding only the ``kernels`` package of the second environment (the one
+    ``$KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON`` names, which scripts/test.sh builds), for the
+    child interpreter's path: nothing is installed while the tests run."""
+    python = os.environ.get(PYTHON_ENV)
+    problem = f"this test needs {PYTHON_ENV} (scripts/test.sh sets it to a Python with HF kernels {KERNELS_PIN})"
+    if python:
+        probe = ("import importlib.util as u, sys; s = u.find_spec('kernels'); "
+                 "print('%d.%d' % sys.version_info[:2]); print(s.submodule_search_locations[0] if s else '')")
+        proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+        version, package = (proc.stdout.splitlines() + ["", ""])[:2]
+        ours = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        problem = (f"{python} has no kernels package ({proc.stderr[-300:]})" if not package else
+                   f"{python} is Python {version}, this one {ours}: the package cannot be shared" if version != ours
+                   else "")
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(problem)
+        pytest.skip(problem)
+    target = tmp_path_factory.mktemp("hf-kernels")
+    for found in (Path(package), *Path(package).parent.glob("kernels-*.dist-info")):  # its metadata too
+        (target / found.name).symlink_to(found, target_is_directory=True)
     return target
 
 
