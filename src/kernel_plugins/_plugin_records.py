@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -96,26 +96,24 @@ class DetectOutcome:
 
 
 @contextlib.contextmanager
-def ctrl_c_watch() -> Iterator[Callable[[], bool]]:
-    """Yields ``seen()``: whether a real SIGINT (Ctrl-C) arrived during the block, so that a
-    plugin's own ``raise KeyboardInterrupt`` can be told apart from it. Python raises
-    KeyboardInterrupt for a signal only in the main thread, through the handler noted here."""
-    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
-    if not callable(previous):
-        yield lambda: False
-        return
+def ctrl_c_watch() -> Iterator[list[int]]:
+    """Yields a list that gets an item when a real SIGINT (Ctrl-C) arrives during the block,
+    so that a plugin's own ``raise KeyboardInterrupt`` can be told apart from it (Python
+    raises it for a signal only in the main thread, through the handler noted here)."""
     got: list[int] = []
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
 
     def noted(signum: int, frame: Any) -> Any:
         got.append(signum)
-        return previous(signum, frame)
+        return previous(signum, frame)  # type: ignore[misc, operator]
 
-    signal.signal(signal.SIGINT, noted)
+    if callable(previous):
+        signal.signal(signal.SIGINT, noted)
     try:
-        yield lambda: bool(got)
+        yield got
     finally:
         if signal.getsignal(signal.SIGINT) is noted:  # unless the plugin installed its own
-            signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGINT, previous)  # type: ignore[arg-type]
 
 
 def _describe_exc(e: BaseException) -> str:

@@ -128,7 +128,7 @@ class PluginManager:
                 with ctrl_c_watch() as ctrl_c:
                     plugin = ep.load()
             except BaseException as e:  # noqa: BLE001 - any import failure is reported
-                if isinstance(e, KeyboardInterrupt) and ctrl_c():
+                if isinstance(e, KeyboardInterrupt) and ctrl_c:
                     raise
                 self._fail(ep.name, dist_name, dist_version, "import", _describe_exc(e), e)
                 continue
@@ -221,7 +221,7 @@ class PluginManager:
             with ctrl_c_watch() as ctrl_c:
                 result = caller(**kwargs)
         except BaseException as e:  # noqa: BLE001 - a plugin's failure is its own
-            if isinstance(e, KeyboardInterrupt) and ctrl_c():
+            if isinstance(e, KeyboardInterrupt) and ctrl_c:
                 raise
             raise HookFailure(origin, hook, e) from e
         if isinstance(result, list) and not getattr(self._pm.hook, hook).spec.opts.get(

@@ -15,7 +15,6 @@ import errno
 import functools
 import importlib.util
 import os
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,7 +70,6 @@ DEFAULT_SIGNERS: tuple[Signer, ...] = tuple(
     for w in ("build", "build-mac", "build-windows", "sign-old-builds"))
 _added: list[Signer] = []
 _blocks: list[tuple[bool, str | None]] = []  # (required, trusted root) of the requiring() blocks open now
-_blocks_lock = threading.Lock()
 _root_file: contextvars.ContextVar[str | None] = contextvars.ContextVar("kp_root", default=None)
 
 
@@ -116,13 +114,11 @@ def requiring(required: bool = True, *, trusted_root: str | os.PathLike[str] | N
     (this thread's own block first, else the newest block's)."""
     block = (required, os.fspath(trusted_root) if trusted_root is not None else None)
     token = _root_file.set(block[1] or _root_file.get())
-    with _blocks_lock:
-        _blocks.append(block)
+    _blocks.append(block)  # list.append and list.remove are atomic: no lock
     try:
         yield
     finally:
-        with _blocks_lock:
-            _blocks.remove(block)
+        _blocks.remove(block)
         _root_file.reset(token)
 
 
@@ -287,14 +283,13 @@ def check_bundle(
     who = _who(parsed.signing_certificate)
     if not any(_allowed(parsed.signing_certificate, s, org) for s in allowed):
         where = f" for organisation {org!r}" if org else ""
-        if required_signers or _env_signer("CERT"):
-            asked = ", ".join(f"{s.identity} ({s.issuer})" for s in allowed)
-            return out("signer not allowed", f"signed by {who}, not by the signer required ({asked}){where}; "
-                       f"do not use this build unless you trust its signer; {_DOCS}", who)
-        return out("signer not allowed", f"signed by {who}, which the signer policy does not "
-                   f"allow{where}; if you trust it, add it with --add-cert-identity and "
-                   "--add-cert-oidc-issuer (or KERNEL_PLUGINS_ADD_CERT_IDENTITY and "
-                   f"KERNEL_PLUGINS_ADD_CERT_OIDC_ISSUER); {_DOCS}", who)
+        policy, fix = "the signer policy", ("if you trust it, add it with --add-cert-identity and --add-cert-"
+                                            "oidc-issuer (or KERNEL_PLUGINS_ADD_CERT_IDENTITY and "
+                                            "KERNEL_PLUGINS_ADD_CERT_OIDC_ISSUER)")
+        if required_signers or _env_signer("CERT"):  # sigstore's --cert-identity: that signer only
+            policy, fix = f"the signer required ({', '.join(f'{s.identity} ({s.issuer})' for s in allowed)})", \
+                "do not use this build unless you trust its signer"
+        return out("signer not allowed", f"signed by {who}, which {policy} does not allow{where}; {fix}; {_DOCS}", who)
     return out("signed", f"signed by {who}", who)
 
 

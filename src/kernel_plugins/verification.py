@@ -32,7 +32,7 @@ from .integrity.digest import digest_algorithm
 from .integrity.varianthash import FileHash
 from .metadata import KernelMetadata, parse_metadata_bytes
 
-__all__ = ["VerifiedVariant", "verify", "read_verified_metadata", "check_cached", "fetch_checked"]
+__all__ = ["VerifiedVariant", "verify", "check_cached", "fetch_checked"]
 
 
 @dataclass(frozen=True)
@@ -54,17 +54,9 @@ class VerifiedVariant:
     signer: str | None = None
 
 
-def read_verified_metadata(fetched: Fetched) -> tuple[KernelMetadata, bytes]:
-    """Read and validate ``metadata.json`` of a fetched variant (size capped first).
-
-    :raises MetadataError: missing, too large, not UTF-8, malformed or invalid.
-    :raises IntegrityError: a link leading out of the variant.
-    """
-    raw = _read_metadata_bytes(fetched)
-    return _parse_metadata_bytes(fetched, raw), raw
-
-
 def _read_metadata_bytes(fetched: Fetched) -> bytes:
+    """The raw ``metadata.json`` (size capped first). :raises MetadataError: missing.
+    :raises IntegrityError: a link leading out of the variant."""
     path = fetched.path / "metadata.json"
     if not path.is_file():
         raise MetadataError(
@@ -75,8 +67,13 @@ def _read_metadata_bytes(fetched: Fetched) -> bytes:
     return read_metadata(fetched)
 
 
-def _parse_metadata_bytes(fetched: Fetched, raw: bytes) -> KernelMetadata:
-    return parse_metadata_bytes(raw, where=str(fetched.path / "metadata.json"))
+def _snapshot(fetched: Fetched, raw: bytes | None, metadata: KernelMetadata | None) -> VariantSnapshot:
+    """Every file read once, hashed as every check needs (git blob ids for the Hub, the
+    digest's algorithm); ``metadata.json`` from the bytes already read."""
+    alg = digest_algorithm(metadata.digest) if metadata is not None else None
+    algorithms = ["sha256", *(["git"] if fetched.offer.ref is not None else []), *([alg] if alg else [])]
+    return read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=algorithms,
+                        preread={"metadata.json": raw} if raw is not None else None)
 
 
 def verify(fetched: Fetched) -> VerifiedVariant:
@@ -90,19 +87,9 @@ def verify(fetched: Fetched) -> VerifiedVariant:
 
     raw = _read_metadata_bytes(fetched)
     signer = on_load(fetched, raw)  # the signature is checked over these bytes before parsing
-    metadata = _parse_metadata_bytes(fetched, raw)
-    ref = fetched.offer.ref
-    algorithms = ["sha256"]
-    if ref is not None:
-        algorithms.append("git")
-    alg = digest_algorithm(metadata.digest) if metadata.digest is not None else None
-    if alg is not None:
-        algorithms.append(alg)
-    snapshot = read_variant(
-        fetched.path, link_roots=fetched.link_roots, algorithms=algorithms,
-        preread={"metadata.json": raw},
-    )
-    if ref is None:
+    metadata = parse_metadata_bytes(raw, where=str(fetched.path / "metadata.json"))
+    snapshot = _snapshot(fetched, raw, metadata)
+    if fetched.offer.ref is None:
         if metadata.digest is not None:
             verify_digest(snapshot, metadata.digest, where=f"{fetched.offer.where} {fetched.variant}")
         return VerifiedVariant(fetched, metadata, snapshot, signer=signer)
@@ -181,18 +168,11 @@ def check_cached(
     raw: bytes | None = None
     problem: str | None = None
     try:
-        metadata, raw = read_verified_metadata(fetched)
+        raw = _read_metadata_bytes(fetched)
+        metadata = parse_metadata_bytes(raw, where=str(fetched.path / "metadata.json"))
     except MetadataError as e:
         problem = str(e)
-    algorithms = ["git", "sha256"]
-    alg = digest_algorithm(metadata.digest) if metadata and metadata.digest is not None else None
-    if alg is not None:
-        algorithms.append(alg)
-    snapshot = read_variant(
-        fetched.path, link_roots=fetched.link_roots, algorithms=algorithms,
-        preread={"metadata.json": raw} if raw is not None else None,
-    )
-    check = check_hub_snapshot(fetched, snapshot, metadata, listing=listing)
+    check = check_hub_snapshot(fetched, _snapshot(fetched, raw, metadata), metadata, listing=listing)
     if problem is not None:
         check.notes.append(f"metadata.json could not be used, so its digest was not checked: {problem}")
     from .signatures import check_locked, on_load, signature_required

@@ -128,7 +128,7 @@ def test_cert_identity_requires_that_signer_as_sigstore_does(
     code, doc = _json(capsys, *args, "--cert-identity", OTHER, "--cert-oidc-issuer", GITHUB)
     row = doc["variants"][0]
     assert code == 1 and row["state"] == "signer not allowed"
-    assert f"not by the signer required ({OTHER} ({GITHUB}))" in row["detail"]
+    assert f"which the signer required ({OTHER} ({GITHUB})) does not allow" in row["detail"]
     code, doc = _json(capsys, *args, "--add-cert-identity", OTHER, "--add-cert-oidc-issuer", GITHUB)
     assert code == 0  # added: the default policy still holds
     monkeypatch.setenv("KERNEL_PLUGINS_CERT_IDENTITY", OTHER)

@@ -42,29 +42,20 @@ _limit = [DEADLINE_S]  # the deadline request_args() read last
 
 
 def request_args(endpoint: str | None) -> dict[str, Any]:
-    """The ``endpoint`` (:func:`hub_endpoint`) and ``library_name`` arguments of a
-    huggingface_hub call about to send requests; it also gives huggingface_hub's shared HTTP
-    client its timeouts and deadlines (:func:`_bound_requests`). Answers from the cache skip
-    this, so they build no HTTP client. :raises HubError: a bad :data:`DEADLINE_ENV`."""
+    """The ``endpoint`` (:func:`hub_endpoint`) and ``library_name`` of a huggingface_hub call
+    about to send requests; it also gives huggingface_hub's shared HTTP client its timeouts
+    and deadlines (:func:`_bound_requests`). Answers from the cache skip this, so they build
+    no HTTP client. :raises HubError: a bad :data:`DEADLINE_ENV`."""
     from kernel_plugins import __version__
-
-    _limit[0] = _deadline()
-    _bound_requests()
-    return {"endpoint": hub_endpoint(endpoint), "library_name": "kernel-plugins", "library_version": __version__}
-
-
-def _deadline() -> float:
     from kernel_plugins.errors import HubError
 
-    raw = os.environ.get(DEADLINE_ENV, "").strip()
-    try:
-        seconds = float(raw) if raw else DEADLINE_S
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < float("inf"):
-        raise HubError(f"{DEADLINE_ENV}={raw!r}: give the seconds one Hub request may take in all "
-                       f"(default {DEADLINE_S:g})")
-    return seconds
+    raw = os.environ.get(DEADLINE_ENV, "").strip() or str(DEADLINE_S)
+    with contextlib.suppress(ValueError):
+        if 0 < (seconds := float(raw)) < float("inf"):
+            _limit[0] = seconds
+            _bound_requests()
+            return {"endpoint": hub_endpoint(endpoint), "library_name": "kernel-plugins", "library_version": __version__}
+    raise HubError(f"{DEADLINE_ENV}={raw!r}: give the seconds one Hub request may take in all (default {DEADLINE_S:g})")
 
 
 def hub_endpoint(endpoint: str | None) -> str:
@@ -97,22 +88,17 @@ def _request_timeouts(request: Any) -> None:
     # the overall deadline: our requests, and every API answer (another library's large
     # downloads through the shared client are left alone)
     if request.headers.get("user-agent", "").startswith("kernel-plugins/") or not download:
-        at = time.monotonic() + _limit[0]
-        limits = {k: _Until(v, at, _limit[0]) for k, v in limits.items()}
+        limits = {k: _Until(v) for k, v in limits.items()}
+        for timeout in limits.values():
+            timeout.at = time.monotonic() + _limit[0]
     request.extensions["timeout"] = limits
     request.extensions["trace"] = functools.partial(_bound_streams, request.extensions.get("trace"))
 
 
 class _Until(float):
-    """A per-read timeout carrying the overall deadline of its request (``at``, monotonic)."""
+    """A per-read timeout that carries the (monotonic) deadline ``at`` of its request."""
 
-    at: float
-    total: float
-
-    def __new__(cls, value: float, at: float, total: float) -> _Until:
-        self = super().__new__(cls, value)
-        self.at, self.total = at, total
-        return self
+    at = 0.0
 
 
 def _bound_streams(inner: Any, name: str, info: dict[str, Any]) -> Any:
@@ -126,14 +112,14 @@ def _bound_streams(inner: Any, name: str, info: dict[str, Any]) -> Any:
 
 def _read_until(read: Any, max_bytes: int, timeout: float | None = None) -> bytes:
     if not isinstance(timeout, _Until):
-        return read(max_bytes, timeout)
+        return read(max_bytes, timeout)  # type: ignore[no-any-return]
     try:
         if (left := timeout.at - time.monotonic()) > 0:
             return read(max_bytes, min(float(timeout), left))  # type: ignore[no-any-return]
     except Exception:
         if time.monotonic() < timeout.at:
             raise
-    raise TimeoutError(f"the Hub sent no complete answer within the request deadline of {timeout.total:g} s "
+    raise TimeoutError(f"the Hub sent no complete answer within the request deadline of {_limit[0]:g} s "
                        f"({DEADLINE_ENV}); a stalled server or proxy? Raise {DEADLINE_ENV} for a slow link")
 
 
