@@ -293,6 +293,18 @@ def check_bundle(
     return out("signed", f"signed by {who}", who)
 
 
+def read_metadata(fetched: Fetched) -> bytes:
+    """The raw ``metadata.json`` of a fetched variant (size capped first, links checked).
+    :raises MetadataError: missing. :raises IntegrityError: a link leading out of the variant."""
+    from .errors import MetadataError
+    from .integrity import read_small_file
+    from .metadata import MAX_METADATA_BYTES
+
+    if not (path := fetched.path / "metadata.json").is_file():
+        raise MetadataError(f"{path}: missing; every build variant needs a metadata.json (is this a variant folder?)")
+    return read_small_file(path, max_bytes=MAX_METADATA_BYTES, roots=(fetched.path, *fetched.link_roots))
+
+
 def read_bundle(fetched: Fetched) -> bytes | None:
     """The variant's bundle bytes (at most :data:`MAX_BUNDLE_BYTES` + 1), None when absent."""
     from .integrity import read_small_file
@@ -374,15 +386,6 @@ def files_problem(fetched: Fetched, metadata: bytes) -> str | None:
     found = check_digest(snap, digest)
     return ("the files do not match its digest: " + "; ".join(m.describe() for m in found[:5])
             + "; delete the folder and fetch it again") if found else None
-
-
-def read_metadata(fetched: Fetched) -> bytes:
-    """The raw ``metadata.json`` of a fetched variant (capped; links checked)."""
-    from .integrity import read_small_file
-    from .metadata import MAX_METADATA_BYTES
-
-    return read_small_file(fetched.path / "metadata.json", max_bytes=MAX_METADATA_BYTES,
-                           roots=(fetched.path, *fetched.link_roots))
 
 
 def check_fetched(

@@ -21,13 +21,7 @@ from dataclasses import dataclass
 
 from .errors import MetadataError
 from .fetching import Fetched, Offer, fetch
-from .integrity import (
-    VariantCheck,
-    VariantSnapshot,
-    read_variant,
-    verify_digest,
-    verify_snapshot,
-)
+from .integrity import VariantCheck, VariantSnapshot, read_variant, verify_digest, verify_snapshot
 from .integrity.digest import digest_algorithm
 from .integrity.varianthash import FileHash
 from .metadata import KernelMetadata, parse_metadata_bytes
@@ -54,19 +48,6 @@ class VerifiedVariant:
     signer: str | None = None
 
 
-def _read_metadata_bytes(fetched: Fetched) -> bytes:
-    """The raw ``metadata.json`` (size capped first). :raises MetadataError: missing.
-    :raises IntegrityError: a link leading out of the variant."""
-    path = fetched.path / "metadata.json"
-    if not path.is_file():
-        raise MetadataError(
-            f"{path}: missing; every build variant needs a metadata.json (is this a variant folder?)"
-        )
-    from .signatures import read_metadata
-
-    return read_metadata(fetched)
-
-
 def _snapshot(fetched: Fetched, raw: bytes | None, metadata: KernelMetadata | None) -> VariantSnapshot:
     """Every file read once, hashed as every check needs (git blob ids for the Hub, the
     digest's algorithm); ``metadata.json`` from the bytes already read."""
@@ -83,9 +64,9 @@ def verify(fetched: Fetched) -> VerifiedVariant:
     :raises IntegrityError: a file does not match, or a link or entry is refused; nothing
         from the variant may be imported (:class:`SignatureError`: its signature is refused).
     """
-    from .signatures import on_load
+    from .signatures import on_load, read_metadata
 
-    raw = _read_metadata_bytes(fetched)
+    raw = read_metadata(fetched)
     signer = on_load(fetched, raw)  # the signature is checked over these bytes before parsing
     metadata = parse_metadata_bytes(raw, where=str(fetched.path / "metadata.json"))
     snapshot = _snapshot(fetched, raw, metadata)
@@ -167,15 +148,16 @@ def check_cached(
     metadata: KernelMetadata | None = None
     raw: bytes | None = None
     problem: str | None = None
+    from .signatures import check_locked, on_load, read_metadata, signature_required
+
     try:
-        raw = _read_metadata_bytes(fetched)
+        raw = read_metadata(fetched)
         metadata = parse_metadata_bytes(raw, where=str(fetched.path / "metadata.json"))
     except MetadataError as e:
         problem = str(e)
     check = check_hub_snapshot(fetched, _snapshot(fetched, raw, metadata), metadata, listing=listing)
     if problem is not None:
         check.notes.append(f"metadata.json could not be used, so its digest was not checked: {problem}")
-    from .signatures import check_locked, on_load, signature_required
 
     pinned = fetched.offer.lock.variants.get(fetched.variant) if fetched.offer.lock is not None else None
     res = None

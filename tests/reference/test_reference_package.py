@@ -431,7 +431,7 @@ def test_a_cache_folder_that_is_a_link_is_refused_and_its_target_left_alone(tmp_
     with contextlib.suppress(PermissionError):  # root: the link is another user's, as planted
         os.lchown(link, os.getuid() + 1, -1)
     monkeypatch.setenv(_layout.CACHE_ENV, str(link))
-    with pytest.raises(OSError, match="shared-link is a symbolic link"):
+    with pytest.raises(OSError, match="shared-link is a symbolic link, not a folder of yours"):
         reference_repo("activation")
     assert stat.S_IMODE(target.stat().st_mode) == 0o777 and list(target.iterdir()) == []
 

@@ -193,17 +193,13 @@ def _private_dir(path: Path) -> None:
 
     :raises OSError: it is not a folder, or (POSIX) a link or another user's.
     """
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)  # FileExistsError: not a folder
     if not hasattr(os, "getuid"):
-        if not path.is_dir():
-            raise NotADirectoryError(f"{path} is not a folder")
         return
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as e:
-        if os.path.islink(path):
-            raise PermissionError(f"{path} is a symbolic link; name the folder itself") from None
-        raise NotADirectoryError(f"{path} is not a folder ({e.strerror})") from None
+        raise PermissionError(f"{path} is a symbolic link, not a folder of yours ({e.strerror})") from None
     try:
         st = os.fstat(fd)
         if st.st_uid != os.getuid():
