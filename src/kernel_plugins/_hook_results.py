@@ -149,11 +149,9 @@ def plugin_files(plugin: object) -> Path | None:
     """The folder of the package that defines ``plugin``: where its distribution installed
     its files (None: a plugin defined outside a package)."""
     parts = str(plugin.__name__ if isinstance(plugin, ModuleType) else getattr(plugin, "__module__", "")).split(".")
-    for i in range(1, len(parts) + 1):
-        mod = sys.modules.get(".".join(parts[:i]))
-        if getattr(mod, "__path__", None) is not None and getattr(mod, "__file__", None):
-            return Path(mod.__file__).resolve().parent  # type: ignore[union-attr, arg-type]
-    return None
+    mods = (sys.modules.get(".".join(parts[: i + 1])) for i in range(len(parts)))
+    file = next((m.__file__ for m in mods if hasattr(m, "__path__") and getattr(m, "__file__", None)), None)  # type: ignore[union-attr]
+    return Path(file).resolve().parent if file else None  # the outermost regular package
 
 
 def folder_problem(path: object) -> str | None:

@@ -34,8 +34,6 @@ MAX_BUNDLE_BYTES = 256 << 10  #: refused unread above this (real bundles are a f
 MAX_ROOT_BYTES = 1 << 20  #: trust roots larger than this are refused unread (real ones: ~10 KiB)
 GITHUB_ACTIONS = "https://token.actions.githubusercontent.com"
 INSTALL = "pip install 'kernel-plugins[signatures]'"
-STATES = ("signed", "unsigned", "bundle invalid", "signature invalid", "signer not allowed",
-          "digest mismatch", "cannot check")
 _DOCS = "see docs/signatures.md"
 
 
@@ -124,8 +122,9 @@ def requiring(required: bool = True, *, trusted_root: str | os.PathLike[str] | N
 
 @dataclass(frozen=True)
 class SignatureCheck:
-    """One variant's outcome: ``state`` (one of :data:`STATES`), ``detail`` (why, what to do),
-    ``signer`` (``identity (issuer)``, when known)."""
+    """One variant's outcome: ``state`` (``signed``, ``unsigned``, ``bundle invalid``, ``signature
+    invalid``, ``signer not allowed``, ``digest mismatch`` or ``cannot check``), ``detail`` (why,
+    what to do), ``signer`` (``identity (issuer)``, when known)."""
 
     variant: str
     state: str
@@ -421,9 +420,8 @@ def check_locked(fetched: Fetched, metadata: bytes, signer: str) -> SignatureChe
 def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
     """Who signed each variant of ``ref`` with a bundle (``kernel-plugins lock``); downloads
     only their ``metadata.json`` and bundle. :raises SignatureError: a bundle does not verify."""
+    from .fetching import Fetched, commit_offer
     from .hub import blobs_folder, map_error, request_args
-    from .integrity import read_small_file
-    from .metadata import MAX_METADATA_BYTES
 
     signed = sorted(v for v, files in listing.items() if BUNDLE_NAME in files)
     if not signed or importlib.util.find_spec("sigstore") is None:
@@ -436,12 +434,10 @@ def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> di
                                           f"build/{v}/{n}" for v in signed for n in ("metadata.json", BUNDLE_NAME)]))
     except Exception as e:
         raise map_error(e, ref.repo_id, ref.sha, ref.endpoint, "downloading signatures") from e
-    out = {}
+    out, off = {}, commit_offer(ref, signed)
     for v in signed:
-        folder = snap / "build" / v
-        raw, bundle = (read_small_file(folder / n, max_bytes=m, roots=(folder, blobs_folder(ref)))
-                       for n, m in (("metadata.json", MAX_METADATA_BYTES), (BUNDLE_NAME, MAX_BUNDLE_BYTES)))
-        res = check_bundle(raw, bundle, variant=v, org=ref.repo_id.split("/", 1)[0])
+        fetched = Fetched(off, v, snap / "build" / v, (blobs_folder(ref),))
+        res = check_bundle(raw := read_metadata(fetched), read_bundle(fetched), variant=v, org=org_of(fetched))
         if res.signer is None:
             raise SignatureError(f"{ref} {v}: cannot record who signed it: {res.state}: {res.detail}")
         _covered(f"{ref} {v}", res, raw)
