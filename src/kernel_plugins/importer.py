@@ -87,16 +87,13 @@ def _package_base(snapshot: VariantSnapshot, metadata: KernelMetadata) -> str:
 
 
 class _SourceLoader(importlib.abc.InspectLoader):
-    """Runs one verified Python source (or an empty namespace package) from memory."""
+    """Runs one verified Python source (or an empty namespace package) from memory
+    (``InspectLoader`` executes what :meth:`get_code` compiles, in a default module)."""
 
     def __init__(self, file: SnapshotFile | None, origin: str, package: bool) -> None:
         self._file = file
         self._origin = origin
         self._package = package
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        """Use the default module object."""
-        return None
 
     def get_source(self, fullname: str) -> str:
         """The verified source text."""
@@ -111,10 +108,6 @@ class _SourceLoader(importlib.abc.InspectLoader):
     def is_package(self, fullname: str) -> bool:
         """Whether the module is a package."""
         return self._package
-
-    def exec_module(self, module: ModuleType) -> None:
-        """Execute the verified code in the module's namespace."""
-        exec(self.get_code(module.__name__), module.__dict__)  # noqa: S102 - the kernel's verified code
 
 
 class _SnapshotFinder(importlib.abc.MetaPathFinder):

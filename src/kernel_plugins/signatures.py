@@ -309,9 +309,8 @@ def read_bundle(fetched: Fetched) -> bytes | None:
     from .integrity import read_small_file
 
     path = fetched.path / BUNDLE_NAME
-    if not os.path.lexists(path):
-        return None
-    return read_small_file(path, max_bytes=MAX_BUNDLE_BYTES, roots=(fetched.path, *fetched.link_roots))
+    return read_small_file(path, max_bytes=MAX_BUNDLE_BYTES, roots=(fetched.path, *fetched.link_roots)) \
+        if os.path.lexists(path) else None
 
 
 def org_of(fetched: Fetched) -> str | None:
