@@ -41,12 +41,7 @@ if TYPE_CHECKING:
     from .integrity import SnapshotFile, VariantSnapshot
     from .verification import VerifiedVariant
 
-__all__ = [
-    "import_verified",
-    "GENERIC_PYTHON_DEPENDS",
-    "check_python_depends",
-    "import_snapshot",
-]
+__all__ = ["import_verified", "GENERIC_PYTHON_DEPENDS", "check_python_depends", "import_snapshot"]
 
 #: ``python-depends`` names every backend may use.
 GENERIC_PYTHON_DEPENDS: dict[str, PyDepend] = {

@@ -36,20 +36,9 @@ if TYPE_CHECKING:
     from .device import DeviceInfo
     from .lock import Lockfile
 
-__all__ = [
-    "DEFAULT_ORG",
-    "HUB_PREFIX",
-    "SourceKind",
-    "Name",
-    "KernelSource",
-    "LocalVariants",
-    "default_org",
-    "parse_name",
-    "find",
-    "hub_source",
-    "parse_local_kernels",
-    "local_variants",
-]
+__all__ = ["DEFAULT_ORG", "HUB_PREFIX", "SourceKind", "Name", "KernelSource", "LocalVariants",
+           "default_org", "parse_name", "find", "hub_source", "parse_local_kernels",
+           "local_variants"]
 
 log = logging.getLogger("kernel_plugins")
 

@@ -69,14 +69,9 @@ def hub_endpoint(endpoint: str | None) -> str:
 
 def _request_timeouts(request: Any) -> None:
     """Fill every timeout a request leaves unset: ``HF_HUB_DOWNLOAD_TIMEOUT`` for file
-    downloads (``/resolve/``), ``HF_HUB_ETAG_TIMEOUT`` for every other request (seconds);
-    and give it an overall deadline (:data:`DEADLINE_ENV`), which every read of its
-    connection honours (:func:`_bound_streams`).
-
-    A server that accepts connections and never answers (some proxies and firewalls), or
-    drips its answer a byte at a time, would otherwise hold a load forever: huggingface_hub
-    sends most API requests with no timeout, and a timeout bounds one read only.
-    """
+    downloads (``/resolve/``), ``HF_HUB_ETAG_TIMEOUT`` for every other request (seconds), and
+    give it an overall deadline that each read of its connection honours (:func:`_bound_streams`):
+    a server that never answers, or drips its answer, would otherwise hold a load forever."""
     from huggingface_hub import constants
 
     limits = request.extensions.get("timeout")

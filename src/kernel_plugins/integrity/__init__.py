@@ -38,31 +38,9 @@ from .varianthash import (
 )
 from .verify import VariantCheck, verify_snapshot
 
-__all__ = [
-    "DIGEST_ALGORITHMS",
-    "EXCLUDED_TOP_LEVEL",
-    "HASH_TYPE",
-    "DigestMismatch",
-    "FileHash",
-    "FileMismatch",
-    "SnapshotFile",
-    "VariantCheck",
-    "VariantSnapshot",
-    "check_digest",
-    "compare_files",
-    "compute_digest",
-    "digest_file_paths",
-    "git_blob_id",
-    "hash_file",
-    "hash_variant_dir",
-    "is_bytecode",
-    "is_hashed_path",
-    "listing_entry_hash",
-    "read_small_file",
-    "read_variant",
-    "split_listing",
-    "variant_hash",
-    "verify_digest",
-    "verify_snapshot",
-    "walk_variant",
-]
+__all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "HASH_TYPE", "DigestMismatch", "FileHash",
+           "FileMismatch", "SnapshotFile", "VariantCheck", "VariantSnapshot", "check_digest",
+           "compare_files", "compute_digest", "digest_file_paths", "git_blob_id", "hash_file",
+           "hash_variant_dir", "is_bytecode", "is_hashed_path", "listing_entry_hash",
+           "read_small_file", "read_variant", "split_listing", "variant_hash", "verify_digest",
+           "verify_snapshot", "walk_variant"]

@@ -22,7 +22,6 @@ import importlib.machinery
 import os
 import stat
 import tempfile
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +38,7 @@ MAX_KEPT_BYTES = 4 << 20
 _CHUNK = 1 << 20
 _NATIVE_SUFFIXES = tuple(sorted(set(importlib.machinery.EXTENSION_SUFFIXES) | {".so", ".pyd"}))
 _OPEN_FLAGS = OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)  # a FIFO is refused, never waited on
-_private_lock = threading.Lock()
-_private_fds: list[int] = []  # kept open for the life of the process (modules use them)
+_private_fds: list[int] = []  # kept open for the life of the process (modules use them; append is atomic)
 
 
 @dataclass(frozen=True)
@@ -77,11 +75,6 @@ class VariantSnapshot:
     root: Path
     files: Mapping[str, SnapshotFile]
     bytecode: tuple[str, ...] = ()
-
-    def data(self, rel: str) -> bytes | None:
-        """The content of ``rel`` as read, or None (not a file of the variant, or not kept)."""
-        f = self.files.get(rel)
-        return f.data if f is not None else None
 
     def content_key(self) -> str:
         """A key that differs whenever any file's path or content differs (sha256 based)."""
@@ -173,8 +166,7 @@ def _read_one(entry: WalkEntry, roots: Sequence[Path], algorithms: Iterable[str]
         private = None
         if sink is not None:
             _seal(*sink)
-            with _private_lock:
-                _private_fds.append(sink[0])
+            _private_fds.append(sink[0])
             private, sink = sink[1], None
         return SnapshotFile(
             entry_rel, path, size, hasher.hexdigests(),
