@@ -30,6 +30,7 @@ from ._warn import warn_user
 from .device import DeviceInfo
 from .errors import FallbackError, HubError, KernelPluginsError, OfflineError
 from .plugins import strict_mode
+from .signatures import signature_required
 from .sources import KernelSource
 
 if TYPE_CHECKING:
@@ -156,8 +157,6 @@ class ReferencePolicy:
             check_requirements(module, self.requirements)
         except KernelPluginsError as e:
             raise type(e)(f"{error}\nThe reference fallback does not qualify either: {e}") from error
-        from .signatures import signature_required
-
         unsigned = (" A signature was required: the bundled reference kernel is trusted as "
                     "installed, so the requirement was set aside for it.") if signature_required() else ""
         warn_user(

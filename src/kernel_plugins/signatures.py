@@ -21,7 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from .errors import KernelPluginsError, SignatureError
+from .errors import KernelPluginsError, MetadataError, SignatureError
 
 if TYPE_CHECKING:
     from .fetching import Fetched
@@ -295,7 +295,6 @@ def check_bundle(
 def read_metadata(fetched: Fetched) -> bytes:
     """The raw ``metadata.json`` of a fetched variant (size capped first, links checked).
     :raises MetadataError: missing. :raises IntegrityError: a link leading out of the variant."""
-    from .errors import MetadataError
     from .integrity import read_small_file
     from .metadata import MAX_METADATA_BYTES
 
@@ -363,9 +362,8 @@ def _digest(metadata: bytes) -> tuple[Any, str | None]:
 
 
 def _covered(where: str, res: SignatureCheck, metadata: bytes) -> SignatureCheck:
-    """``res``, once a signed ``metadata`` names a usable digest: the rule every path shares
-    with :func:`check_fetched` (the digest itself is checked against the files later).
-    :raises SignatureError: it names none, so the signature vouches for no other file."""
+    """``res``, once a signed ``metadata`` names a usable digest (checked against the files
+    later), the rule of :func:`check_fetched`. :raises SignatureError: it names none."""
     if res.signer is not None and (problem := _digest(metadata)[1]):
         raise SignatureError(f"{where}: refused, digest mismatch: {res.detail}, but {problem}")
     return res

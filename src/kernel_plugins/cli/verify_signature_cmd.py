@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
     def signer(flag: str) -> tuple[Signer, ...]:
         identity, issuer = getattr(args, f"{flag}_identity"), getattr(args, f"{flag}_oidc_issuer")
         if bool(identity) != bool(issuer):
-            flag = flag.replace("_", "-")
-            raise CommandError(f"--{flag}-identity and --{flag}-oidc-issuer go together: give both")
+            raise CommandError(f"--{flag.replace('_', '-')}-identity and --{flag.replace('_', '-')}-oidc-issuer go "
+                               "together: give both")
         return (Signer(identity, issuer),) if identity else ()
 
     required, extra = signer("cert"), signer("add_cert")

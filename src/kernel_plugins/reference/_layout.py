@@ -187,12 +187,9 @@ def _matches(repo: Path, expected: dict[str, bytes]) -> bool:
 
 
 def _private_dir(path: Path) -> None:
-    """Create ``path`` (mode 0700) if missing; make sure only this user may write it. As
-    for lock files, the folder is opened once, not through a link, and its descriptor is
-    checked (and chmod'ed).
-
-    :raises OSError: it is not a folder, or (POSIX) a link or another user's.
-    """
+    """Create ``path`` (mode 0700) if missing; make sure only this user may write it (as for
+    lock files: opened once, not through a link; its descriptor is checked and chmod'ed).
+    :raises OSError: it is not a folder, or (POSIX) a link or another user's."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)  # FileExistsError: not a folder
     if not hasattr(os, "getuid"):
         return
