@@ -97,9 +97,8 @@ class DetectOutcome:
 
 @contextlib.contextmanager
 def ctrl_c_watch() -> Iterator[list[int]]:
-    """Yields a list that gets an item when a real SIGINT (Ctrl-C) arrives during the block,
-    so that a plugin's own ``raise KeyboardInterrupt`` can be told apart from it (Python
-    raises it for a signal only in the main thread, through the handler noted here)."""
+    """Yields a list that gets an item when a real SIGINT (Ctrl-C) arrives in the block, unlike a
+    plugin's own ``raise KeyboardInterrupt`` (signals raise in the main thread, through it)."""
     got: list[int] = []
     previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
 

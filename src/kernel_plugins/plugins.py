@@ -375,6 +375,11 @@ class PluginManager:
         except HookFailure as f:
             f.reraise(keep_ours=True)
 
+    def clear_detection(self) -> None:
+        """Forget cached detection results (after emulating a device, for instance)."""
+        with self._lock:
+            self._detected.clear()
+
 
 _manager: PluginManager | None = None
 _manager_lock = threading.Lock()

@@ -106,10 +106,9 @@ def signature_required() -> bool:
 
 @contextlib.contextmanager
 def requiring(required: bool = True, *, trusted_root: str | os.PathLike[str] | None = None) -> Iterator[None]:
-    """While the block runs, every load (kernelize and the compat module too) requires a
-    signature when ``required``, in **every thread of the process** (threads the block starts,
-    and others too: the safe side), and checks bundles against ``trusted_root`` when given
-    (this thread's own block first, else the newest block's)."""
+    """While the block runs, every load (kernelize, the compat module) in **every thread** of the
+    process (those it starts, others too: the safe side) requires a signature when ``required``,
+    checked against ``trusted_root`` when given (this thread's block first, else the newest)."""
     block = (required, os.fspath(trusted_root) if trusted_root is not None else None)
     token = _root_file.set(block[1] or _root_file.get())
     _blocks.append(block)  # list.append and list.remove are atomic: no lock

@@ -42,10 +42,9 @@ _limit = [DEADLINE_S]  # the deadline request_args() read last
 
 
 def request_args(endpoint: str | None) -> dict[str, Any]:
-    """The ``endpoint`` (:func:`hub_endpoint`) and ``library_name`` of a huggingface_hub call
-    about to send requests; it also gives huggingface_hub's shared HTTP client its timeouts
-    and deadlines (:func:`_bound_requests`). Answers from the cache skip this, so they build
-    no HTTP client. :raises HubError: a bad :data:`DEADLINE_ENV`."""
+    """``endpoint`` and ``library_name`` for a huggingface_hub call about to send requests, whose
+    timeouts and deadline it sets up (:func:`_bound_requests`; answers from the cache build no
+    HTTP client). :raises HubError: a bad :data:`DEADLINE_ENV`."""
     from kernel_plugins import __version__
     from kernel_plugins.errors import HubError
 
