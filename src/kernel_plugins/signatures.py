@@ -78,8 +78,7 @@ def add_signer(identity: str, issuer: str, *, orgs: Sequence[str] = ()) -> Signe
 
 
 def _env_signer(prefix: str) -> tuple[Signer, ...]:
-    """The signer ``KERNEL_PLUGINS_<prefix>_IDENTITY`` and ``..._OIDC_ISSUER`` name (for the
-    organisations ``KERNEL_PLUGINS_CERT_ORGS=a,b`` lists, when set), or none."""
+    """The signer ``KERNEL_PLUGINS_<prefix>_IDENTITY`` and ``_OIDC_ISSUER`` name (``_CERT_ORGS=a,b``)."""
     identity, issuer = (os.environ.get(f"KERNEL_PLUGINS_{prefix}_{k}") for k in ("IDENTITY", "OIDC_ISSUER"))
     if bool(identity) != bool(issuer):
         raise SignatureError(f"KERNEL_PLUGINS_{prefix}_IDENTITY and KERNEL_PLUGINS_{prefix}_OIDC_ISSUER go "

@@ -49,8 +49,7 @@ class VerifiedVariant:
 
 
 def _snapshot(fetched: Fetched, raw: bytes | None, metadata: KernelMetadata | None) -> VariantSnapshot:
-    """Every file read once, hashed as every check needs (git blob ids for the Hub, the
-    digest's algorithm); ``metadata.json`` from the bytes already read."""
+    """Every file read once (``metadata.json``: these bytes), hashed as the checks need."""
     alg = digest_algorithm(metadata.digest) if metadata is not None else None
     algorithms = ["sha256", *(["git"] if fetched.offer.ref is not None else []), *([alg] if alg else [])]
     return read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=algorithms,
