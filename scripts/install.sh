@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install kernel-plugins into .venv as the README's Install section does: torch (CPU wheel,
-# pinned), the core, every backend plugin and the three tool distributions under plugins/
-# (testing: --emulate; check; benchmark), all editable. Nothing test-only: scripts/setup.sh
+# Install kernel-plugins into .venv as the README's Install section does: torch (the one
+# installed, else the CPU build: scripts/install-torch.sh), the core, every backend plugin
+# and the three tool distributions under plugins/ (testing: --emulate; check; benchmark),
+# all editable. Nothing test-only: scripts/setup.sh
 # adds the test tools and the loopback Hub server on top of this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +12,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
-# torch first, pinned: an unpinned torch requirement would pull a multi-GB CUDA build.
-python -m pip install -q torch==2.13.0
+# torch first: an installed one is kept, else the CPU build (the core does not require torch,
+# so nothing below installs or replaces it)
+bash scripts/install-torch.sh
 # the core and everything under plugins/, in one pip run
 editables=(-e .)
 for plugin in plugins/*/; do

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import functools
+import os
 
 from ._suggest import did_you_mean
 from .device import DeviceInfo, SystemInfo, parse_device
 from .errors import DeviceError, NoDeviceError, UnknownDeviceError
-from .known_plugins import INSTALL_HINTS
+from .known_plugins import DEVICE_ALIASES, INSTALL_HINTS, KNOWN_PLUGINS, pip_install
 from .plugins import BackendRecord, get_manager
 
-__all__ = ["system_info", "detect_devices", "get_device", "unknown_device_error", "INSTALL_HINTS", "find_backends"]
+__all__ = ["system_info", "detect_devices", "get_device", "unknown_device_error", "backend_advice",
+           "unserved_vendor_stacks", "find_backends"]
 
 @functools.lru_cache(maxsize=1)
 def system_info() -> SystemInfo:
@@ -30,29 +32,43 @@ def detect_devices() -> list[DeviceInfo]:
 
 
 def unknown_device_error(device_type: str) -> UnknownDeviceError:
-    """The error for a device type no installed backend provides.
-
-    It lists the installed backends and, for device types with a known plugin
-    distribution, names the distribution to install.
-    """
+    """The error for a device type no installed backend provides: it lists the installed
+    backends and says how to get one that provides it (:func:`backend_advice`)."""
     manager = get_manager()
-    installed = ", ".join(
-        f"{r.name} ({r.spec.device_type})" if r.name != r.spec.device_type else r.name
-        for r in manager.backends().values()
-    )
-    known = {r.name for r in manager.backends().values()}
-    known |= {r.spec.device_type for r in manager.backends().values()}
-    msg = f"unknown device type {device_type!r}: no installed backend provides it;"
-    msg += did_you_mean(device_type, known) + f" Installed backends: {installed}."
-    hint = INSTALL_HINTS.get(device_type)
-    if hint:
-        msg += f" To use {device_type!r} devices, install the plugin: pip install {hint}"
-    else:
-        msg += " Install a kernel-plugins backend distribution that provides it."
-    failed = [f for f in manager.failures() if f.name == device_type]
-    if failed:
-        msg += " Note: " + "; ".join(f.describe() for f in failed)
-    return UnknownDeviceError(msg)
+    backends = manager.backends().values()
+    installed = ", ".join(r.name + (f" ({r.spec.device_type})" if r.name != r.spec.device_type else "")
+                          for r in backends)
+    known = {r.name for r in backends} | {r.spec.device_type for r in backends}
+    alias, advice = DEVICE_ALIASES.get(device_type), backend_advice(device_type)
+    guess = f" did you mean {alias!r}?" if alias in known else "" if advice else did_you_mean(device_type, known)
+    msg = f"unknown device type {device_type!r}: no installed backend provides it;{guess}"
+    return UnknownDeviceError(f"{msg} Installed backends: {installed}. " + (
+        advice or "Install a kernel-plugins backend distribution that provides it."))
+
+
+def backend_advice(name: str) -> str | None:
+    """How to get the backend ``name`` no loaded plugin provides (None: unknown): name
+    ``KERNEL_PLUGINS_LOAD`` when it leaves the plugin out, else the install (and the vendor
+    extension when it is installed here)."""
+    manager, plugin = get_manager(), KNOWN_PLUGINS.get(name)
+    if failed := [f.describe() for f in manager.failures() if f.name == name]:
+        return f"The {name} plugin is installed but failed: {'; '.join(failed)}. Fix or reinstall it."
+    if name in manager.left_out():
+        value = os.environ.get("KERNEL_PLUGINS_LOAD", "")
+        return (f"The {name} plugin is installed, but KERNEL_PLUGINS_LOAD={value!r} leaves it "
+                f"out: add {name} to KERNEL_PLUGINS_LOAD, or unset it.")
+    if plugin is None:
+        return None
+    ext = manager.vendor_extensions().get(plugin.vendor_module)
+    here = f"{plugin.vendor_module} ({ext}) is installed here; " if ext else ""
+    return f"To use {name!r} devices, {here}install the plugin: {INSTALL_HINTS[name]}"
+
+
+def unserved_vendor_stacks() -> list[str]:
+    """:func:`backend_advice` for each vendor extension installed here whose backend is not loaded."""
+    exts, loaded = get_manager().vendor_extensions(), get_manager().backends()
+    return [str(backend_advice(n)) for n, p in KNOWN_PLUGINS.items()
+            if p.vendor_module in exts and n not in loaded]
 
 
 def find_backends(device_type: str) -> list[BackendRecord]:
@@ -86,32 +102,28 @@ def get_device(device: object = None) -> DeviceInfo:
     if not records:
         raise unknown_device_error(req.device_type)
     manager = get_manager()
-    errors: list[tuple[BackendRecord, str | None, str | None]] = []
+    details = []
     for rec in records:
         outcome = manager.detect(rec.name)
-        if outcome.device is not None:
-            info = outcome.device
-            if req.index is not None:
-                if req.index >= info.count:
-                    raise DeviceError(
-                        f"device {req.device_type}:{req.index} requested, but {rec.name} has "
-                        f"{info.count} device(s) (indices 0..{info.count - 1})"
-                    )
-                info = info.replace(index=req.index)
-            return info
-        errors.append((rec, outcome.error, outcome.reason))
-    details = "; ".join(
-        f"{rec.origin()}: " + (f"error: {err}" if err else (why or "no device present"))
-        for rec, err, why in errors
-    )
+        info = outcome.device
+        if info is None:
+            why = f"error: {outcome.error}" if outcome.error else outcome.reason or "no device present"
+            details.append(f"{rec.origin()}: {why}")
+        elif req.index is not None and req.index >= info.count:
+            raise DeviceError(
+                f"device {req.device_type}:{req.index} requested, but {rec.name} has "
+                f"{info.count} device(s) (indices 0..{info.count - 1})"
+            )
+        else:
+            return info if req.index is None else info.replace(index=req.index)
     hint = ""
     if not any(rec.builtin for rec in records):  # out-of-tree backends can be emulated
         hint = (
             f" Without the hardware, try it EMULATED on the CPU: kernel-plugins --emulate "
             f"{req.device_type} ... on the command line, kernel_plugins_testing.emulate("
-            f"{req.device_type!r}) in Python (pip install kernel-plugins-testing)."
+            f"{req.device_type!r}) in Python ({pip_install('kernel-plugins-testing')})."
         )
     raise NoDeviceError(
-        f"no {req.device_type!r} device is available: {details}. Check that the vendor driver and "
+        f"no {req.device_type!r} device is available: {'; '.join(details)}. Check that the vendor driver and "
         f"PyTorch extension are installed and a device is visible.{hint}"
     )

@@ -9,10 +9,13 @@ import torch; :meth:`SystemInfo.current` imports it only when it is installed.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import platform
 import re
 import sys
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from types import ModuleType
 from typing import Any
 
 from .errors import DeviceError
@@ -62,10 +65,8 @@ class DeviceInfo:
         for field_name in ("backend", "device_type"):
             value = getattr(self, field_name)
             if not isinstance(value, str) or not _NAME_RE.match(value):
-                raise ValueError(
-                    f"{field_name}: {value!r} is not a valid backend/device name (lowercase "
-                    "letters, digits, _; at most 32 characters)"
-                )
+                raise ValueError(f"{field_name}: {value!r} is not a valid backend/device name "
+                                 "(lowercase letters, digits, _; at most 32 characters)")
         if not _is_int(self.count) or self.count < 0:
             raise ValueError(f"count: must be an integer >= 0 (got {self.count!r})")
         if self.index is not None and (not _is_int(self.index) or self.index < 0):
@@ -76,14 +77,8 @@ class DeviceInfo:
             raise ValueError(f"emulated: must be True or False (got {self.emulated!r})")
         cap = self.capability
         if cap is not None:
-            if (
-                not isinstance(cap, (tuple, list))
-                or len(cap) != 2
-                or not all(_is_int(c) and c >= 0 for c in cap)
-            ):
-                raise ValueError(
-                    f"capability: must be a (major, minor) pair of integers >= 0 or None (got {cap!r})"
-                )
+            if not isinstance(cap, (tuple, list)) or len(cap) != 2 or not all(_is_int(c) and c >= 0 for c in cap):
+                raise ValueError(f"capability: must be a (major, minor) pair of integers >= 0 or None (got {cap!r})")
             object.__setattr__(self, "capability", (int(cap[0]), int(cap[1])))
         notes = self.notes
         if isinstance(notes, str) or not all(isinstance(n, str) for n in notes):
@@ -108,16 +103,11 @@ class DeviceInfo:
 
     def summary(self) -> str:
         """One line for humans: type, count, name, runtime, and an emulation label."""
-        parts = [f"{self.backend} ({self.device_type}) x{self.count}"]
-        if self.name:
-            parts.append(self.name)
-        if self.runtime_version:
-            parts.append(f"runtime {self.runtime_version}")
-        if self.capability:
-            parts.append(f"capability {self.capability[0]}.{self.capability[1]}")
-        if self.emulated:
-            parts.append("EMULATED on CPU, not real hardware")
-        return ", ".join(parts)
+        parts = [f"{self.backend} ({self.device_type}) x{self.count}", self.name,
+                 self.runtime_version and f"runtime {self.runtime_version}",
+                 self.capability and "capability {}.{}".format(*self.capability),
+                 self.emulated and "EMULATED on CPU, not real hardware"]
+        return ", ".join(p for p in parts if p)
 
 
 def _is_int(value: object) -> bool:
@@ -166,13 +156,6 @@ def _normalise_arch(machine: str) -> str:
     return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(m, m)
 
 
-def _normalise_os(name: str) -> str:
-    n = name.lower()
-    if n.startswith("win"):
-        return "windows"
-    return n
-
-
 @dataclass(frozen=True)
 class SystemInfo:
     """Facts about the host that decide which arch variants can load.
@@ -196,33 +179,17 @@ class SystemInfo:
     @classmethod
     def current(cls) -> SystemInfo:
         """Read the facts of this machine (imports torch when it is installed)."""
-        torch_version: tuple[int, int] | None = None
-        abi: bool | None = None
+        torch = torch_or_none()
+        macos = major_minor(platform.mac_ver()[0]) if sys.platform == "darwin" else None
         try:
-            import torch
-
-            torch_version = _major_minor(torch.__version__)
-            abi = bool(torch.compiled_with_cxx11_abi())
-        except ImportError:
-            pass
-        macos = None
-        if sys.platform == "darwin":
-            macos = _major_minor(platform.mac_ver()[0] or "0.0")
-        tvm = None
-        try:
-            from importlib.metadata import PackageNotFoundError, version
-
-            try:
-                tvm = _major_minor(version("apache-tvm-ffi"))
-            except PackageNotFoundError:
-                tvm = None
-        except Exception:  # pragma: no cover - metadata machinery broken
+            tvm = major_minor(version("apache-tvm-ffi"))
+        except PackageNotFoundError:
             tvm = None
         return cls(
             cpu=_normalise_arch(platform.machine()),
-            os=_normalise_os(platform.system()),
-            torch_version=torch_version,
-            cxx11_abi=abi,
+            os="windows" if platform.system().lower().startswith("win") else platform.system().lower(),
+            torch_version=None if torch is None else major_minor(str(torch.__version__)),
+            cxx11_abi=None if torch is None else bool(torch.compiled_with_cxx11_abi()),
             macos_version=macos,
             tvm_ffi_version=tvm,
         )
@@ -243,8 +210,22 @@ def _fmt(v: tuple[int, int] | None) -> str | None:
     return None if v is None else f"{v[0]}.{v[1]}"
 
 
-def _major_minor(text: str) -> tuple[int, int] | None:
-    m = re.match(r"^(\d+)\.(\d+)", text)
+def torch_or_none() -> ModuleType | None:
+    """``torch`` when it is importable (importing it), else None.
+
+    Never raises because torch is absent; a torch already in ``sys.modules`` is
+    returned without looking at the import path.
+    """
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    return torch
+
+
+def major_minor(text: str | None) -> tuple[int, int] | None:
+    """``"12.8"`` / ``"6.3.42131-fa1d"`` -> ``(12, 8)`` / ``(6, 3)``; None when unparsable."""
+    m = re.match(r"^(\d+)\.(\d+)", text or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 

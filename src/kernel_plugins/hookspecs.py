@@ -244,3 +244,21 @@ def emulate_device(count: int, facts: dict[str, Any]) -> bool | None:
             sys.modules["torch_mlu"] = make_stand_in(...)
             return True
     """
+
+
+@hookspec
+def paired_torch() -> str | None:
+    """Name the torch release the backend's installed vendor extension was built for.
+
+    **When:** the installed torch is outside the supported releases (the error names it).
+
+    **Calling convention:** asked of every backend; optional.
+
+    :return: e.g. ``"torch_mlu 1.22.0+torch2.4.0 was built for torch 2.4"``, or None.
+
+    Example::
+
+        @hookimpl
+        def paired_torch(self):
+            return "torch_acme 2.1+torch2.4 was built for torch 2.4"
+    """

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "KnownPlugin", "KNOWN_PLUGINS", "INSTALL_HINTS", "known_token_owner", "builder_alias",
-    "import_tool", "missing_tool",
+    "KnownPlugin", "KNOWN_PLUGINS", "DEVICE_ALIASES", "INSTALL_HINTS", "pip_install",
+    "known_token_owner", "builder_alias", "import_tool", "missing_tool",
 ]
 
 
@@ -21,26 +21,37 @@ __all__ = [
 class KnownPlugin:
     """A backend with a published plugin distribution.
 
-    Attributes: distribution (what to ``pip install``), arch_tokens (prefixes of its
-    backend token in arch variant names), builder_aliases (other names kernel builders use
-    for the backend in ``build.toml``).
+    Attributes: distribution (what to ``pip install``), vendor_module (the vendor's torch
+    extension it serves), arch_tokens (prefixes of its backend token in arch variant
+    names), builder_aliases (other names kernel builders use for the backend in ``build.toml``).
     """
 
     distribution: str
+    vendor_module: str
     arch_tokens: tuple[str, ...] = ()
     builder_aliases: tuple[str, ...] = ()
 
 
 KNOWN_PLUGINS: dict[str, KnownPlugin] = {
-    "mlu": KnownPlugin("kernel-plugins-mlu", ("mlu",)),
-    "musa": KnownPlugin("kernel-plugins-musa", ("musa",)),
-    "npu": KnownPlugin("kernel-plugins-npu", ("cann",), ("cann",)),
-    "neuron": KnownPlugin("kernel-plugins-neuron"),
-    "tpu": KnownPlugin("kernel-plugins-tpu"),
+    "mlu": KnownPlugin("kernel-plugins-mlu", "torch_mlu", ("mlu",)),
+    "musa": KnownPlugin("kernel-plugins-musa", "torch_musa", ("musa",)),
+    "npu": KnownPlugin("kernel-plugins-npu", "torch_npu", ("cann",), ("cann",)),
+    "neuron": KnownPlugin("kernel-plugins-neuron", "torch_neuronx"),
+    "tpu": KnownPlugin("kernel-plugins-tpu", "torch_tpu"),
 }
 
-#: Backend name -> distribution to install.
-INSTALL_HINTS: dict[str, str] = {name: p.distribution for name, p in KNOWN_PLUGINS.items()}
+#: Names people use for a device type that is spelt otherwise (``gpu`` -> ``cuda``).
+DEVICE_ALIASES = {"gpu": "cuda", "nvidia": "cuda", "amd": "rocm", "ascend": "npu", "cann": "npu"}
+
+
+def pip_install(distribution: str) -> str:
+    """How to install a distribution of this repository: from PyPI, or from a checkout."""
+    return (f"pip install {distribution} (from a checkout: pip install ./plugins/"
+            f"{distribution.removeprefix('kernel-plugins-')})")
+
+
+#: Backend name -> how to install its plugin (:func:`pip_install`).
+INSTALL_HINTS: dict[str, str] = {n: pip_install(p.distribution) for n, p in KNOWN_PLUGINS.items()}
 
 
 def known_token_owner(prefix: str) -> str | None:
@@ -54,13 +65,8 @@ def builder_alias(name: str) -> str:
 
 
 def import_tool(module: str, distribution: str, what: str) -> Any:
-    """Import ``module`` of the tool distribution ``distribution``, which ``what`` needs.
-
-    The test and authoring tools (emulation, ``check``) ship apart from the core, so a
-    plain install carries none of them.
-
-    :raises MissingDependencyError: the distribution is not installed, naming the install.
-    """
+    """Import ``module`` of the tool distribution ``distribution`` (the tools ship apart
+    from the core), which ``what`` needs; :class:`MissingDependencyError` when it is missing."""
     import importlib
 
     try:
@@ -75,8 +81,5 @@ def missing_tool(distribution: str, what: str) -> Exception:
     """The error for ``what``, which needs the tool distribution ``distribution``."""
     from .errors import MissingDependencyError
 
-    return MissingDependencyError(
-        f"{what} needs the {distribution} distribution, which is not installed: "
-        f"pip install {distribution} (from a checkout: pip install ./plugins/"
-        f"{distribution.removeprefix('kernel-plugins-')})"
-    )
+    return MissingDependencyError(f"{what} needs the {distribution} distribution, which is not "
+                                  f"installed: {pip_install(distribution)}")

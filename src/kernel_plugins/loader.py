@@ -29,6 +29,7 @@ from .importer import import_verified
 from .resolving import choose, resolve_variants
 from .signatures import requiring
 from .sources import KernelSource, find
+from .torch_support import require_torch
 from .verification import VerifiedVariant, verify
 
 __all__ = ["load", "load_source", "resolve_variants", "system_info", "FallbackPolicy"]
@@ -111,9 +112,11 @@ def load_source(
     the next source (or raises) and the same steps run on that one. With a ``fallback``,
     the module must also declare every property its policy requires.
 
+    :raises MissingDependencyError: torch is missing or outside the supported releases.
     :raises NoCompatibleVariantError: no variant fits the device (and none stands in).
     :raises KernelPluginsError: any step failed (trust, pin, fetch, integrity, import).
     """
+    require_torch()  # before anything is fetched
     try:
         module = import_verified(_verified(source, info, system, trust_remote_code), info, notes=source.notes)
     except (NoCompatibleVariantError, HubError) as error:

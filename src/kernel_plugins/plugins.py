@@ -62,6 +62,8 @@ log = logging.getLogger("kernel_plugins")
 
 #: Entry-point group a backend distribution registers its plugin object in.
 ENTRY_POINT_GROUP = "kernel_plugins"
+#: Entry-point group vendor extensions register with torch (read only to give advice).
+TORCH_BACKENDS_GROUP = "torch.backends"
 #: The plugin objects of the backends that ship inside the core (``module:attribute``),
 #: registered like any plugin.
 BUILTIN_BACKENDS = {
@@ -88,6 +90,7 @@ class PluginManager:
         self._pm.add_hookspecs(hookspecs)
         self._records: dict[str, BackendRecord] = {}
         self._failures: list[PluginFailure] = []
+        self._left_out: set[str] = set()
         self._detected: dict[str, DetectOutcome] = {}
         self._callers: dict[tuple[str, str], Any] = {}
         self._loaded = False
@@ -123,6 +126,7 @@ class PluginManager:
             dist_name, dist_version = getattr(dist, "name", None), getattr(dist, "version", None)
             if allow is not None and ep.name not in allow:
                 log.debug("skipping plugin %s: not in KERNEL_PLUGINS_LOAD", ep.name)
+                self._left_out.add(ep.name)
                 continue
             try:
                 with ctrl_c_watch() as ctrl_c:
@@ -250,6 +254,19 @@ class PluginManager:
         self.load()
         return list(self._failures)
 
+    def left_out(self) -> set[str]:
+        """Installed plugins that ``KERNEL_PLUGINS_LOAD`` leaves out."""
+        self.load()
+        return set(self._left_out)
+
+    def vendor_extensions(self) -> dict[str, str]:
+        """Torch device extensions installed here, from the ``torch.backends`` entry points
+        (read without importing anything): top-level module -> ``"<distribution> <version>"``."""
+        from importlib.metadata import entry_points
+
+        return {ep.module.partition(".")[0]: f"{ep.dist.name} {ep.dist.version}" if ep.dist else ep.name
+                for ep in entry_points(group=TORCH_BACKENDS_GROUP)}
+
     def record(self, backend: str) -> BackendRecord:
         """The record of an installed backend; :class:`PluginError` when unknown."""
         self.load()
@@ -356,6 +373,16 @@ class PluginManager:
                        f"locate_kernel returned {problem}; expected None or the absolute path "
                        "of a kernel repository folder")
         return None
+
+    def paired_torch(self) -> list[str]:
+        """Every backend's ``paired_torch`` answer (a failing hook is left out)."""
+        answers = []
+        for name in self.backends():
+            try:
+                answers.append(self._ask_owner("paired_torch", name))
+            except HookFailure as f:  # informational, like explain_no_device
+                log.debug("%s", f.message)
+        return [a for a in answers if isinstance(a, str) and a.strip()]
 
     def synchronize(self, device: DeviceInfo) -> bool:
         """Ask the owner to synchronise ``device``; True when it did."""

@@ -126,7 +126,8 @@ def test_plugin_targets_validate_without_the_plugin_installed(tmp_path: Path) ->
     report = check(repo)
     assert report.ok, [p.describe() for p in report.problems]
     assert any("'cann-extra' cannot be checked: backend 'npu' is not installed "
-               "(pip install kernel-plugins-npu)" in n for n in report.notes)
+               "(pip install kernel-plugins-npu (from a checkout: pip install ./plugins/npu))"
+               in n for n in report.notes)
 
 
 def test_python_depends_must_be_known_for_the_backend(tmp_path: Path) -> None:

@@ -42,6 +42,8 @@ def test_a_missing_tool_names_its_distribution(command: str) -> None:
     code, text = _run(module.partition(".")[0], [command, "./examples/relu", "--json"])
     assert code == 1, text
     assert f"pip install {distribution}" in text and "Traceback" not in text
+    code, text = _run(module.partition(".")[0], [command, "--help"])  # said before --help
+    assert code == 1 and f"pip install ./plugins/{command}" in text, text
     code, text = _run(module.partition(".")[0], ["--help"])
     assert code == 0 and f"(needs {distribution})" in " ".join(text.split())
 

@@ -10,7 +10,6 @@ nothing of the checkout leaks in); everything kernel-plugins itself comes from t
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import zipfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import run
 from .test_plugin_distributions import PLUGINS, ROOT, _clean_site
 
 pytestmark = pytest.mark.plugin_install
@@ -25,22 +25,8 @@ pytestmark = pytest.mark.plugin_install
 CORE_WHEEL = "kernel_plugins-0.1.0-py3-none-any.whl"
 
 
-def _run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "KERNEL_PLUGINS"))}
-    env.update(PYTHONNOUSERSITE="1", TORCH_DEVICE_BACKEND_AUTOLOAD="0", HF_HUB_OFFLINE="1")
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=600,
-                          check=False, env=env, **kwargs)  # type: ignore[call-overload]
-
-
-@pytest.fixture(scope="module")
-def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The six wheels, by distribution file name."""
-    out = tmp_path_factory.mktemp("wheels")
-    proc = _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                 "--no-build-isolation", "--no-index", "--wheel-dir", out, ROOT,
-                 *(ROOT / "plugins" / p for p in PLUGINS)])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return {w.name: w for w in out.glob("*.whl")}
+def _run(cmd: list[object], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return run(cmd, env={"HF_HUB_OFFLINE": "1"}, **kwargs)
 
 
 @pytest.fixture(scope="module")

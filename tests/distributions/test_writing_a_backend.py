@@ -94,3 +94,25 @@ def test_the_plugin_passes_the_conformance_suite(installed: dict[str, str]) -> N
     passed = re.search(r"(\d+) passed", proc.stdout)
     assert passed is not None and int(passed.group(1)) >= 17, proc.stdout[-2000:]
     assert "skipped" not in proc.stdout.splitlines()[-1], proc.stdout[-2000:]
+
+
+def _setup_commands() -> list[str]:
+    """The commands of the guide's section 1 (What you need), one per line."""
+    section = GUIDE.read_text(encoding="utf-8").split("## 1.", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block is not None
+    return [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+
+
+def test_the_guide_installs_the_cpu_torch_and_pytest_before_the_tests_run() -> None:
+    commands = _setup_commands()
+    torch = [c for c in commands if re.search(r"pip install torch\b", c)]
+    # from PyPI a plain torch on Linux is the multi-GB CUDA build
+    assert torch == ["pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"]
+    testing = next(c for c in commands if "plugins/testing" in c)
+    extra = re.search(r"plugins/testing\[(\w+)\]", testing)
+    assert extra is not None, testing  # section 7 runs python -m pytest
+    import tomllib
+
+    project = tomllib.loads((GUIDE.parents[1] / "plugins" / "testing" / "pyproject.toml").read_text())
+    assert any(r.startswith("pytest") for r in project["project"]["optional-dependencies"][extra.group(1)])

@@ -136,12 +136,24 @@ def test_compat_queries_offline_answer_like_get_kernel(tmp_path: Path) -> None:
 def test_the_readme_says_what_the_metadata_requires() -> None:
     import tomllib
 
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
-    names = {re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() for d in deps}  # type: ignore[union-attr]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    names = {re.match(r"[A-Za-z0-9_.-]+", d).group(0).lower() for d in project["dependencies"]}  # type: ignore[union-attr]
     install = (ROOT / "README.md").read_text(encoding="utf-8").split("## Install", 1)[1].split("\n## ", 1)[0]
-    assert "torch" in names and "numpy" in names  # torch warns on every use without numpy
-    assert "does not pull torch in" not in install and "`torch>=2.5` is a dependency" in install
+    assert "torch" not in names and "numpy" in names  # torch warns on every use without numpy
+    assert project["optional-dependencies"]["torch"] == ["torch>=2.5,<3"]
+    assert "Installing kernel-plugins never installs, upgrades or replaces torch" in install
+    assert "`torch` extra (`pip install '.[torch]'`" in " ".join(install.split())
     assert install.index("from a checkout") < install.index("pip install")  # what works today first
+
+
+def test_the_emulation_example_names_the_plugin_it_needs() -> None:
+    doc = (ROOT / "docs" / "emulation.md").read_text(encoding="utf-8")
+    first = doc.split("```python", 1)
+    emulated = re.findall(r'emulate\("(\w+)"', first[1].split("```", 1)[0])
+    assert emulated, "the example emulates a backend"
+    for name in emulated:  # said before the example, with the install that works today
+        assert f"needs the {name} plugin" in first[0] and f"pip install ./plugins/{name}" in first[0]
+        assert (ROOT / "plugins" / name / "pyproject.toml").is_file()
 
 
 def test_using_torch_and_loading_prints_no_numpy_warning(tmp_path: Path) -> None:

@@ -6,8 +6,11 @@ import inspect
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -101,3 +104,63 @@ def test_demo_step_5_names_what_its_reference_column_measures() -> None:
     assert "torch.relu" in heading and "ref median" in heading
     assert "torch.relu(x)" in (ROOT / "examples" / "relu" / "build" / "torch-cpu" / "__init__.py").read_text()
     assert "ref median" in inspect.getsource(BenchmarkReport.format_table)
+
+
+def _torch_step(tmp_path: Path, *, torch_installed: bool, index: str) -> tuple[list[str], str]:
+    """scripts/install-torch.sh with a ``python`` that logs its pip calls and answers whether
+    torch is installed; the index probe runs in the real interpreter."""
+    log = tmp_path / "calls.log"
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python").write_text(
+        "#!/bin/sh\n"
+        f'case "$*" in *find_spec*) exit {0 if torch_installed else 1};; '
+        f"*'import torch'*) echo 2.4.0; exit 0;; "
+        f'-m*) echo "$*" >> "{log}"; exit 0;; esac\n'
+        f'exec "{sys.executable}" "$@"\n', encoding="utf-8")
+    (bindir / "python").chmod(0o755)
+    env = {**os.environ, "PATH": os.pathsep.join([str(bindir), os.environ["PATH"]]),
+           "KP_TORCH_CPU_INDEX": index}
+    proc = subprocess.run(["bash", str(SCRIPTS / "install-torch.sh")], env=env, text=True,
+                          capture_output=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    return calls, proc.stdout
+
+
+def test_the_scripts_keep_an_installed_torch(tmp_path: Path) -> None:
+    calls, out = _torch_step(tmp_path, torch_installed=True, index="http://127.0.0.1:9/whl/cpu")
+    assert calls == [] and "torch 2.4.0 is installed: kept as it is" in out
+    assert "bash scripts/install-torch.sh" in _code_lines(SCRIPTS / "install.sh")
+    assert "torch" not in "\n".join(_code_lines(SCRIPTS / "install.sh")).replace(
+        "install-torch.sh", "")  # nothing else there installs torch
+
+
+def test_the_scripts_install_the_cpu_build_from_the_pytorch_index(tmp_path: Path) -> None:
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    (tmp_path / "whl" / "cpu" / "torch").mkdir(parents=True)
+    (tmp_path / "whl" / "cpu" / "torch" / "index.html").write_text("<html></html>")
+    quiet = type("Quiet", (SimpleHTTPRequestHandler,), {"log_message": lambda *a: None})
+    with ThreadingHTTPServer(("127.0.0.1", 0), partial(quiet, directory=str(tmp_path))) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        index = f"http://127.0.0.1:{server.server_address[1]}/whl/cpu"
+        calls, _ = _torch_step(tmp_path, torch_installed=False, index=index)
+        server.shutdown()
+    assert calls == [f"-m pip install -q torch==2.13.0 --index-url {index}"]
+    text = (SCRIPTS / "install-torch.sh").read_text(encoding="utf-8")
+    assert "INDEX=${KP_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}" in text
+
+
+def test_an_unreachable_pytorch_index_falls_back_quickly(tmp_path: Path) -> None:
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        start = time.monotonic()
+        calls, out = _torch_step(tmp_path, torch_installed=False,
+                                 index=f"http://127.0.0.1:{silent.getsockname()[1]}/whl/cpu")
+        waited = time.monotonic() - start
+    assert calls == ["-m pip install -q torch==2.13.0"]  # the configured package index
+    assert "cannot be reached" in out
+    assert waited < 15, waited  # the probe gives up after 3 seconds

@@ -266,6 +266,25 @@ def _offline_uncached(env: Env) -> Any:
     return hub.resolve("org/uncached")
 
 
+def _torch_version(version: str | None) -> Callable[[Env], Any]:
+    def trigger(env: Env) -> Any:
+        from kernel_plugins import torch_support
+
+        env.monkeypatch.setattr(torch_support, "torch_version_string", lambda: version)
+        import kernel_plugins
+
+        return kernel_plugins.load("./examples/relu", device="cpu")
+
+    return trigger
+
+
+def _malformed_endpoint(env: Env) -> Any:
+    from huggingface_hub import constants
+
+    env.monkeypatch.setattr(constants, "HF_HUB_CACHE", str(env.tmp / "cache"))
+    return hub.resolve("org/name", version=1, endpoint="notaurl")
+
+
 def _disk_full(env: Env) -> Any:
     import errno
 
@@ -580,6 +599,17 @@ CASES: list[Case] = [
     Case("offline-not-cached", K, "`HF_HUB_OFFLINE=1` and nothing cached", _offline_uncached,
          E.OfflineError, "HF_HUB_OFFLINE=1 is set and nothing of org/uncached is in the local cache",
          "Unset HF_HUB_OFFLINE, or download the kernel first."),
+    Case("torch-missing", K, "a load without torch", _torch_version(None),
+         E.MissingDependencyError, "loading a kernel needs torch (torch >= 2.5, < 3), which is not "
+         "installed: install the torch build for your device first",
+         "Install torch as the message says (installing kernel-plugins never does)."),
+    Case("torch-out-of-range", K, "a load with torch 2.4", _torch_version("2.4.0"),
+         E.MissingDependencyError, "the installed torch 2.4.0 is outside the releases "
+         "kernel-plugins supports (torch >= 2.5, < 3)",
+         "Install a torch in the range; with a vendor stack, its extension and torch together."),
+    Case("hub-endpoint-malformed", K, "`HF_ENDPOINT=notaurl`", _malformed_endpoint, E.HubError,
+         "HF_ENDPOINT is 'notaurl', not an http:// or https:// address",
+         "Set HF_ENDPOINT to the Hub's address, or unset it."),
     Case("local-disk-error", K, "disk full while downloading", _disk_full, E.LocalDiskError,
          "Local disk error while downloading torch-cpu for org/name: No space left on device",
          "Free disk space (or fix the cache folder's permissions), then try again."),

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
      "provenance", "integrity", "registry"),
     # the plugin contract and the plugin manager
     ("hookspecs", "_plugin_records", "_hook_results", "plugins", "detection", "backends",
-     "plugin_kit"),
+     "plugin_kit", "torch_support"),
     # the Hub, lock files, the bundled reference kernels
     ("hub", "lock", "reference"),
     # the load pipeline

@@ -121,3 +121,17 @@ def test_default_neuware_home() -> None:
     assert v.text is None
     assert v.note is not None and DEFAULT_NEUWARE_HOME in v.note
 
+
+
+@pytest.mark.parametrize(("text", "built"), [("1.22.0+torch2.4.0", "2.4"),
+                                             ("1.24.1-torch2.13.0", "2.13"), ("1.22.0", None)])
+def test_the_torch_an_extension_was_built_for(
+    text: str, built: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from kernel_plugins_testing.stand_ins import stand_in_package
+
+    monkeypatch.setitem(sys.modules, "torch_mlu", stand_in_package("torch_mlu", text))
+    expected = None if built is None else f"torch_mlu {text} was built for torch {built}"
+    assert MLU.paired_torch() == expected  # what a torch outside the supported range is told

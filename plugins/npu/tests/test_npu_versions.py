@@ -66,3 +66,17 @@ def test_soc_family(soc: int, family: str) -> None:
 def test_unknown_soc_family(soc: object) -> None:
     assert soc_family(soc) is None
 
+
+
+@pytest.mark.parametrize(("text", "built"), [("2.1.0.post3", "2.1"), ("2.13.0", "2.13"),
+                                             ("unknown", None)])
+def test_the_torch_an_extension_was_built_for(
+    text: str, built: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from kernel_plugins_testing.stand_ins import stand_in_package
+
+    monkeypatch.setitem(sys.modules, "torch_npu", stand_in_package("torch_npu", text))
+    expected = None if built is None else f"torch_npu {text} was built for torch {built}"
+    assert NPU.paired_torch() == expected  # what a torch outside the supported range is told

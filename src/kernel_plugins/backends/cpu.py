@@ -18,20 +18,13 @@ class CpuBackend:
     @hookimpl
     def backend_spec(self) -> BackendSpec:
         """Declare the cpu backend (lowest priority: used when no accelerator is present)."""
-        return BackendSpec(
-            name=NAME, device_type="cpu", display_name="CPU", priority=0, arch_tokens=("cpu",)
-        )
+        return BackendSpec(name=NAME, device_type="cpu", display_name="CPU", priority=0, arch_tokens=("cpu",))
 
     @hookimpl
     def detect_device(self) -> DeviceInfo:
         """The CPU is always present."""
-        return DeviceInfo(
-            backend=NAME,
-            device_type="cpu",
-            count=1,
-            name=platform.processor() or platform.machine() or None,
-            extension_version=torch_version_string(),
-        )
+        return DeviceInfo(backend=NAME, device_type="cpu", count=1, extension_version=torch_version_string(),
+                          name=platform.processor() or platform.machine() or None)
 
     @hookimpl
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:

@@ -20,9 +20,8 @@ class MetalBackend:
     @hookimpl
     def backend_spec(self) -> BackendSpec:
         """Declare the metal backend (device type ``mps``)."""
-        return BackendSpec(
-            name=NAME, device_type="mps", display_name="Apple Metal", priority=80, arch_tokens=("metal",)
-        )
+        return BackendSpec(name=NAME, device_type="mps", display_name="Apple Metal", priority=80,
+                           arch_tokens=("metal",))
 
     @hookimpl
     def detect_device(self) -> DeviceInfo | None:
@@ -30,10 +29,8 @@ class MetalBackend:
         torch = torch_or_none()
         if torch is None or not torch.backends.mps.is_available():
             return None
-        return DeviceInfo(
-            backend=NAME, device_type="mps", count=1, name="Apple GPU",
-            extension_version=str(torch.__version__),
-        )
+        return DeviceInfo(backend=NAME, device_type="mps", count=1, name="Apple GPU",
+                          extension_version=str(torch.__version__))
 
     @hookimpl
     def explain_no_device(self) -> str:

@@ -3,14 +3,10 @@ and :class:`TorchGpuBackend`, the hooks of a stack built into torch, stated as f
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import ModuleType
 
-from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
+from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo, major_minor, torch_or_none
 from ..hookspecs import hookimpl
 from ..variants import Variant, VariantTokens, arch_variant_names, noarch_variant_names
 
@@ -18,27 +14,6 @@ __all__ = [
     "torch_or_none", "major_minor", "torch_version_string", "no_device_reason",
     "TorchGpuBackend",
 ]
-
-
-def torch_or_none() -> ModuleType | None:
-    """``torch`` when it is importable (importing it), else None.
-
-    Never raises because torch is absent; a torch already in ``sys.modules`` is
-    returned without looking at the import path.
-    """
-    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
-        return None
-    import torch
-
-    return torch
-
-
-def major_minor(text: str | None) -> tuple[int, int] | None:
-    """``"12.8"`` / ``"6.3.42131-fa1d"`` -> ``(12, 8)`` / ``(6, 3)``; None when unparsable."""
-    if not text:
-        return None
-    m = re.match(r"^(\d+)\.(\d+)", text)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def torch_version_string() -> str | None:
@@ -50,10 +25,9 @@ def torch_version_string() -> str | None:
 def no_device_reason(version_attr: str, stack: str, driver_hint: str) -> str:
     """Why a backend built into torch found no device: no torch, wrong build, or 0 devices.
 
-    :param version_attr: the ``torch.version`` attribute a build for ``stack`` sets
-        (``"cuda"``, ``"hip"``, ``"xpu"``).
-    :param stack: the stack's name in messages, e.g. ``"CUDA"``.
-    :param driver_hint: how to check the driver, e.g. ``"check nvidia-smi"``.
+    :param version_attr: the ``torch.version`` attribute a build for ``stack`` sets (``"hip"``).
+    :param stack: the stack's name in messages (``"CUDA"``); ``driver_hint``: how to check
+        the driver (``"check nvidia-smi"``).
     """
     torch = torch_or_none()
     if torch is None:
@@ -69,10 +43,8 @@ def no_device_reason(version_attr: str, stack: str, driver_hint: str) -> str:
 
 @dataclass(frozen=True, eq=False)  # a plugin object: hashed by identity
 class TorchGpuBackend:
-    """A backend whose stack is built into torch (CUDA, ROCm, XPU), stated as facts.
-
-    The hooks are the methods below; the plugin manager registers an instance like any
-    other plugin object.
+    """A backend whose stack is built into torch (CUDA, ROCm, XPU), stated as facts; the
+    hooks are the methods below (an instance is registered like any plugin object).
 
     Attributes:
         name, device_type, display_name, priority: as in :class:`BackendSpec`.
@@ -103,11 +75,8 @@ class TorchGpuBackend:
     @hookimpl
     def backend_spec(self) -> BackendSpec:
         """Declare the backend."""
-        return BackendSpec(
-            name=self.name, device_type=self.device_type, display_name=self.display_name,
-            priority=self.priority, arch_tokens=(self.tokens.prefix,),
-            python_depends=dict(self.python_depends), capability_label=self.capability_label,
-        )
+        return BackendSpec(self.name, self.device_type, self.display_name, self.priority,
+                           (self.tokens.prefix,), dict(self.python_depends), self.capability_label)
 
     @hookimpl
     def detect_device(self) -> DeviceInfo | None:

@@ -65,11 +65,13 @@ def backend_rows() -> list[dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the table (or JSON)."""
-    rows = backend_rows()
-    if args.json:
-        from ..detection import system_info
+    from ..detection import system_info, unserved_vendor_stacks
+    from ..torch_support import torch_note
 
-        print_json({"system": system_info().to_dict(), "backends": rows})
+    rows = backend_rows()
+    torch = torch_note()
+    if args.json:
+        print_json({"system": system_info().to_dict(), "torch_problem": torch, "backends": rows})
         return 0
     shown_variants = SHOWN_VARIANTS if args.wide else 1
     table, details = [], []
@@ -87,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     width = None if args.wide else DEFAULT_WIDTH
     print_table(["backend", "distribution", "status", "devices", "runtime", "accepts"], table,
                 width=width, whole=(0, 1, 2))
+    details += [f"note: {line}" for line in ([torch] if torch else []) + unserved_vendor_stacks()]
     if details:
         print()
     for line in details:

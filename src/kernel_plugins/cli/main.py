@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from ..errors import KernelPluginsError
 from . import _output
-from ._args import path_text
+from ._args import bounded, path_text
 from ._output import CommandError, clean, cli_spelling, print_json, shorten
 
 __all__ = ["main", "build_parser", "COMMANDS", "EXIT_STATUS"]
@@ -76,7 +76,8 @@ def add_revision_options(parser: argparse.ArgumentParser) -> None:
     """``--revision R | --version N`` (mutually exclusive)."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--revision", help="branch, tag or commit sha (Hub repos)")
-    group.add_argument("--version", type=int, help="kernel version N: the tip of branch vN")
+    group.add_argument("--version", type=bounded(1, 2**31, whole=True),
+                       help="kernel version N: the tip of branch vN")
 
 
 def add_target_options(parser: argparse.ArgumentParser, metavar: str, help: str) -> None:
@@ -130,8 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
         except ModuleNotFoundError as e:  # a tool distribution that is not installed
             if tool is None or e.name is None or not tool[0].startswith(e.name):
                 raise
-            p = sub.add_parser(modname, help=f"{tool[2]} (needs {tool[1]})", add_help=False)
-            p.add_argument("rest", nargs=argparse.REMAINDER)
+            # every argument (--help too) is left to the missing tool's message
+            p = sub.add_parser(modname, help=f"{tool[2]} (needs {tool[1]})", add_help=False,
+                               prefix_chars="\0")
+            p.add_argument("rest", nargs="*")
             p.set_defaults(_run=functools.partial(_missing_tool, modname, tool), _parser=p)
             continue
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
@@ -147,50 +150,19 @@ def _missing_tool(name: str, tool: tuple[str, str, str], args: argparse.Namespac
     raise missing_tool(tool[1], f"kernel-plugins {name}")
 
 
-def _check_emulate(name: str) -> None:
-    """``--emulate`` must name an installed, working backend (a typo is a usage error).
-
-    A plugin that is installed but failed to load is named with its failure; a backend
-    with a known plugin distribution that is not installed gets the ``pip install``.
-    """
-    from .._suggest import did_you_mean
-    from ..known_plugins import INSTALL_HINTS
-    from ..plugins import get_manager
-
-    manager = get_manager()
-    backends = manager.backends()
-    names = {r.spec.device_type for r in backends.values()} | set(backends)
-    if name in names:
-        return
-    failed = [f.describe() for f in manager.failures() if f.name == name]
-    if failed:
-        raise CommandError(
-            f"--emulate {clean(name)!r}: the {clean(name)} plugin is installed but failed, so "
-            f"it cannot be emulated: {'; '.join(failed)}. Fix or reinstall that distribution"
-        )
-    hint = INSTALL_HINTS.get(name)
-    advice = (
-        f" To use {clean(name)!r}, install its plugin: pip install {hint}."
-        if hint else did_you_mean(name, names)
-    )
-    raise CommandError(
-        f"--emulate {clean(name)!r}: no installed backend has that name;{advice} "
-        f"Installed: {', '.join(sorted(backends))}"
-    )
-
-
 def _emulate_if_asked(args: argparse.Namespace) -> None:
+    """``--emulate NAME``: an installed backend (else a usage error with the fix), emulated."""
     name = getattr(args, "emulate", None)
-    if name:
-        _check_emulate(name)
-        from ..known_plugins import import_tool
+    if not name:
+        return
+    from ..detection import find_backends, unknown_device_error
+    from ..known_plugins import import_tool
 
-        import_tool("kernel_plugins_testing", "kernel-plugins-testing", "--emulate").emulate(name)
-        print(
-            f"note: {name!r} is EMULATED on the CPU for this command; nothing here describes "
-            "real hardware",
-            file=sys.stderr,
-        )
+    if not find_backends(name):
+        raise CommandError(f"--emulate {clean(name)!r}: {unknown_device_error(name)}")
+    import_tool("kernel_plugins_testing", "kernel-plugins-testing", "--emulate").emulate(name)
+    print(f"note: {name!r} is EMULATED on the CPU for this command; nothing here describes real "
+          "hardware", file=sys.stderr)
 
 
 def _check_device(args: argparse.Namespace) -> None:
@@ -199,8 +171,7 @@ def _check_device(args: argparse.Namespace) -> None:
     from ..device import parse_device
     from ..errors import DeviceError
 
-    text = getattr(args, "device", None)
-    if not text:
+    if not (text := getattr(args, "device", None)):
         return
     usage = args._parser.format_usage()
     try:

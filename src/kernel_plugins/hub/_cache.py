@@ -289,7 +289,7 @@ def _resolve_offline(
         # load without a pin may still fall back to a reference kernel, saying why)
         raise OfflineError(
             f"HF_HUB_OFFLINE=1 is set and nothing of {repo_id} is in {where}; {fix}, or "
-            "download it first."
+            f"download it first (kernel-plugins download {repo_id} --version N)."
         )
     if revision is not None and _SHA_RE.fullmatch(revision):
         raise RevisionError(

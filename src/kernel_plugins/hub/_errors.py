@@ -94,7 +94,7 @@ def map_error(
     if type(exc).__name__ == "OfflineModeIsEnabled":
         return HubError(
             f"HF_HUB_OFFLINE=1 is set but {repo_id}{at} needed the Hub ({doing}); unset "
-            "HF_HUB_OFFLINE or download it first."
+            f"HF_HUB_OFFLINE, or download it first (kernel-plugins download {repo_id} --version N)."
         )
     if isinstance(exc, HfHubHTTPError):
         status = _status(exc)
@@ -119,7 +119,14 @@ def map_error(
             if any(storage_folder(repo_id, t).is_dir() for t in REPO_TYPES)
             else ""
         )
-        names = ("ConnectError", "ConnectTimeout", "ConnectionError")
+        if not url.startswith(("http://", "https://")):
+            return HubError(f"HF_ENDPOINT is {url!r}, not an http:// or https:// address: set it to "
+                            f"the Hub's address (e.g. https://huggingface.co) or unset it. ({detail})")
+        if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+            return HubError(f"The Hub at {url} did not answer in time while {doing} for {repo_id}{at} "
+                            f"({detail}). Allow it more seconds with HF_HUB_ETAG_TIMEOUT (API requests) "
+                            f"or HF_HUB_DOWNLOAD_TIMEOUT (file downloads), or try again later.{hint}")
+        names = ("ConnectError", "ConnectionError")
         if isinstance(exc, ConnectionRefusedError) or type(exc).__name__ in names:
             return HubError(
                 f"Could not reach the Hub at {url} while {doing} for {repo_id}{at} ({detail}). "

@@ -29,6 +29,7 @@ from ._vendor import (
     noarch_only_note,
     synchronize_device,
     torch_if_installed,
+    vendor_version,
     version_note,
 )
 
@@ -97,16 +98,9 @@ class RuntimeVersion:
         attr = str(self.torch_attr)
         raw = getattr(torch.version, attr, None)
         unknown = f"{self.label} version unknown (torch.version.{attr} is {raw!r}): "
-        unknown += noarch_only_note(backend)
-        note = version_note(
-            raw,
-            self.parse,
-            what=f"torch.version.{attr}",
-            expected=self.expected,
-            backend=backend,
-            unknown=unknown + (f"; {self.advice}" if self.advice else ""),
-            unknown_texts=self.unknown_texts,
-        )
+        unknown += noarch_only_note(backend) + (f"; {self.advice}" if self.advice else "")
+        note = version_note(raw, self.parse, what=f"torch.version.{attr}", expected=self.expected,
+                            backend=backend, unknown=unknown, unknown_texts=self.unknown_texts)
         return RuntimeReading(None if raw is None else str(raw), note)
 
     def major_minor(self, text: str | None) -> tuple[int, int] | None:
@@ -149,6 +143,8 @@ class PrivateUse1Backend:
         noarch_reason: why arch variants are refused when :attr:`tokens` is None.
         vendor_optional: the device can exist without the vendor package (then
             ``load_kernel`` imports it only when it is installed).
+        built_for_torch: the vendor version -> the torch ``"X.Y"`` it was built for
+            (``"1.22.0+torch2.4.0"`` -> ``"2.4"``), or None when it does not say.
     """
 
     name: str
@@ -167,6 +163,7 @@ class PrivateUse1Backend:
     emulation: Emulation | None = None
     noarch_reason: str = "this backend's kernels ship only as noarch variants"
     vendor_optional: bool = False
+    built_for_torch: Callable[[str], str | None] | None = None
 
     @property
     def dtype(self) -> str:
@@ -178,13 +175,9 @@ class PrivateUse1Backend:
     def backend_spec(self) -> BackendSpec:
         """The ``backend_spec`` hook."""
         return BackendSpec(
-            name=self.name,
-            device_type=self.dtype,
-            display_name=self.display_name,
-            priority=self.priority,
-            arch_tokens=() if self.tokens is None else (self.tokens.prefix,),
-            python_depends=dict(self.python_depends),
-            capability_label=self.capability_label,
+            name=self.name, device_type=self.dtype, display_name=self.display_name,
+            priority=self.priority, arch_tokens=() if self.tokens is None else (self.tokens.prefix,),
+            python_depends=dict(self.python_depends), capability_label=self.capability_label,
         )
 
     @hookimpl
@@ -213,12 +206,8 @@ class PrivateUse1Backend:
             notes.append(reading.note)
         if self.extra_notes is not None:
             notes.extend(self.extra_notes(found))
-        return found.info(
-            runtime_version=reading.text,
-            name=device_name_of(props),
-            capability=capability,
-            notes=notes,
-        )
+        return found.info(runtime_version=reading.text, name=device_name_of(props),
+                          capability=capability, notes=notes)
 
     @hookimpl
     def explain_no_device(self) -> str | None:
@@ -269,6 +258,14 @@ class PrivateUse1Backend:
         if not (self.vendor_optional and not module_installed(self.vendor_module)):
             import_vendor_for_kernel(self.vendor_module, device, load, hint=self.import_hint)
         return None
+
+    @hookimpl
+    def paired_torch(self) -> str | None:
+        """The ``paired_torch`` hook: :attr:`built_for_torch` of the installed vendor version."""
+        if self.built_for_torch is None or (version := vendor_version(self.vendor_module)) is None:
+            return None
+        built = self.built_for_torch(version)
+        return None if built is None else f"{self.vendor_module} {version} was built for torch {built}"
 
     @hookimpl
     def synchronize(self, device: DeviceInfo) -> bool:

@@ -1,17 +1,15 @@
-"""Generic steps of finding an out-of-tree PyTorch vendor stack (part of the plugin kit).
-
-Most accelerators reach PyTorch through a vendor extension (a ``torch_<name>`` package)
-that registers the device type ``<name>`` in PyTorch's one out-of-tree device slot,
-PrivateUse1. Every name here is a parameter (nothing knows any vendor): look without
-importing, never import a vendor package while another backend owns PrivateUse1, turn a
-broken install into an error naming the cause, the whole detection skeleton
-(:func:`find_vendor_devices`), defensive property readers and the wording of notes.
-Importing this module imports neither torch nor any vendor package.
+"""Generic steps of finding an out-of-tree PyTorch vendor stack (part of the plugin kit):
+a vendor extension (``torch_<name>``) registering the device type ``<name>`` in PyTorch's
+one out-of-tree slot, PrivateUse1. Every name is a parameter: look without importing, never
+import a vendor package while another backend owns PrivateUse1, name the cause of a broken
+install, the detection skeleton (:func:`find_vendor_devices`), defensive property readers
+and the wording of notes. Importing this module imports neither torch nor any vendor package.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 import re
 import sys
@@ -50,6 +48,19 @@ def module_installed(name: str) -> bool:
         return False
 
 
+def vendor_version(name: str) -> str | None:
+    """The version of the vendor package ``name``, without importing it: the imported
+    module's ``__version__``, else its distribution's; None when neither is known."""
+    module = sys.modules.get(name)
+    if module is not None:
+        version = getattr(module, "__version__", None)
+        return None if version is None else str(version)
+    try:
+        return importlib.metadata.version(name)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
+
+
 def privateuse1_name(torch: ModuleType | None = None) -> str | None:
     """The name PyTorch's PrivateUse1 device slot has in this process.
 
@@ -58,10 +69,8 @@ def privateuse1_name(torch: ModuleType | None = None) -> str | None:
 
     :param torch: the torch module (default: :func:`torch_if_installed`).
     """
-    if torch is None:
-        torch = torch_if_installed()
-        if torch is None:
-            return None
+    if (torch := torch or torch_if_installed()) is None:
+        return None
     get = getattr(torch._C, "_get_privateuse1_backend_name", None)
     return None if get is None else str(get())
 
@@ -122,13 +131,10 @@ def import_vendor_for_kernel(
 ) -> ModuleType:
     """Import ``vendor_module`` before a kernel whose native code links against it.
 
-    The body of a ``load_kernel`` hook that only has to import the vendor first (the
-    hook then returns None so that the core imports the kernel).
+    The body of a ``load_kernel`` hook that only imports the vendor (then returns None).
 
-    :param hint: how to fix a failed import (default: ``"install <vendor_module> for
-        this torch"``).
-    :raises KernelImportError: the import failed; names the kernel, its variant, the
-        device and the cause.
+    :param hint: how to fix a failed import (default: ``"install <vendor_module> for this torch"``).
+    :raises KernelImportError: the import failed; names the kernel, variant, device and cause.
     """
     try:
         return importlib.import_module(vendor_module)
@@ -148,17 +154,13 @@ def capability_of(props: Any) -> tuple[int, int] | None:
     ((5, 0), None)
     """
     major, minor = getattr(props, "major", None), getattr(props, "minor", None)
-    if isinstance(major, int) and isinstance(minor, int) and major >= 0 and minor >= 0:
-        return (major, minor)
-    return None
+    ok = isinstance(major, int) and isinstance(minor, int) and major >= 0 and minor >= 0
+    return (major, minor) if ok else None  # type: ignore[return-value]
 
 
 def missing_capability_note(device_type: str, props: Any, index: int = 0) -> str:
     """The note for device properties without a usable capability (see :func:`capability_of`)."""
-    return (
-        f"torch.{device_type}.get_device_properties({index}) has no integer major/minor "
-        f"({props!r})"
-    )
+    return f"torch.{device_type}.get_device_properties({index}) has no integer major/minor ({props!r})"
 
 
 def device_name_of(props: Any) -> str | None:
@@ -171,11 +173,8 @@ def torch_major_minor(torch: ModuleType | None = None) -> tuple[int, int] | None
 
     :param torch: the torch module (default: :func:`torch_if_installed`).
     """
-    if torch is None:
-        torch = torch_if_installed()
-        if torch is None:
-            return None
-    return major_minor(str(torch.__version__))
+    torch = torch or torch_if_installed()
+    return None if torch is None else major_minor(str(torch.__version__))
 
 
 def match_version(pattern: re.Pattern[str], text: object) -> tuple[int, int] | None:
@@ -228,12 +227,9 @@ def version_note(
     :param unknown_texts: values the vendor writes for "unknown" (compared without
         case and surrounding blanks), e.g. ``("not known",)``.
     """
-    if unknown is not None:
-        if text is None:
-            return unknown
-        markers = {t.strip().lower() for t in unknown_texts}
-        if isinstance(text, str) and text.strip().lower() in markers:
-            return unknown
+    markers = {t.strip().lower() for t in unknown_texts}
+    if unknown is not None and (text is None or str(text).strip().lower() in markers):
+        return unknown
     if parse(text) is not None:
         return None
     return unparsable_note(what, text, expected, backend=backend)
@@ -271,14 +267,8 @@ class VendorDevices:
         """``torch.<device_type>.get_device_properties(index)``."""
         return self.module.get_device_properties(index)
 
-    def info(
-        self,
-        *,
-        runtime_version: str | None = None,
-        name: str | None = None,
-        capability: tuple[int, int] | None = None,
-        notes: Iterable[str] = (),
-    ) -> DeviceInfo:
+    def info(self, *, runtime_version: str | None = None, name: str | None = None,
+             capability: tuple[int, int] | None = None, notes: Iterable[str] = ()) -> DeviceInfo:
         """The :class:`~kernel_plugins.device.DeviceInfo` to return from ``detect_device``.
 
         Backend, device type, count, extension version and the emulated flag come from
@@ -287,15 +277,9 @@ class VendorDevices:
         from ..device import DeviceInfo
 
         return DeviceInfo(
-            backend=self.backend,
-            device_type=self.device_type,
-            count=self.count,
-            runtime_version=runtime_version,
-            name=name,
-            capability=capability,
-            extension_version=self.extension_version,
-            emulated=self.emulated,
-            notes=tuple(notes),
+            backend=self.backend, device_type=self.device_type, count=self.count,
+            runtime_version=runtime_version, name=name, capability=capability,
+            extension_version=self.extension_version, emulated=self.emulated, notes=tuple(notes),
         )
 
 
@@ -323,11 +307,9 @@ def find_vendor_devices(
     vendor = import_vendor(vendor_module, import_hint)
     module = getattr(torch, device_type, None)
     if module is None:
-        raise PluginError(
-            f"{vendor_module} was imported but torch.{device_type} does not exist: this "
-            f"{vendor_module} does not register itself with torch {torch.__version__}; "
-            f"install the matching {vendor_module}"
-        )
+        raise PluginError(f"{vendor_module} was imported but torch.{device_type} does not exist: this "
+                          f"{vendor_module} does not register itself with torch {torch.__version__}; "
+                          f"install the matching {vendor_module}")
     if not module.is_available():
         return None
     count = int(module.device_count())

@@ -204,7 +204,7 @@ def _check_python_depends(ctx: _Ctx, mfile: Path, meta: KernelMetadata, backend:
             hint = INSTALL_HINTS.get(backend)
             ctx.notes.append(
                 f"{ctx.rel(mfile)}: python-depends {name!r} cannot be checked: backend "
-                f"{backend!r} is not installed" + (f" (pip install {hint})" if hint else "")
+                f"{backend!r} is not installed" + (f" ({hint})" if hint else "")
             )
             continue
         ctx.add(

@@ -25,6 +25,7 @@ from .versions import (
     NEUWARE_ENV,
     TOOLKIT_ENV,
     VERSION_FILE,
+    built_for_torch,
     parse_extension_version,
     parse_toolkit_version,
     read_toolkit_version,
@@ -58,6 +59,7 @@ MLU = PrivateUse1Backend(
     ),
     tokens=VariantTokens(prefix="mlu"),
     extra_notes=extension_notes,
+    built_for_torch=built_for_torch,  # 1.22.0+torch2.4.0 is built for torch 2.4
     # What torch_mlu shows PyTorch (see the README), for tests without an MLU. Every
     # default is illustrative, not a product's data sheet.
     emulation=Emulation(

@@ -36,6 +36,7 @@ __all__ = [
     "VERSION_FILE",
     "ExtensionVersion",
     "ToolkitVersion",
+    "built_for_torch",
     "parse_extension_version",
     "parse_toolkit_version",
     "read_toolkit_version",
@@ -139,3 +140,13 @@ def read_toolkit_version(environ: Mapping[str, str] | None = None) -> ToolkitVer
             f"CNToolkit version unknown: {path} holds no X.Y.Z version (starts {first!r}); {hint}",
         )
     return ToolkitVersion(m.group(0), str(path))
+
+
+def built_for_torch(text: str) -> str | None:
+    """The torch a ``torch_mlu.__version__`` was built for: ``"1.22.0+torch2.4.0"`` -> ``"2.4"``.
+
+    >>> built_for_torch("1.22.0+torch2.4.0"), built_for_torch("1.22.0")
+    ('2.4', None)
+    """
+    ext = parse_extension_version(text)
+    return None if ext is None else "{}.{}".format(*ext.torch_major_minor)

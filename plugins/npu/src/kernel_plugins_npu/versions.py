@@ -6,6 +6,8 @@
   ``cann83``, CANN 10.0 -> ``cann100``. When a token is decoded, its LAST digit is the
   minor and the digits before it the major, so a two-digit major survives (CANN minors
   are single digits); names are only ever compared whole.
+* ``torch_npu.__version__`` follows the torch it was built for: ``"2.1.0.post3"`` is
+  built for torch 2.1.
 * ``torch.npu.get_soc_version()`` is an integer: 220-225 is the Ascend 910B family,
   250-255 the 910_93 family, 202 the 310P3 (mapping from a third-party fork, unverified).
 """
@@ -17,11 +19,13 @@ import re
 from kernel_plugins.plugin_kit import match_version
 
 __all__ = [
+    "built_for_torch",
     "parse_cann_version",
     "soc_family",
 ]
 
 
+_TORCH_NPU_RE = re.compile(r"^(\d+)\.(\d+)\.\d+")
 _CANN_RE = re.compile(r"^(\d+)\.(\d+)(?:\.[0-9A-Za-z]+)*$")
 
 
@@ -33,6 +37,16 @@ def parse_cann_version(text: object) -> tuple[int, int] | None:
     """
     version = match_version(_CANN_RE, text)
     return None if version is None or version[0] == 0 else version
+
+
+def built_for_torch(text: str) -> str | None:
+    """The torch a ``torch_npu.__version__`` was built for: ``"2.1.0.post3"`` -> ``"2.1"``.
+
+    >>> built_for_torch("2.1.0.post3"), built_for_torch("unknown")
+    ('2.1', None)
+    """
+    version = match_version(_TORCH_NPU_RE, text)
+    return None if version is None else "{}.{}".format(*version)
 
 
 def soc_family(soc_version: object) -> str | None:
