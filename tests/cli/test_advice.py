@@ -123,30 +123,51 @@ def test_the_torch_range_is_one_constant_that_the_extra_states_too() -> None:
         torch_problem(None))
 
 
-def test_a_lock_that_pins_no_variants_fails_download_even_with_all_variants(
-    manager: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    lock = tmp_path / "kernels.lock"
-    lock.write_text(json.dumps([{"repo_id": "kernels-community/empty", "sha": "a" * 40,
-                                 "variants": {}}]))
-    for extra in ([], ["--all-variants"]):
-        code, out, _ = run(capsys, "download", str(tmp_path), *extra)
-        assert code == 1, out
-        assert ("kernels-community/empty -: FAILED: the lock pins no variants of "
-                "kernels-community/empty; re-lock") in out
-        assert "1 checked, 1 failed" in out
+def _locked_project(hub: object, folder: Path, repo_id: str, variants: dict[str, dict[str, str]]) -> Path:
+    from tests.support.hub import make_kernel_repo
+
+    make_kernel_repo(hub, repo_id, variants=variants)  # type: ignore[arg-type]
+    folder.mkdir()
+    (folder / "pyproject.toml").write_text(
+        f'[project]\nname = "demo"\n\n[tool.kernels.dependencies]\n"{repo_id}" = 1\n')
+    assert main(["lock", str(folder)]) == 0
+    return folder
 
 
 def test_a_lock_without_a_variant_for_this_device_names_the_device(
-    manager: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    manager: object, hub_env: object, hf_cache: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    lock = tmp_path / "kernels.lock"
-    lock.write_text(json.dumps([{"repo_id": "kernels-community/gpu-only", "sha": "a" * 40,
-                                 "variants": {"torch-cuda": {"hash": "sha256-" + "0" * 64,
-                                                             "hash_type": "git_lfs_concat"}}}]))
-    code, out, _ = run(capsys, "download", str(tmp_path))
+    project = _locked_project(hub_env, tmp_path / "p", "kernels-community/advice-gpu-only",
+                              {"torch-cuda": {"__init__.py": "CUDA = True\n"}})
+    capsys.readouterr()
+    code, out, _ = run(capsys, "download", str(project))
     assert code == 1
-    assert "no variant in the lock fits this device (cpu): it pins torch-cuda; use " in out
+    assert "no variant in the lock fits this device (cpu): it pins torch-cuda; use --all-variants" in out
+    code, out, _ = run(capsys, "download", str(project), "--all-variants")  # the advice works
+    assert code == 0 and "torch-cuda: OK" in out and "1 checked, 0 failed" in out
+
+
+def test_a_lock_whose_commit_offers_no_variants_fails_even_with_all_variants(
+    manager: object, hub_env: object, hf_cache: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo_id = "kernels-community/advice-emptied"
+    project = _locked_project(hub_env, tmp_path / "p", repo_id,
+                              {"torch-cpu": {"__init__.py": "VALUE = 1\n"}})
+    lock = json.loads((project / "kernels.lock").read_text())
+    git = hub_env.repo(repo_id)  # type: ignore[attr-defined]
+    git.remove("build/torch-cpu/__init__.py")  # a commit whose build/ holds no variant
+    git.write("build/README.md", "builds moved elsewhere\n")
+    lock[0]["lock"]["commit"] = git.commit("no builds")
+    (project / "kernels.lock").write_text(json.dumps(lock))
+    (project / "kernels.lock.variants").unlink()
+    capsys.readouterr()
+    for extra in ([], ["--all-variants"]):
+        code, out, _ = run(capsys, "download", str(project), *extra)
+        assert code == 1, out
+        assert f"{repo_id} -: FAILED: {repo_id} at " in out and "offers no variants" in out
+        assert "0 checked" not in out
 
 
 def test_a_malformed_hf_endpoint_is_named(hf_cache: Path) -> None:
