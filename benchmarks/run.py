@@ -114,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-", dir=_scratch()))
     repo = inputs.write_local_repo(work / "local-repo")
     names_file = work / "variant-names.json"
-    names_file.write_text(json.dumps(inputs.many_variant_names(500)))
+    names = inputs.many_variant_names(500)
+    names_file.write_text(json.dumps(names))
+    names_file.with_name("variant-archs.json").write_text(json.dumps({  # read by the probe
+        "cpu": inputs.variant_archs(names), "cuda": inputs.variant_archs(names, refuse_stable_abi=True)}))
     ctx = figures.Context(
         kp=kp,
         kn=kn,

@@ -472,7 +472,7 @@ def _inproc_figures(out: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
     figs.append(
         figure(
             "resolution",
-            "resolve 500 variant names in a fresh process (first call, after the "
+            "resolve 500 variant names, with the architecture step, in a fresh process (first call, after the "
             "backends were loaded and the device detected)",
             "s",
             _pick(kp, "resolution", "first_s"),
@@ -483,6 +483,27 @@ def _inproc_figures(out: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
                 "accepted": {p: r[0]["resolution"]["accepted"] for p, r in res.items()},
             },
             notes=_variant_notes({p: {r[0]["resolution"]["best"]} for p, r in res.items()}),
+        )
+    )
+    figs.append(
+        figure(
+            "resolution, CUDA arch step",
+            "the 500 names on a described CUDA 12.8 device of capability 8.0 whose best builds "
+            "are Hopper-only: the architecture step refuses each stable-ABI build before a fit",
+            "s",
+            _pick(kp, "resolution", "cuda_arch_step", "first_s"),
+            None,
+            extra={"best": kp[0]["resolution"]["cuda_arch_step"]["best"],
+                   "refused": kp[0]["resolution"]["cuda_arch_step"]["refused"]},
+        )
+    )
+    figs.append(
+        figure(
+            "resolution with every reason",
+            "the same CUDA resolution again, writing the reason of every name (the trace)",
+            "s",
+            _pick(kp, "resolution", "cuda_arch_step", "with_reasons_s"),
+            None,
         )
     )
     figs.append(

@@ -24,6 +24,7 @@ __all__ = [
     "variant_files",
     "write_local_repo",
     "many_variant_names",
+    "variant_archs",
 ]
 
 REPO_ID = "kernels-community/bench-activation"
@@ -153,3 +154,20 @@ def many_variant_names(count: int = 500) -> list[str]:
     names = [n for n in dict.fromkeys(names) if n not in tail]
     random.Random(0).shuffle(names)
     return names[: count - len(tail)] + tail
+
+
+def variant_archs(names: list[str], *, refuse_stable_abi: bool = False) -> dict[str, list[str]]:
+    """A ``backend.archs`` for each name, as builders write them: CUDA capabilities, ROCm
+    gfx names, XPU targets; none for CPU, Metal and noarch names. With
+    ``refuse_stable_abi``, the CUDA stable-ABI builds are Hopper-only (``9.0a``), so that
+    on an 8.0 device the architecture step refuses each of them before a fit."""
+    out: dict[str, list[str]] = {}
+    for name in names:
+        if "-cu1" in name:
+            stable = refuse_stable_abi and name.startswith("torch-stable-abi")
+            out[name] = ["9.0a"] if stable else ["8.0", "9.0a", "10.0f", "12.0+PTX"]
+        elif "-rocm" in name:
+            out[name] = ["gfx90a", "gfx942"]
+        elif "-xpu" in name:
+            out[name] = ["pvc", "bmg"]
+    return out

@@ -215,13 +215,14 @@ def _call_overhead(layer: Any, calls: int, repeats: int) -> dict[str, Any]:
 
 def _resolution(task: dict[str, Any]) -> dict[str, Any]:
     names = json.loads(Path(task["names_file"]).read_text())
+    archs = json.loads(Path(task["names_file"]).with_name("variant-archs.json").read_text())
     if task["package"] == "kernel_plugins":
         from kernel_plugins import resolve_variants
 
         resolve_variants(["torch-cpu"], "cpu")  # loads plugins and detects the device once
 
         def run() -> tuple[str | None, int]:
-            res = resolve_variants(names, "cpu")
+            res = resolve_variants(names, "cpu", archs=archs["cpu"])  # with the arch step
             return res.best, len(res.accepted)
     else:
         from kernels.variants import parse_variant, resolve_variants
@@ -241,13 +242,28 @@ def _resolution(task: dict[str, Any]) -> dict[str, Any]:
         t = time.perf_counter()
         run()
         again.append(time.perf_counter() - t)
-    return {
-        "first_s": first,
-        "again_s": again,
-        "best": best,
-        "accepted": count,
-        "names": len(names),
-    }
+    out = {"first_s": first, "again_s": again, "best": best, "accepted": count, "names": len(names)}
+    if task["package"] == "kernel_plugins":
+        out["cuda_arch_step"] = _cuda_arch_step(names, archs["cuda"], task["repeats"])
+    return out
+
+
+def _cuda_arch_step(names: list[str], archs: dict[str, list[str]], repeats: int) -> dict[str, Any]:
+    """kernel-plugins only: the names on a described CUDA 8.0 device whose best builds the
+    architecture step refuses; then the same with every reason written (the trace)."""
+    from kernel_plugins import DeviceInfo, resolve_variants
+
+    gpu = DeviceInfo(backend="cuda", device_type="cuda", count=1, runtime_version="12.8",
+                     capability=(8, 0))
+    t = time.perf_counter()
+    res = resolve_variants(names, gpu, archs=archs)
+    first = time.perf_counter() - t
+    reasons = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        resolve_variants(names, gpu, archs=archs).trace()
+        reasons.append(time.perf_counter() - t)
+    return {"first_s": first, "best": res.best, "refused": len(res.refused), "with_reasons_s": reasons}
 
 
 def _inproc(task: dict[str, Any]) -> dict[str, Any]:

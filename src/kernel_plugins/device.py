@@ -13,6 +13,7 @@ import importlib.util
 import platform
 import re
 import sys
+import sysconfig
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
@@ -44,6 +45,8 @@ class DeviceInfo:
             (``"12.8"``, ``"4030"``, ``"8.3.RC1"``), or None when not readable.
         name: device name of device 0 (``"MLU590-H8"``), or None.
         capability: ``(major, minor)`` compute capability, or None.
+        arch: device 0's architecture as builds name it in ``backend.archs`` (``gfx90a``,
+            ``mp_22``, ``Ascend910B2C``), or None (CUDA builds name capabilities).
         extension_version: version of the vendor's PyTorch extension, or None.
         emulated: True when the device is emulated on the CPU (never real hardware).
         index: the device index a caller asked for, or None for "the backend's devices".
@@ -58,6 +61,7 @@ class DeviceInfo:
     capability: tuple[int, int] | None = None
     extension_version: str | None = None
     emulated: bool = False
+    arch: str | None = None
     index: int | None = None
     notes: tuple[str, ...] = ()
 
@@ -71,7 +75,7 @@ class DeviceInfo:
             raise ValueError(f"count: must be an integer >= 0 (got {self.count!r})")
         if self.index is not None and (not _is_int(self.index) or self.index < 0):
             raise ValueError(f"index: must be an integer >= 0 or None (got {self.index!r})")
-        for field_name in ("runtime_version", "name", "extension_version"):
+        for field_name in ("runtime_version", "name", "extension_version", "arch"):
             _check_optional_str(field_name, getattr(self, field_name))
         if not isinstance(self.emulated, bool):
             raise ValueError(f"emulated: must be True or False (got {self.emulated!r})")
@@ -106,6 +110,7 @@ class DeviceInfo:
         parts = [f"{self.backend} ({self.device_type}) x{self.count}", self.name,
                  self.runtime_version and f"runtime {self.runtime_version}",
                  self.capability and "capability {}.{}".format(*self.capability),
+                 self.arch and f"arch {self.arch}",
                  self.emulated and "EMULATED on CPU, not real hardware"]
         return ", ".join(p for p in parts if p)
 
@@ -167,6 +172,8 @@ class SystemInfo:
         cxx11_abi: ``torch.compiled_with_cxx11_abi()`` or None.
         macos_version: ``(major, minor)`` on macOS, else None.
         tvm_ffi_version: installed tvm-ffi ``(major, minor)`` or None.
+        free_threaded: an interpreter built without the GIL, before Python 3.15: it
+            cannot load the stable-ABI extensions of compiled (arch) builds.
     """
 
     cpu: str
@@ -175,6 +182,7 @@ class SystemInfo:
     cxx11_abi: bool | None = None
     macos_version: tuple[int, int] | None = None
     tvm_ffi_version: tuple[int, int] | None = None
+    free_threaded: bool = False
 
     @classmethod
     def current(cls) -> SystemInfo:
@@ -192,18 +200,13 @@ class SystemInfo:
             cxx11_abi=None if torch is None else bool(torch.compiled_with_cxx11_abi()),
             macos_version=macos,
             tvm_ffi_version=tvm,
+            free_threaded=sys.version_info < (3, 15) and bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
-            "cpu": self.cpu,
-            "os": self.os,
-            "torch_version": _fmt(self.torch_version),
-            "cxx11_abi": self.cxx11_abi,
-            "macos_version": _fmt(self.macos_version),
-            "tvm_ffi_version": _fmt(self.tvm_ffi_version),
-        }
+        """A JSON-ready dict (versions as ``"X.Y"``)."""
+        data = dataclasses.asdict(self)
+        return {k: _fmt(v) if k.endswith("_version") else v for k, v in data.items()}
 
 
 def _fmt(v: tuple[int, int] | None) -> str | None:

@@ -131,6 +131,33 @@ def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) ->
 
 
 @hookspec(firstresult=True)
+def check_arch(device: DeviceInfo, archs: tuple[str, ...]) -> bool | None:
+    """Say whether the device runs a build made for these architectures.
+
+    **When:** during resolution, for the best ranked variant whose ``metadata.json`` (its
+    only file fetched so far) lists ``backend.archs`` for this backend; again for the next
+    one each time the answer is False.
+
+    **Calling convention:** asked only of the owner of ``device``; optional. Pure and
+    cheap: judge the facts ``detect_device`` put in ``device`` (``arch``, ``capability``).
+    Raising or answering anything but True, False or None is reported and counts as None.
+    :func:`kernel_plugins.variants.judge_archs` combines answers per entry.
+
+    :param device: the device a kernel is being loaded for.
+    :param archs: ``backend.archs`` as the build wrote it (1 to 1,000 strings).
+    :return: True when the device runs such a build; False when not (the variant is
+        refused, the trace names both architectures, the next variant is tried); None when
+        the backend does not check or reads no entry (it loads, the trace says unchecked).
+
+    Example::
+
+        @hookimpl
+        def check_arch(self, device, archs):
+            return judge_archs(archs, lambda a: a == device.arch if a.startswith("mp_") else None)
+    """
+
+
+@hookspec(firstresult=True)
 def load_kernel(device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
     """Provide or prepare the import of a resolved kernel variant.
 

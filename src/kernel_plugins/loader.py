@@ -20,17 +20,18 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Literal
 
+from ._warn import warn_user
 from .detection import get_device, system_info
 from .device import DeviceInfo, SystemInfo
 from .errors import HubError, KernelPluginsError, NoCompatibleVariantError
 from .fallback import ReferencePolicy, check_requirements, requirements_of
 from .fetching import fetch, offer
 from .importer import import_verified
-from .resolving import choose, resolve_variants
+from .resolving import choose, device_arch, resolve_variants
 from .signatures import requiring
 from .sources import KernelSource, find
 from .torch_support import require_torch
-from .verification import VerifiedVariant, verify
+from .verification import VerifiedVariant, archs_reader, verify
 
 __all__ = ["load", "load_source", "resolve_variants", "system_info", "FallbackPolicy"]
 
@@ -52,6 +53,7 @@ def load(
     repo_type: str | None = None,
     require_signature: bool = False,
     trusted_root: str | os.PathLike[str] | None = None,
+    check_arch: bool = True,
 ) -> ModuleType:
     """Load a kernel for a device and return its module.
 
@@ -76,6 +78,8 @@ def load(
     :param require_signature: refuse a build not signed by an allowed signer
         (``KERNEL_PLUGINS_REQUIRE_SIGNATURE=1`` too); ``trusted_root``: a sigstore
         ``trusted_root.json`` to check signatures against (see docs/signatures.md).
+    :param check_arch: refuse variants whose ``backend.archs`` the device cannot run (and
+        try the next); False loads the best variant unchecked, with a warning.
     :return: the kernel module, with ``__kernel_provenance__``.
     :raises KernelPluginsError: subclasses naming what went wrong and how to fix it.
 
@@ -95,7 +99,8 @@ def load(
     )
     policy = ReferencePolicy(fallback, requirements)
     with requiring(require_signature, trusted_root=trusted_root):
-        return load_source(source, info, system, trust_remote_code=trust_remote_code, fallback=policy)
+        return load_source(source, info, system, trust_remote_code=trust_remote_code, fallback=policy,
+                           check_arch=check_arch)
 
 
 def load_source(
@@ -105,6 +110,7 @@ def load_source(
     *,
     trust_remote_code: bool = False,
     fallback: ReferencePolicy | None = None,
+    check_arch: bool = True,
 ) -> ModuleType:
     """Run the pipeline for one source: offer, choose, fetch, verify, import.
 
@@ -118,7 +124,8 @@ def load_source(
     """
     require_torch()  # before anything is fetched
     try:
-        module = import_verified(_verified(source, info, system, trust_remote_code), info, notes=source.notes)
+        verified = _verified(source, info, system, trust_remote_code, check_arch)
+        module = import_verified(verified, info, notes=source.notes)
     except (NoCompatibleVariantError, HubError) as error:
         if fallback is None:
             raise
@@ -135,9 +142,18 @@ def load_source(
 
 
 def _verified(
-    source: KernelSource, info: DeviceInfo, system: SystemInfo, trust_remote_code: bool
+    source: KernelSource, info: DeviceInfo, system: SystemInfo, trust_remote_code: bool,
+    check_arch: bool = True,
 ) -> VerifiedVariant:
-    """Offer, choose, fetch and verify: everything before the import."""
+    """Offer, choose (the architecture step reads candidates' ``metadata.json`` alone),
+    fetch and verify: everything before the import."""
     off = offer(source, trust_remote_code=trust_remote_code)
-    best = choose(off.where, off.variants, info, system, kind=source.kind)
-    return verify(fetch(off, best))
+    seen: dict[str, bytes] = {}
+    archs_of = archs_reader(off, info.backend, seen) if check_arch else None
+    best = choose(off.where, off.variants, info, system, kind=source.kind, archs_of=archs_of)
+    verified = verify(fetch(off, best), metadata_bytes=seen.get(best))
+    if not check_arch and (archs := verified.metadata.backend.archs):
+        warn_user(f"{off.where} {best} is built for architectures {', '.join(archs[:8])}, not checked "
+                  f"against the device's ({device_arch(info) or 'not reported'}) as check_arch=False: "
+                  "if it does not support this device, the kernel may fail or crash the process")
+    return verified

@@ -33,6 +33,8 @@ __all__ = [
 
 #: Metadata files larger than this are refused (a real one is a few hundred bytes).
 MAX_METADATA_BYTES = 1 << 20
+#: ``backend.archs`` longer than this is refused (real builds list a dozen at most).
+MAX_ARCHS = 1000
 
 _NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
 
@@ -236,6 +238,12 @@ def _dict(value: object) -> dict[str, Any]:
     return value
 
 
+def _archs(value: object) -> tuple[str, ...]:
+    if isinstance(value, (list, tuple)) and len(value) > MAX_ARCHS:
+        raise _Bad(f"Value error, {len(value)} architectures; at most {MAX_ARCHS} are allowed")
+    return _items(_str)(value)  # type: ignore[no-any-return]
+
+
 def _files(value: object) -> dict[str, str]:
     problems: list[MetadataProblem] = []
     files = {k: _run(_str, v, str(k), problems) for k, v in _dict(value).items()}
@@ -259,7 +267,7 @@ _METADATA = _record(KernelMetadata, {
     })), ()),
     "backend": (_record(BackendField, {
         "type": (_backend_type, _REQUIRED),
-        "archs": (_items(_str), ()),
+        "archs": (_archs, ()),
     }), _REQUIRED),
     "digest": (_optional(_record(Digest, {
         "algorithm": (_algorithm, _REQUIRED),

@@ -339,6 +339,20 @@ class PluginManager:
             return f"(backend '{device.backend}' could not explain: {_describe_exc(f.error)})"
         return reason if isinstance(reason, str) else None
 
+    def check_arch(self, device: DeviceInfo, archs: tuple[str, ...]) -> bool | None:
+        """The owner's verdict on ``archs``: True, False or None (also for a failure: reported)."""
+        try:
+            verdict = self._ask_owner("check_arch", device.backend, device=device, archs=archs)
+            if verdict is None or isinstance(verdict, bool):
+                return verdict
+            problem, cause = f"returned {type(verdict).__name__}, expected True, False or None", None
+        except HookFailure as f:
+            problem, cause = _describe_exc(f.error), f.error
+        rec = self.record(device.backend)
+        self._fail(rec.name, rec.distribution, rec.version, "check_arch",
+                   f"{problem}; the architectures are not checked", cause)
+        return None
+
     def load_kernel(self, device: DeviceInfo, load: Any) -> ModuleType | None:
         """The owner's ``load_kernel`` answer (None: the core imports the variant)."""
         try:

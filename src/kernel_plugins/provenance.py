@@ -49,6 +49,8 @@ class Provenance:
         signer: who signed its ``metadata.json`` (``identity (issuer)``), None when unsigned
             or not checked (see docs/signatures.md).
         metadata: the ``metadata.json`` verified and imported (not in :meth:`to_dict`).
+        op_checks: layer name -> the result of checking its ``torch.compile`` claim with
+            ``torch.library.opcheck`` (``kernelize(..., check_ops=True)``), when asked.
     """
 
     source: str
@@ -64,6 +66,7 @@ class Provenance:
     notes: tuple[str, ...] = field(default=())
     signer: str | None = None
     metadata: KernelMetadata | None = field(default=None, compare=False, repr=False)
+    op_checks: dict[str, str] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (without ``metadata``)."""

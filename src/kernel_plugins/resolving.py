@@ -1,14 +1,17 @@
 """Choose the build variant that fits a device, with the installed backends' rules.
 
-:func:`resolve` is pure (no I/O, no torch): it takes the variant names a source has, the
-owner backend's accepted list (its ``list_variants`` hook) and an explanation callback,
-and returns a :class:`Resolution` with a reason for every rejected name. The functions
-below it ask the plugin manager for those rules and apply them once per load.
+:func:`resolve` is pure (no I/O, no torch): from the variant names a source has and the
+owner backend's accepted list (its ``list_variants`` hook) it ranks the fits; the reason
+of each other name is written only when :attr:`Resolution.decisions` is first read (a
+load needs only the best). :func:`check_archs`, the architecture step, then asks the
+owner's ``check_arch`` hook about the fits, best first, until one runs on the device.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -20,12 +23,16 @@ from .variants import Variant, parse_variant
 
 __all__ = [
     "Decision", "Resolution", "resolve", "resolve_variants", "resolve_for", "no_variant_message",
-    "choose",
+    "choose", "check_archs", "device_arch",
 ]
+
+Explain = Callable[[Variant], "str | None"]
+ArchsOf = Callable[[str], Sequence[str]]
 
 
 class Decision(NamedTuple):
-    """The verdict on one available variant: accepted (with rank) or rejected (with reason)."""
+    """The verdict on one available variant: accepted (with rank) or rejected (with
+    reason); an accepted one's ``reason`` is a note (its architectures were not checked)."""
 
     variant: str
     accepted: bool
@@ -33,10 +40,11 @@ class Decision(NamedTuple):
     rank: int | None = None
 
     def describe(self) -> str:
-        """``name: accepted (#1)`` or ``name: <reason>``."""
-        if self.accepted:
-            return f"{self.variant}: accepted (preference #{(self.rank or 0) + 1})"
-        return f"{self.variant}: {self.reason}"
+        """``name: accepted (preference #1)`` or ``name: <reason>``."""
+        if not self.accepted:
+            return f"{self.variant}: {self.reason}"
+        return f"{self.variant}: accepted (preference #{(self.rank or 0) + 1})" + (
+            f"; {self.reason}" if self.reason else "")
 
 
 @dataclass(frozen=True)
@@ -45,21 +53,31 @@ class Resolution:
 
     Attributes:
         accepted: accepted variant names, best first.
-        decisions: one :class:`Decision` per available name, accepted first (in
-            preference order), then rejected ones sorted by name.
         device: the device resolved for. system: the system resolved on.
+        refused: the variants the architecture step refused, in the order tried.
+        arch_note: why the best variant's architectures were not checked, if they were not.
+        rejected: writes the decisions on the names not accepted (called once, for
+            :attr:`decisions`).
     """
 
     accepted: tuple[str, ...]
-    decisions: tuple[Decision, ...]
     device: DeviceInfo
     system: SystemInfo
-    preference: tuple[str, ...] = field(default=(), repr=False)
+    refused: tuple[Decision, ...] = ()
+    arch_note: str | None = None
+    rejected: Callable[[], list[Decision]] = field(default=list, repr=False, compare=False)
 
     @property
     def best(self) -> str | None:
         """The best accepted variant, or None."""
         return self.accepted[0] if self.accepted else None
+
+    @functools.cached_property
+    def decisions(self) -> tuple[Decision, ...]:
+        """One :class:`Decision` per available name: the accepted ones in preference order,
+        those refused for their architectures, then every other one sorted by name."""
+        return (*(Decision(n, True, None if i else self.arch_note, i) for i, n in enumerate(self.accepted)),
+                *self.refused, *sorted(self.rejected(), key=lambda d: d.variant))
 
     def trace(self) -> str:
         """One line per decision, in resolution order."""
@@ -68,18 +86,11 @@ class Resolution:
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
         return {
-            "device": self.device.to_dict(),
-            "system": self.system.to_dict(),
-            "best": self.best,
+            "device": self.device.to_dict(), "system": self.system.to_dict(), "best": self.best,
             "accepted": list(self.accepted),
-            "decisions": [
-                {"variant": d.variant, "accepted": d.accepted, "reason": d.reason}
-                for d in self.decisions
-            ],
+            "decisions": [{"variant": d.variant, "accepted": d.accepted, "reason": d.reason}
+                          for d in self.decisions],
         }
-
-
-Explain = Callable[[Variant], "str | None"]
 
 
 def _fmt(v: tuple[int, int] | None) -> str:
@@ -97,31 +108,26 @@ def _generic_reason(v: Variant, device: DeviceInfo, system: SystemInfo) -> str |
         return None
     if v.kind == "universal":
         return None
+    if system.free_threaded:
+        return ("compiled (arch) variant: free-threaded Python before 3.15 cannot load its "
+                "stable-ABI extensions; noarch variants can load")
     if v.os != system.os:
         return f"built for OS {v.os}, the system is {system.os}"
     if v.cpu != system.cpu:
         return f"built for CPU {v.cpu}, the system is {system.cpu}"
-    if v.kind == "tvm-ffi":
-        if system.tvm_ffi_version is None:
-            return f"built against tvm-ffi {_fmt(v.version)}, but tvm-ffi is not installed"
-        if v.version != system.tvm_ffi_version:
-            return (
-                f"built against tvm-ffi {_fmt(v.version)}, installed tvm-ffi is "
-                f"{_fmt(system.tvm_ffi_version)}"
-            )
-        return None
-    if system.torch_version is None:
-        return f"built for torch {_fmt(v.version)}, but torch is not installed"
+    tvm = v.kind == "tvm-ffi"
+    lib, built, have = ("tvm-ffi", "built against", system.tvm_ffi_version) if tvm else (
+        "torch", "built for", system.torch_version)
+    if have is None:
+        return f"{built} {lib} {_fmt(v.version)}, but {lib} is not installed"
     if v.kind == "stable-abi":
-        if v.version is not None and (v.version[0] != system.torch_version[0] or v.version > system.torch_version):
-            return (
-                f"torch stable ABI {_fmt(v.version)} needs torch >= {_fmt(v.version)} "
-                f"(same major), installed torch is {_fmt(system.torch_version)}"
-            )
+        if v.version is not None and (v.version[0] != have[0] or v.version > have):
+            return (f"torch stable ABI {_fmt(v.version)} needs torch >= {_fmt(v.version)} "
+                    f"(same major), installed torch is {_fmt(have)}")
         return None
-    if v.version != system.torch_version:
-        return f"built for torch {_fmt(v.version)}, installed torch is {_fmt(system.torch_version)}"
-    if v.abi is not None and system.cxx11_abi is not None:
+    if v.version != have:
+        return f"{built} {lib} {_fmt(v.version)}, installed {lib} is {_fmt(have)}"
+    if not tvm and v.abi is not None and system.cxx11_abi is not None:
         want = "cxx11" if system.cxx11_abi else "cxx98"
         if v.abi != want:
             return f"built with the {v.abi} C++ ABI, installed torch uses {want}"
@@ -140,78 +146,98 @@ def resolve(
     """Decide for every available variant name whether it fits, and rank the fits.
 
     :param available: variant names found in the source (duplicates ignored).
-    :param device: the device to load for.
-    :param system: the host's system facts.
+    :param device: the device to load for. system: the host's system facts.
     :param preference: the owner backend's accepted names, best first.
     :param explain: the owner backend's ``explain_variant`` (reason for a token it rejects).
-    :param token_owner: maps a token prefix (``cu``) to the display name of the backend
-        that uses it, for "built for another backend" reasons.
-    :return: a :class:`Resolution`. Never raises for malformed names: they are rejected
-        with their parse error as the reason.
+    :param token_owner: maps a token prefix (``cu``) to the name of the backend that uses
+        it, for "built for another backend" reasons.
+    :return: a :class:`Resolution`. Never raises for malformed names (or non-strings):
+        they are rejected with their parse error as the reason.
     """
     rank: dict[str, int] = {}
     for i, name in enumerate(preference):
         rank.setdefault(name, i)  # a name listed twice keeps its first (best) place
-    accepted: list[tuple[int, str]] = []
-    rejected: list[Decision] = []
     unique = set(available)
-    if all(type(n) is str for n in unique):
-        ordered = sorted(unique)
-    else:  # a bad source may hand us non-strings: they are rejected, never a crash
-        ordered = sorted(unique, key=lambda n: (str(type(n)), str(n)))
-    for name in ordered:
-        try:
-            v = parse_variant(name)
-        except VariantNameError as e:
-            rejected.append(Decision(str(name), False, f"malformed variant name: {e}"))
-            continue
-        if name in rank:
-            accepted.append((rank[name], name))
-            continue
-        reason = _generic_reason(v, device, system)
-        if reason is None and v.token is not None:
-            prefix = v.token_prefix or ""
-            owner = token_owner(prefix) if token_owner else None
-            if owner is not None and owner != device.backend:
-                reason = f"built for backend '{owner}' (token {v.token}); the device is '{device.backend}'"
-            elif explain is not None:
-                reason = explain(v)
-            if reason is None:
-                reason = (
-                    f"backend token {v.token} is not accepted by backend '{device.backend}' on "
-                    "this system"
-                )
-        if reason is None:
-            reason = f"not in backend '{device.backend}'s accepted variants on this system"
-        rejected.append(Decision(name, False, reason))
-    accepted.sort()
-    decisions = tuple(Decision(n, True, None, i) for i, (_, n) in enumerate(accepted)) + tuple(
-        sorted(rejected, key=lambda d: d.variant)
-    )
-    return Resolution(
-        accepted=tuple(n for _, n in accepted),
-        decisions=decisions,
-        device=device,
-        system=system,
-        preference=tuple(preference),
-    )
+    accepted = tuple(n for _, n in sorted((rank[n], n) for n in unique if n in rank and _parses(n)))
+    return Resolution(accepted, device, system, rejected=lambda: [
+        _rejection(n, device, system, explain, token_owner) for n in unique - set(accepted)])
 
 
-def resolve_for(available: Iterable[str], info: DeviceInfo, system: SystemInfo) -> Resolution:
-    """Resolve variant names for an already-detected device and system."""
+def _parses(name: str) -> bool:
+    try:
+        return bool(parse_variant(name))
+    except VariantNameError:
+        return False
+
+
+def _rejection(
+    name: object, device: DeviceInfo, system: SystemInfo, explain: Explain | None,
+    token_owner: Callable[[str], str | None] | None,
+) -> Decision:
+    """The decision on a name the owner did not accept, with the most specific reason."""
+    try:
+        v = parse_variant(name)  # type: ignore[arg-type]
+    except VariantNameError as e:
+        return Decision(str(name), False, f"malformed variant name: {e}")
+    reason = _generic_reason(v, device, system)
+    if reason is None and v.token is not None:
+        owner = token_owner(v.token_prefix or "") if token_owner else None
+        if owner is not None and owner != device.backend:
+            reason = f"built for backend '{owner}' (token {v.token}); the device is '{device.backend}'"
+        else:
+            reason = (explain(v) if explain else None) or (
+                f"backend token {v.token} is not accepted by backend '{device.backend}' on this system")
+    return Decision(v.name, False, reason or (
+        f"not in backend '{device.backend}'s accepted variants on this system"))
+
+
+def device_arch(device: DeviceInfo) -> str | None:
+    """The device's architecture as builds name it: ``arch``, else the capability ``X.Y``."""
+    if device.arch or device.capability is None:
+        return device.arch
+    return "{}.{}".format(*device.capability)
+
+
+def check_archs(resolution: Resolution, archs_of: ArchsOf) -> Resolution:
+    """The architecture step: the owner's ``check_arch`` judges the accepted variants, best
+    first, until one runs (``archs_of(name)``: its ``backend.archs`` for the device's backend;
+    empty fits). Refused ones move to ``refused``; ``arch_note`` says if the best is unchecked."""
+    device, manager = resolution.device, get_manager()
+    arch, refused, note = device_arch(device) or "not reported", [], None
+    for name in resolution.accepted:
+        archs = tuple(archs_of(name))
+        shown = ", ".join(a if len(a) <= 40 else a[:37] + "..." for a in archs[:8]) + (
+            f" and {len(archs) - 8} more" if len(archs) > 8 else "")
+        verdict = manager.check_arch(device, archs) if archs else True
+        if verdict is False:
+            refused.append(Decision(name, False, f"built for architectures {shown}; the device's "
+                                    f"architecture is {arch}"))
+            continue
+        if verdict is None:
+            note = (f"architectures {shown} not checked: backend '{device.backend}' cannot tell "
+                    f"whether the device ({arch}) runs them")
+        break
+    gone = {d.variant for d in refused}
+    return dataclasses.replace(resolution, accepted=tuple(n for n in resolution.accepted if n not in gone),
+                               refused=tuple(refused), arch_note=note)
+
+
+def resolve_for(
+    available: Iterable[str], info: DeviceInfo, system: SystemInfo, *, archs_of: ArchsOf | None = None
+) -> Resolution:
+    """Resolve variant names for an already-detected device and system (with the
+    architecture step when ``archs_of`` is given, see :func:`check_archs`)."""
     manager = get_manager()
-    return resolve(
-        list(available),
-        info,
-        system,
-        manager.list_variants(info, system),
-        explain=lambda v: manager.explain_variant(info, system, v),
-        token_owner=manager.token_owner,
+    resolution = resolve(
+        list(available), info, system, manager.list_variants(info, system),
+        explain=lambda v: manager.explain_variant(info, system, v), token_owner=manager.token_owner,
     )
+    return resolution if archs_of is None else check_archs(resolution, archs_of)
 
 
 def resolve_variants(
-    available: Iterable[str], device: object = None, system: SystemInfo | None = None
+    available: Iterable[str], device: object = None, system: SystemInfo | None = None, *,
+    archs: Mapping[str, Sequence[str]] | None = None,
 ) -> Resolution:
     """Resolve variant names for a device with the installed backends' rules.
 
@@ -219,9 +245,12 @@ def resolve_variants(
     :param device: a device string, ``torch.device`` or :class:`DeviceInfo` (default:
         the preferred device of this machine).
     :param system: system facts (default: this machine's).
+    :param archs: variant name -> its ``backend.archs``: includes the architecture step,
+        as a load does with each candidate's ``metadata.json``.
     :return: a :class:`Resolution`; never raises for bad names.
     """
-    return resolve_for(available, get_device(device), system or system_info())
+    archs_of = None if archs is None else (lambda name: archs.get(name, ()))
+    return resolve_for(available, get_device(device), system or system_info(), archs_of=archs_of)
 
 
 def no_variant_message(
@@ -238,13 +267,15 @@ def no_variant_message(
 
 
 def choose(
-    where: str, names: Iterable[str], info: DeviceInfo, system: SystemInfo, *, kind: str = ""
+    where: str, names: Iterable[str], info: DeviceInfo, system: SystemInfo, *, kind: str = "",
+    archs_of: ArchsOf | None = None,
 ) -> str:
-    """The best variant among ``names`` for the device (``kind`` names the source kind).
+    """The best variant among ``names`` for the device (``kind`` names the source kind;
+    ``archs_of``: see :func:`check_archs`).
 
     :raises NoCompatibleVariantError: none fits; lists every variant with its reason.
     """
-    resolution = resolve_for(names, info, system)
+    resolution = resolve_for(names, info, system, archs_of=archs_of)
     if resolution.best is None:
         raise NoCompatibleVariantError(
             no_variant_message(where, info, resolution, kind), resolution=resolution

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -26,6 +26,7 @@ __all__ = [
     "version_token_reason",
     "UNIVERSAL",
     "VariantTokens",
+    "judge_archs",
 ]
 
 UNIVERSAL = "torch-universal"
@@ -37,11 +38,11 @@ Kind = Literal["arch", "stable-abi", "tvm-ffi", "noarch", "universal"]
 
 # One pattern for the three versioned forms (one match per name: resolution parses hundreds).
 _VERSIONED_RE = re.compile(
-    r"^(?:torch-stable-abi(?P<s>[0-9]{2,})|torch(?P<a>[0-9]{2,})(?:-(?P<abi>cxx11|cxx98))?"
+    r"(?:torch-stable-abi(?P<s>[0-9]{2,})|torch(?P<a>[0-9]{2,})(?:-(?P<abi>cxx11|cxx98))?"
     r"|tvm-ffi(?P<t>[0-9]{2,}))"
-    r"-(?P<token>[a-z]+[0-9]*)-(?P<cpu>x86_64|aarch64)-(?P<os>linux|darwin|windows)$"
+    r"-(?P<token>[a-z]+[0-9]*)-(?P<cpu>x86_64|aarch64)-(?P<os>linux|darwin|windows)"
 )
-_NOARCH_RE = re.compile(r"^torch-(?P<backend>[a-z][a-z0-9_]*)$")
+_NOARCH_RE = re.compile(r"torch-(?P<backend>[a-z][a-z0-9_]*)")
 _SAFE_NAME_RE = re.compile(r"[a-z0-9_.\-]+")
 _TOKEN_RE = re.compile(r"^(?P<prefix>[a-z]+)(?P<digits>[0-9]*)$")
 
@@ -86,21 +87,15 @@ def validate_variant_name(name: object) -> str:
         raise VariantNameError(f"variant name must be a string, got {type(name).__name__}")
     if not name:
         raise VariantNameError("variant name is empty; expected e.g. 'torch-cpu'")
-    shown = name if len(name) <= 60 else name[:57] + "..."
+    problem = None
     if len(name) > MAX_NAME_LENGTH:
-        raise VariantNameError(
-            f"variant name {shown!r} is {len(name)} characters long (at most {MAX_NAME_LENGTH})"
-        )
-    if "/" in name or "\\" in name or name in (".", "..") or ".." in name:
-        raise VariantNameError(
-            f"variant name {shown!r} contains a path separator or '..'; a variant is one folder "
-            "directly under build/"
-        )
-    if not _SAFE_NAME_RE.fullmatch(name):
-        raise VariantNameError(
-            f"variant name {shown!r} has characters other than lowercase ASCII letters, digits, "
-            "'_', '.', '-'"
-        )
+        problem = f"is {len(name)} characters long (at most {MAX_NAME_LENGTH})"
+    elif "/" in name or "\\" in name or ".." in name or name == ".":
+        problem = "contains a path separator or '..'; a variant is one folder directly under build/"
+    elif not _SAFE_NAME_RE.fullmatch(name):
+        problem = "has characters other than lowercase ASCII letters, digits, '_', '.', '-'"
+    if problem:
+        raise VariantNameError(f"variant name {name if len(name) <= 60 else name[:57] + '...'!r} {problem}")
     return name
 
 
@@ -112,25 +107,28 @@ def parse_variant(name: str) -> Variant:
     >>> parse_variant("torch210-cxx11-cu128-x86_64-linux").token
     'cu128'
     """
-    validate_variant_name(name)
-    return _parse_valid(name)
+    if type(name) is not str:
+        validate_variant_name(name)  # raises, naming the type
+    return _parse(name)
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_valid(name: str) -> Variant:
-    """Parse a name that passed :func:`validate_variant_name` (cached: names repeat)."""
-    if name == UNIVERSAL:
-        return Variant(name=name, kind="universal")
-    m = _VERSIONED_RE.match(name)
+def _parse(name: str) -> Variant:
+    """:func:`parse_variant` (cached: names repeat). The patterns admit only safe names, so
+    the character checks of :func:`validate_variant_name` run only for a name that fails."""
+    m = _VERSIONED_RE.fullmatch(name) if len(name) <= MAX_NAME_LENGTH else None
     if m:
         stable, arch, tvm, abi, token, cpu, os_ = m.group("s", "a", "t", "abi", "token", "cpu", "os")
         digits = stable or arch or tvm
         kind: Kind = "stable-abi" if stable else ("arch" if arch else "tvm-ffi")
         # one-digit major, then the minor: torch210 = 2.10, tvm-ffi01 = 0.1
         return Variant(name, kind, (int(digits[0]), int(digits[1:])), abi, token, cpu, os_)
-    m = _NOARCH_RE.match(name)
-    if m and not name.startswith(("torch-stable-abi",)):
+    if name == UNIVERSAL:
+        return Variant(name=name, kind="universal")
+    m = _NOARCH_RE.fullmatch(name) if len(name) <= MAX_NAME_LENGTH else None
+    if m and not name.startswith("torch-stable-abi"):
         return Variant(name=name, kind="noarch", noarch_backend=m.group("backend"))
+    validate_variant_name(name)
     raise VariantNameError(
         f"variant name {name!r} has no known form: expected torch<M><m>[-cxx11|-cxx98]-<backend>-"
         "<cpu>-<os> (e.g. torch210-cxx11-cu128-x86_64-linux), torch-stable-abi<M><m>-..., "
@@ -193,21 +191,16 @@ def version_token_reason(
 
     if variant_version is None:
         return f"backend token {token!r} does not encode a {label} version"
+    built, have = f"{label} {fmt(variant_version)}", f"{label} {fmt(system_version)}"
     if system_version is None:
-        return f"{label} {fmt(variant_version)} cannot be checked: the system's {label} version is unknown"
-    if rule == "same-major":
-        if variant_version[0] != system_version[0]:
-            return (
-                f"{label} {fmt(variant_version)} has another major version than the system's "
-                f"{label} {fmt(system_version)}"
-            )
-        if variant_version > system_version:
-            return f"{label} {fmt(variant_version)} is newer than the system's {label} {fmt(system_version)}"
-        return f"{label} {fmt(variant_version)} is not accepted on {label} {fmt(system_version)}"
-    return (
-        f"{label} {fmt(variant_version)} does not match the system's {label} "
-        f"{fmt(system_version)} (an exact match is required)"
-    )
+        return f"{built} cannot be checked: the system's {label} version is unknown"
+    if rule == "exact":
+        return f"{built} does not match the system's {have} (an exact match is required)"
+    if variant_version[0] != system_version[0]:
+        return f"{built} has another major version than the system's {have}"
+    if variant_version > system_version:
+        return f"{built} is newer than the system's {have}"
+    return f"{built} is not accepted on {have}"
 
 
 def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
@@ -215,7 +208,7 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
 
     Order: torch stable-ABI (newest ABI first, then token order), tagless torch arch,
     ABI-tagged torch arch, then tvm-ffi. Returns [] when torch is not installed and no
-    tvm-ffi is present.
+    tvm-ffi is present, and on free-threaded Python before 3.15.
 
     >>> s = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
     >>> arch_variant_names(s, ["cu128"])[-1]
@@ -223,7 +216,7 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
     """
     tail = f"{system.cpu}-{system.os}"
     names: list[str] = []
-    if system.torch_version is not None:
+    if system.torch_version is not None and not system.free_threaded:  # no stable ABI there
         major, minor = system.torch_version
         for abi_minor in range(minor, STABLE_ABI_MIN_MINOR - 1, -1):
             names += [f"torch-stable-abi{major}{abi_minor}-{t}-{tail}" for t in tokens]
@@ -231,7 +224,7 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
         if system.cxx11_abi is not None:
             tag = "cxx11" if system.cxx11_abi else "cxx98"
             names += [f"torch{major}{minor}-{tag}-{t}-{tail}" for t in tokens]
-    if system.tvm_ffi_version is not None:
+    if system.tvm_ffi_version is not None and not system.free_threaded:
         tmaj, tmin = system.tvm_ffi_version
         names += [f"tvm-ffi{tmaj}{tmin}-{t}-{tail}" for t in tokens]
     return names
@@ -240,6 +233,17 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
 def noarch_variant_names(backend: str, *, universal: bool = True) -> list[str]:
     """``["torch-<backend>", "torch-universal"]`` (the universal one optional)."""
     return [f"torch-{backend}"] + ([UNIVERSAL] if universal else [])
+
+
+def judge_archs(archs: Iterable[str], runs: Callable[[str], bool | None]) -> bool | None:
+    """Combine ``runs(entry)`` (True: the device runs code built for it; None: unreadable)
+    over ``backend.archs``: True when one runs, None when none is readable, else False."""
+    readable = False
+    for arch in archs:
+        if verdict := runs(arch):
+            return True
+        readable = readable or verdict is False
+    return False if readable else None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,7 +16,7 @@ executes those and nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .errors import MetadataError
@@ -26,7 +26,8 @@ from .integrity.digest import digest_algorithm
 from .integrity.varianthash import FileHash
 from .metadata import KernelMetadata, parse_metadata_bytes
 
-__all__ = ["VerifiedVariant", "verify", "check_cached", "fetch_checked"]
+__all__ = ["VerifiedVariant", "verify", "check_cached", "fetch_checked", "peek_metadata",
+           "archs_reader"]
 
 
 @dataclass(frozen=True)
@@ -56,16 +57,45 @@ def _snapshot(fetched: Fetched, raw: bytes | None, metadata: KernelMetadata | No
                         preread={"metadata.json": raw} if raw is not None else None)
 
 
-def verify(fetched: Fetched) -> VerifiedVariant:
+def peek_metadata(off: Offer, variant: str) -> bytes:
+    """The raw ``metadata.json`` of a variant of ``off`` before it is chosen, read as
+    :func:`verify` reads it (of a Hub variant only that file is fetched).
+    :raises MetadataError: missing or too large. SourceError / HubError: no download."""
+    from .signatures import read_metadata
+
+    if off.ref is None:
+        return read_metadata(fetch(off, variant))
+    from . import hub
+
+    path = hub.download_file(off.ref, f"build/{variant}/metadata.json")
+    return read_metadata(Fetched(off, variant, path.parent, (hub.blobs_folder(off.ref),)))
+
+
+def archs_reader(off: Offer, backend: str, seen: dict[str, bytes]) -> Callable[[str], tuple[str, ...]]:
+    """``archs_of`` for :func:`kernel_plugins.resolving.check_archs`: a variant's
+    ``backend.archs`` if built for ``backend``, from :func:`peek_metadata`; the bytes go into
+    ``seen`` for :func:`verify`, so that the ``metadata.json`` that decided is the one verified."""
+
+    def archs_of(variant: str) -> tuple[str, ...]:
+        raw = seen[variant] = peek_metadata(off, variant)
+        field = parse_metadata_bytes(raw, where=f"{off.where} build/{variant}/metadata.json").backend
+        return field.archs if field.type == backend else ()
+
+    return archs_of
+
+
+def verify(fetched: Fetched, *, metadata_bytes: bytes | None = None) -> VerifiedVariant:
     """Read a fetched variant once and check it (see the module docs).
 
+    :param metadata_bytes: its ``metadata.json`` as read to choose it (:func:`peek_metadata`):
+        these bytes are checked as the file's content, not read again.
     :raises MetadataError: ``metadata.json`` is missing or invalid.
     :raises IntegrityError: a file does not match, or a link or entry is refused; nothing
         from the variant may be imported (:class:`SignatureError`: its signature is refused).
     """
     from .signatures import on_load, read_metadata
 
-    raw = read_metadata(fetched)
+    raw = read_metadata(fetched) if metadata_bytes is None else metadata_bytes
     signer = on_load(fetched, raw)  # the signature is checked over these bytes before parsing
     metadata = parse_metadata_bytes(raw, where=str(fetched.path / "metadata.json"))
     snapshot = _snapshot(fetched, raw, metadata)

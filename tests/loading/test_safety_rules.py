@@ -45,8 +45,8 @@ class FakeHub:
         self.repos: dict[str, FakeRepo] = {}
         self.answer_sha: str | None = None  # a Hub that answers another commit
         self.fetched: list[tuple[str, str]] = []
-        for name in ("resolve", "list_variant_names", "fetch_variant", "blobs_folder",
-                     "cached_listing", "read_record", "record_path", "write_record"):
+        for name in ("resolve", "list_variant_names", "fetch_variant", "download_file",
+                     "blobs_folder", "cached_listing", "read_record", "record_path", "write_record"):
             monkeypatch.setattr(hub, name, getattr(self, name))
 
     def add(self, repo_id: str, variants: dict[str, dict[str, str]], kernel_id: str | None = None) -> FakeRepo:
@@ -78,6 +78,14 @@ class FakeHub:
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             (folder / rel).write_bytes(data)
         return folder
+
+    def download_file(self, ref: hub.HubRef, path: str) -> Path:
+        """One file (the metadata.json the architecture step reads) into the cache."""
+        _, variant, rel = path.split("/", 2)
+        target = self.root / "cache" / ref.repo_id / ref.sha / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(self.repos[ref.repo_id].served[variant][rel])
+        return target
 
     def blobs_folder(self, ref: hub.HubRef) -> Path:
         return self.root / "cache" / "blobs"

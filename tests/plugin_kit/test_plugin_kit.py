@@ -55,7 +55,7 @@ def _device(runtime: str | None = "3.1", **changes: Any) -> DeviceInfo:
 
 HOOKS = {
     "backend_spec", "detect_device", "explain_no_device", "list_variants", "explain_variant",
-    "load_kernel", "synchronize", "emulate_device", "paired_torch",
+    "load_kernel", "synchronize", "emulate_device", "paired_torch", "check_arch",
 }
 
 

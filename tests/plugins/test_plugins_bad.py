@@ -182,7 +182,7 @@ def test_hooks_that_do_not_exist(pm: plugins.PluginManager) -> None:
     assert pm.register(fake_plugin(detect_devices=detect_devices), name="mlu") is None
     message = pm.failures()[0].message
     assert message.startswith("implements hooks that do not exist: detect_devices")
-    assert "known hooks: backend_spec, detect_device" in message
+    assert "known hooks: backend_spec, check_arch, detect_device" in message
 
 
 def test_strict_mode_raises_for_registration_failures(pm: plugins.PluginManager,

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo, major_minor, torch_or_none
 from ..hookspecs import hookimpl
-from ..variants import Variant, VariantTokens, arch_variant_names, noarch_variant_names
+from ..variants import Variant, VariantTokens, arch_variant_names, judge_archs, noarch_variant_names
 
 __all__ = [
     "torch_or_none", "major_minor", "torch_version_string", "no_device_reason",
-    "TorchGpuBackend",
+    "ArchFacts", "TorchGpuBackend",
 ]
 
 
@@ -41,8 +42,28 @@ def no_device_reason(version_attr: str, stack: str, driver_hint: str) -> str:
     return f"the {stack} driver sees 0 devices ({driver_hint})"
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ArchFacts:
+    """How a backend names its devices' architectures and judges a build's ``backend.archs``.
+
+    Attributes:
+        read_arch: what detection found -> device 0's architecture (``DeviceInfo.arch``).
+        arch_runs: ``(device, an entry of backend.archs)`` -> whether the device runs code
+            built for it (None: an entry it cannot read); None: architectures unchecked.
+    """
+
+    read_arch: Callable[[Any], str | None] | None = None
+    arch_runs: Callable[[DeviceInfo, str], bool | None] | None = None
+
+    @hookimpl
+    def check_arch(self, device: DeviceInfo, archs: tuple[str, ...]) -> bool | None:
+        """The ``check_arch`` hook: each entry judged by :attr:`arch_runs` (None without it)."""
+        runs = self.arch_runs
+        return None if runs is None else judge_archs(archs, lambda a: runs(device, a))
+
+
 @dataclass(frozen=True, eq=False)  # a plugin object: hashed by identity
-class TorchGpuBackend:
+class TorchGpuBackend(ArchFacts):
     """A backend whose stack is built into torch (CUDA, ROCm, XPU), stated as facts; the
     hooks are the methods below (an instance is registered like any plugin object).
 
@@ -56,6 +77,7 @@ class TorchGpuBackend:
         driver_hint: how to check the driver when it sees no device.
         capability: whether ``torch.<device_type>`` reports a device capability.
         stack: the torch build's name when it is not :attr:`label` (``"XPU"``).
+        read_arch, arch_runs: see :class:`ArchFacts` (``read_arch`` reads ``torch.<device_type>``).
     """
 
     name: str
@@ -95,6 +117,7 @@ class TorchGpuBackend:
             runtime_version=version, name=module.get_device_name(0),
             capability=tuple(module.get_device_capability(0)) if self.capability else None,
             extension_version=str(torch.__version__), notes=notes,
+            arch=None if self.read_arch is None else self.read_arch(module),
         )
 
     @hookimpl

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ..detection import get_device, system_info
     from ..fetching import fetch, offer
     from ..metadata import parse_metadata_bytes
-    from ..resolving import resolve_variants
+    from ..resolving import device_arch, resolve_variants
     from ..signatures import check_bundle, files_problem, org_of, read_bundle, read_metadata
     from ..sources import find
 
@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     doc: dict[str, Any] = {
         "name": meta.name, "version": meta.version, "license": meta.license, "source": off.where,
         "variants": sorted(off.variants), "device": info.device_type, "variant_for_device": best,
+        "archs": list(meta.backend.archs), "device_arch": device_arch(info) or "not reported",
         "described_variant": fetched.variant,
         "functions": _names(pkg / "__init__.py", roots, (ast.FunctionDef, ast.AsyncFunctionDef)),
         "layers": _names(pkg / "layers.py", roots, ast.ClassDef) or _names(pkg / "layers/__init__.py", roots, ast.ClassDef),
@@ -76,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     doc["kernel"] = f"{meta.name} version {meta.version}, license {meta.license}"
     doc[f"for {info.device_type}"] = best or f"none fits; described: {fetched.variant}"
     doc["signature"] = f"{sig.state}: {sig.detail}"
-    for key in ("kernel", "source", "variants", f"for {info.device_type}", "functions", "layers",
-                "python_depends", "digest", "signature"):
+    for key in ("kernel", "source", "variants", f"for {info.device_type}", "archs", "device_arch",
+                "functions", "layers", "python_depends", "digest", "signature"):
         value = doc[key]
         print(clean(f"{key.replace('_', '-')}: {', '.join(value) or '-' if isinstance(value, list) else value}"))
     return 0

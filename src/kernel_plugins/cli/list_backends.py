@@ -26,6 +26,7 @@ def backend_rows() -> list[dict[str, Any]]:
     from ..detection import system_info
     from ..errors import KernelPluginsError
     from ..plugins import get_manager
+    from ..resolving import device_arch
 
     manager = get_manager()
     system = system_info()
@@ -49,6 +50,7 @@ def backend_rows() -> list[dict[str, Any]]:
             "device_name": dev.name if dev else None,
             "runtime_version": dev.runtime_version if dev else None,
             "capability": list(dev.capability) if dev and dev.capability else None,
+            "arch": device_arch(dev) if dev else None,
             "emulated": bool(dev and dev.emulated), "notes": list(dev.notes) if dev else [],
             "variants": variants,
         })
@@ -57,7 +59,7 @@ def backend_rows() -> list[dict[str, Any]]:
             "name": f.name, "device_type": None, "display_name": None,
             "distribution": f.distribution, "version": f.version, "builtin": False,
             "status": "error", "error": f"{f.stage}: {f.message}", "reason": None, "count": 0,
-            "device_name": None, "runtime_version": None, "capability": None,
+            "device_name": None, "runtime_version": None, "capability": None, "arch": None,
             "emulated": False, "notes": [], "variants": [],
         })
     return rows
@@ -80,14 +82,14 @@ def run(args: argparse.Namespace) -> int:
         shown = r["variants"][:shown_variants]
         more = len(r["variants"]) - len(shown)
         table.append([r["name"], f"{r['distribution'] or '?'} {r['version'] or ''}".strip(), status,
-                      r["count"], r["runtime_version"] or "-",
+                      r["count"], r["runtime_version"] or "-", r["arch"] or "-",
                       (", ".join(shown) + (f" (+{more})" if more > 0 else "")) or "-"])
         why = r["error"] or r["reason"]
         if why:
             details.append(f"{r['name']}: {r['status']}: {why}")
         details += [f"{r['name']}: note: {note}" for note in r["notes"]]
     width = None if args.wide else DEFAULT_WIDTH
-    print_table(["backend", "distribution", "status", "devices", "runtime", "accepts"], table,
+    print_table(["backend", "distribution", "status", "devices", "runtime", "arch", "accepts"], table,
                 width=width, whole=(0, 1, 2))
     details += [f"note: {line}" for line in ([torch] if torch else []) + unserved_vendor_stacks()]
     if details:

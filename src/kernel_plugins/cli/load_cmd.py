@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="fail instead of using a portable reference kernel when no variant fits")
     parser.add_argument("--require-signature", action="store_true",
                         help="refuse a build not signed by an allowed signer (docs/signatures.md)")
+    parser.add_argument("--no-check-arch", action="store_true",
+                        help="load the best variant even if its backend.archs do not include "
+                        "the device's (it may crash the process)")
     add_trusted_root_option(parser)
 
 
@@ -86,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         fallback="error" if args.no_fallback else "reference",
         require_signature=args.require_signature,
         trusted_root=args.trusted_root,
+        check_arch=not args.no_check_arch,
     )
     prov = module.__kernel_provenance__
     funcs = public_functions(module)

@@ -58,13 +58,14 @@ def get_kernel(
 ) -> ModuleType:
     """Load a Hub kernel for ``backend`` (default: this machine's device) and return it.
 
-    ``user_agent`` is accepted and not sent; ``check_arch`` is accepted (the backend
-    plugins always check the variant against the device).
+    ``user_agent`` is accepted and not sent. ``check_arch=False`` loads the best variant
+    without checking its ``backend.archs`` against the device (with a warning).
     """
     _check_user_agent(user_agent)
     need_version_or_revision(revision, version)
     trust = resolve_trust(repo_id, trust_remote_code)
-    return _load(repo_id, backend=backend, trust=trust, revision=revision, version=version)
+    return _load(repo_id, backend=backend, trust=trust, revision=revision, version=version,
+                 check_arch=check_arch)
 
 
 @translated
@@ -90,7 +91,8 @@ def has_kernel(
     trust_remote_code: bool | list[str] = False,
     check_arch: bool = True,
 ) -> bool:
-    """Whether the Hub kernel has a build variant for this environment.
+    """Whether the Hub kernel has a build variant for this environment (with
+    ``check_arch``, one whose ``backend.archs`` the device runs).
 
     Trust is checked first (an untrusted repository raises). Offline with nothing cached,
     or without the Hub, it answers like :func:`get_kernel` loads: for the bundled
@@ -100,7 +102,7 @@ def has_kernel(
 
     need_version_or_revision(revision, version)
     try:
-        resolution = _resolution(repo_id, revision, version, backend, trust_remote_code)
+        resolution = _resolution(repo_id, revision, version, backend, trust_remote_code, check_arch)
     except NoCompatibleVariantError:
         return False
     return bool(resolution.accepted)
@@ -171,24 +173,28 @@ def _resolution(
     version: int | None,
     backend: str | None,
     trust_remote_code: bool | list[str] = False,
+    check_arch: bool = False,
 ) -> Any:
+    from ..detection import get_device, system_info
     from ..errors import HubError
     from ..fetching import offer
-    from ..loader import resolve_variants
+    from ..resolving import resolve_for
     from ..sources import hub_source
+    from ..verification import archs_reader
 
     source = hub_source(repo_id, revision=revision, version=version)
     try:
         off = offer(source, trust_remote_code=resolve_trust(repo_id, trust_remote_code))
     except HubError as e:  # offline with nothing cached, or no Hub: as get_kernel does
         from .._warn import warn_user
-        from ..detection import get_device
         from ..fallback import ReferencePolicy
 
         ref = ReferencePolicy().next_source(source, get_device(backend), e)
         warn_user(f"answering for {repo_id!r} from the bundled reference kernel ({ref.notes[0]})")
         off = offer(ref)
-    return resolve_variants(off.variants, backend)
+    info = get_device(backend)
+    return resolve_for(off.variants, info, system_info(),
+                       archs_of=archs_reader(off, info.backend, {}) if check_arch else None)
 
 
 @translated

@@ -43,7 +43,7 @@ from ._cache import (
     snapshot_blobs,
     storage_folder,
 )
-from ._download import cached_variant_path, download_variant, list_variant_names
+from ._download import cached_variant_path, download_file, download_variant, list_variant_names
 from ._errors import is_not_found, map_error
 from ._fetch import blobs_folder, cached_variants, fetch_variant, variant_lock
 from ._listing import cached_listing, hub_listing
@@ -59,6 +59,7 @@ __all__ = [
     "resolve",
     "list_variant_names",
     "download_variant",
+    "download_file",
     "cached_variant_path",
     "clear_repo_type_cache",
     "hub_endpoint",

@@ -39,7 +39,7 @@ def list_variant_names(ref: HubRef) -> list[str]:
         build = _snapshot_folder(ref) / "build"
         if not build.is_dir():
             raise _not_cached(f"{ref.repo_id} at commit {ref.sha}")
-        return sorted(p.name for p in build.iterdir() if p.is_dir())
+        return sorted(p.name for p in build.iterdir() if downloaded(p))
     if cached := _variants_in_tree(_cached_tree(ref) or []):
         return cached
     entries = build_tree(
@@ -81,14 +81,15 @@ def build_tree(ref: HubRef, doing: str, missing: str, *, recursive: bool = False
 def cached_variant_path(ref: HubRef, variant: str) -> Path | None:
     """Return the cached ``build/<variant>`` folder of ``ref``, or ``None``; no request.
 
-    The folder counts as cached when it exists, is non-empty and, when huggingface_hub
-    cached the commit's file listing, holds every file that listing names for the variant.
+    The folder counts as cached when it holds more than ``metadata.json`` (see
+    :func:`downloaded`) and, when huggingface_hub cached the commit's file listing, every
+    file that listing names for the variant.
 
     :raises SourceError: ``variant`` is not a plain folder name.
     """
     _check_variant(ref, variant)
     folder = _snapshot_folder(ref) / "build" / variant
-    if not folder.is_dir() or not any(folder.iterdir()):
+    if not downloaded(folder):
         return None
     prefix, snapshot = f"build/{variant}/", _snapshot_folder(ref)
     tree = _cached_tree(ref) or []
@@ -132,6 +133,28 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
     if not folder.is_dir() or not any(folder.iterdir()):
         raise _no_such_variant(ref, variant, _cached_tree(ref) or [])
     return folder
+
+
+def downloaded(folder: Path) -> bool:
+    """Whether a cached variant folder holds more than the ``metadata.json`` read to choose
+    it (:func:`download_file`): whether the variant was downloaded."""
+    return folder.is_dir() and any(p.name != "metadata.json" for p in folder.iterdir())
+
+
+def download_file(ref: HubRef, path_in_repo: str) -> Path:
+    """One file of ``ref`` in the cache, downloaded when missing (a cached file costs no
+    request). :raises SourceError: no such file. HubError: the Hub cannot be used."""
+    if (cached := _snapshot_folder(ref) / path_in_repo).is_file():
+        return cached  # huggingface_hub would build its HTTP client (and ask the Hub) first
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return Path(hf_hub_download(ref.repo_id, path_in_repo, repo_type=ref.repo_type,
+                                    revision=ref.sha, endpoint=request_endpoint(ref.endpoint)))
+    except Exception as exc:
+        if is_not_found(exc):
+            raise SourceError(f"{ref.repo_id} at commit {ref.sha} has no {path_in_repo}") from exc
+        raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, f"downloading {path_in_repo}") from exc
 
 
 def _variants_in_tree(paths: Iterable[str]) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._cache import _cache_dir, _snapshot_folder, storage_folder
-from ._download import cached_variant_path, download_variant
+from ._download import cached_variant_path, download_variant, downloaded
 from ._records import record_path
 from ._values import HubRef
 
@@ -82,6 +82,6 @@ def blobs_folder(ref: HubRef) -> Path:
 
 
 def cached_variants(ref: HubRef) -> dict[str, Path]:
-    """The variant folders of ``ref`` present in the cache, complete or not, by name."""
+    """The variant folders of ``ref`` downloaded into the cache, complete or not, by name."""
     build = _snapshot_folder(ref) / "build"
-    return {p.name: p for p in sorted(build.iterdir()) if p.is_dir()} if build.is_dir() else {}
+    return {p.name: p for p in sorted(build.iterdir()) if downloaded(p)} if build.is_dir() else {}

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._warn import warn_user
 from ..errors import HubError, LayerError, MissingDependencyError, NoCompatibleVariantError
+from ..known_plugins import import_tool
 from .decorators import original_function
 from .mapping import Candidate, KernelMapping, current_mapping, describe_device
 from .mode import Mode
@@ -86,7 +87,7 @@ class Session:
 
     def __init__(
         self, mode: Mode, device: object, require: frozenset[str], fallback: bool, trust: bool,
-        reference: FallbackPolicy = "reference",
+        reference: FallbackPolicy = "reference", check_ops: bool = False,
     ):
         self.mode = mode
         self.trust = trust
@@ -99,6 +100,8 @@ class Session:
         self.disabled = mapping_disabled()
         self._modules: dict[KernelRepository, types.ModuleType | Exception] = {}
         self._traits: dict[tuple[KernelRepository, type], tuple[Any, KernelTraits]] = {}
+        self.check_ops = check_ops and Mode.TORCH_COMPILE in mode
+        self._op_checks: dict[Any, str | None] = {}
 
     @property
     def device(self) -> Any:
@@ -118,6 +121,14 @@ class Session:
                 )
                 self._modules[repo] = e
         return self._modules[repo]
+
+    def ops_problem(self, repo: KernelRepository, layer: Any) -> str | None:
+        """Why ``layer`` fails ``torch.library.opcheck`` (kernel-plugins-check's
+        ``refusal``, which records it in the kernel's provenance), or None; once per class."""
+        if layer not in self._op_checks:
+            ops = import_tool("kernel_plugins_check.ops", "kernel-plugins-check", "kernelize(..., check_ops=True)")
+            self._op_checks[layer] = ops.refusal(layer, self.device.torch_device, self.load(repo))
+        return self._op_checks[layer]
 
     def implementation(self, cand: Candidate, module: Any) -> tuple[Any, KernelTraits] | str:
         """The validated kernel member and its traits, or why it is unavailable."""

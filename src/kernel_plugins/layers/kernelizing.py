@@ -157,6 +157,9 @@ def _decide(module: Any, name: str, session: Session) -> _Decision:
         if lacks:
             skipped.append(f"  - {cand.describe()}: lacks {'; '.join(lacks)}")
             continue
+        if session.check_ops and inspect.isclass(impl) and (problem := session.ops_problem(cand.repo, impl)):
+            skipped.append(f"  - {cand.describe()}: {problem}")
+            continue
         kmod = session.load(cand.repo)
         choice = KernelChoice(
             name,
@@ -219,6 +222,7 @@ def kernelize(
     require: set[str] | frozenset[str] | str | None = None,
     trust_remote_code: bool = False,
     fallback: FallbackPolicy = "reference",
+    check_ops: bool = False,
 ) -> nn.Module:
     """Replace the forward of every marked layer of ``model`` by the best mapped kernel's.
 
@@ -241,6 +245,10 @@ def kernelize(
     :param fallback: as for :func:`kernel_plugins.load`: ``"reference"`` lets a bundled
         reference kernel stand in (with a warning) when a Hub kernel cannot be used,
         ``"error"`` refuses that (:class:`~kernel_plugins.errors.FallbackError`).
+    :param check_ops: with ``Mode.TORCH_COMPILE``, check each kernel layer's claim with
+        ``torch.library.opcheck`` (kernel-plugins-check): a failing operator refuses the
+        layer for this mode, naming the operator and the test; results go into the
+        kernel's provenance (``op_checks``).
     :return: ``model`` itself, changed in place. When kernelize raises, no module was
         changed.
 
@@ -258,7 +266,7 @@ def kernelize(
     required = normalize_require(require)
     session = Session(
         mode, _model_device(model) if device is None else device, required, use_fallback,
-        trust_remote_code, fallback,
+        trust_remote_code, fallback, check_ops,
     )
     # The mark, the marked function and so the decision belong to the class: decide once
     # per class, and change no module before every one was decided (all or nothing).

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..backends.torchinfo import ArchFacts
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
 from ..hookspecs import hookimpl
 from ..variants import Variant, VariantTokens, arch_variant_names, noarch_variant_names
@@ -114,7 +115,7 @@ NoteSource = Callable[[VendorDevices], Iterable[str]]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)  # a plugin is compared by identity
-class PrivateUse1Backend:
+class PrivateUse1Backend(ArchFacts):
     """A backend for a vendor extension on PyTorch's PrivateUse1 slot, stated as facts.
 
     An instance is the plugin: the entry point names it (``mlu =
@@ -145,6 +146,8 @@ class PrivateUse1Backend:
             ``load_kernel`` imports it only when it is installed).
         built_for_torch: the vendor version -> the torch ``"X.Y"`` it was built for
             (``"1.22.0+torch2.4.0"`` -> ``"2.4"``), or None when it does not say.
+        read_arch, arch_runs: see :class:`~kernel_plugins.backends.torchinfo.ArchFacts`
+            (``read_arch`` reads the found :class:`VendorDevices`).
     """
 
     name: str
@@ -207,7 +210,8 @@ class PrivateUse1Backend:
         if self.extra_notes is not None:
             notes.extend(self.extra_notes(found))
         return found.info(runtime_version=reading.text, name=device_name_of(props),
-                          capability=capability, notes=notes)
+                          capability=capability, notes=notes,
+                          arch=None if self.read_arch is None else self.read_arch(found))
 
     @hookimpl
     def explain_no_device(self) -> str | None:

@@ -268,7 +268,8 @@ class VendorDevices:
         return self.module.get_device_properties(index)
 
     def info(self, *, runtime_version: str | None = None, name: str | None = None,
-             capability: tuple[int, int] | None = None, notes: Iterable[str] = ()) -> DeviceInfo:
+             capability: tuple[int, int] | None = None, notes: Iterable[str] = (),
+             arch: str | None = None) -> DeviceInfo:
         """The :class:`~kernel_plugins.device.DeviceInfo` to return from ``detect_device``.
 
         Backend, device type, count, extension version and the emulated flag come from
@@ -280,6 +281,7 @@ class VendorDevices:
             backend=self.backend, device_type=self.device_type, count=self.count,
             runtime_version=runtime_version, name=name, capability=capability,
             extension_version=self.extension_version, emulated=self.emulated, notes=tuple(notes),
+            arch=arch,
         )
 
 

@@ -1,9 +1,8 @@
 """The Cambricon MLU backend: the plugin object :data:`MLU` (entry point ``mlu``).
 
 Vendor facts only; :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend` provides the
-hooks as methods. Arch variants carry the token ``mlu<major><minor>`` of the CNToolkit release
-(read from the environment or ``$NEUWARE_HOME/version.txt``, see :mod:`.versions`) and
-need an exact major.minor match; ``torch-mlu`` and ``torch-universal`` follow.
+hooks. Arch variants carry the token ``mlu<major><minor>`` of the CNToolkit release (from
+the environment or ``$NEUWARE_HOME/version.txt``, see :mod:`.versions`), exact match.
 """
 
 from __future__ import annotations
@@ -26,9 +25,11 @@ from .versions import (
     TOOLKIT_ENV,
     VERSION_FILE,
     built_for_torch,
+    mlu_target,
     parse_extension_version,
     parse_toolkit_version,
     read_toolkit_version,
+    runs_mlu_arch,
 )
 
 
@@ -60,8 +61,8 @@ MLU = PrivateUse1Backend(
     tokens=VariantTokens(prefix="mlu"),
     extra_notes=extension_notes,
     built_for_torch=built_for_torch,  # 1.22.0+torch2.4.0 is built for torch 2.4
-    # What torch_mlu shows PyTorch (see the README), for tests without an MLU. Every
-    # default is illustrative, not a product's data sheet.
+    read_arch=mlu_target, arch_runs=runs_mlu_arch,  # mtp_592 and friends, see .versions
+    # What torch_mlu shows PyTorch (see the README), for tests: illustrative defaults.
     emulation=Emulation(
         facts={
             "device_name": "MLU590-H8",

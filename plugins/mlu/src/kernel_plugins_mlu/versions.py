@@ -17,6 +17,12 @@
 
 * Arch variant token: ``mlu<major><minor>`` of the CNToolkit release (3.13 -> ``mlu313``).
   The major is one digit (CNToolkit majors are 1 to 4; minors reach two digits).
+* Architectures: the device's compute capability names its compile target, MLU370
+  (3.x) ``mtp_372``, MLU590 (5.0) ``mtp_592`` (:func:`mlu_target`). A build's
+  ``backend.archs`` may list targets (``mtp_592``), which run on that target only, or
+  capabilities as ``TORCH_BANG_ARCH_LIST`` writes them (``5.0``; also ``compute_50``),
+  which run on the same major with a minor at least theirs (:func:`runs_mlu_arch`;
+  compatibility across minors is inferred, unverified).
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernel_plugins.plugin_kit import match_version
+from kernel_plugins.plugin_kit import DeviceInfo, VendorDevices, capability_of, match_version
 
 __all__ = [
+    "mlu_target",
+    "runs_mlu_arch",
     "TOOLKIT_ENV",
     "NEUWARE_ENV",
     "DEFAULT_NEUWARE_HOME",
@@ -150,3 +158,28 @@ def built_for_torch(text: str) -> str | None:
     """
     ext = parse_extension_version(text)
     return None if ext is None else "{}.{}".format(*ext.torch_major_minor)
+
+
+#: Compute capability major -> compile target (docs/vendors.md).
+TARGETS = {3: "mtp_372", 5: "mtp_592"}
+_CAPABILITY_RE = re.compile(r"(?:compute_([0-9])([0-9])|([0-9]+)\.([0-9]+))")
+
+
+def mlu_target(found: VendorDevices) -> str | None:
+    """Device 0's compile target: capability 5.0 -> ``"mtp_592"``; None when unknown."""
+    capability = capability_of(found.properties(0))
+    return None if capability is None else TARGETS.get(capability[0])
+
+
+def runs_mlu_arch(device: DeviceInfo, arch: str) -> bool | None:
+    """Whether the MLU runs code built for ``arch`` (see the module docs); None: not an
+    MLU architecture, or the device's capability is unknown."""
+    if device.capability is None:
+        return None
+    if arch.startswith("mtp_"):
+        return None if device.arch is None else arch == device.arch
+    m = _CAPABILITY_RE.fullmatch(arch)
+    if m is None:
+        return None
+    built = tuple(int(g) for g in m.groups() if g is not None)
+    return device.capability[0] == built[0] and device.capability[1] >= built[1]

@@ -3,14 +3,20 @@
 Vendor facts only; :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend` provides the
 hooks as methods. Arch variants carry the token ``musa<major><minor>`` of the MUSA SDK in
 ``torch.version.musa`` and need an exact major.minor match; ``torch-musa`` and
-``torch-universal`` follow.
+``torch-universal`` follow. The device's architecture is ``mp_<major*10+minor>``, judged
+against a build's ``backend.archs`` by :func:`~.versions.runs_musa_arch`.
 """
 
 from __future__ import annotations
 
-from kernel_plugins.plugin_kit import Emulation, PrivateUse1Backend, RuntimeVersion, VariantTokens
+from kernel_plugins.plugin_kit import (
+    Emulation,
+    PrivateUse1Backend,
+    RuntimeVersion,
+    VariantTokens,
+)
 
-from .versions import musa_arch, parse_musa_version
+from .versions import musa_arch, musa_target, parse_musa_version, runs_musa_arch
 
 MUSA = PrivateUse1Backend(
     name="musa",
@@ -28,6 +34,7 @@ MUSA = PrivateUse1Backend(
         advice="install a torch_musa build that records its MUSA SDK",
     ),
     tokens=VariantTokens(prefix="musa"),
+    read_arch=musa_target, arch_runs=runs_musa_arch,  # mp_22 and friends, see .versions
     # What torch_musa shows PyTorch (see the README): torch_musa IS torch.musa. Every
     # default is illustrative, not a product's data sheet.
     emulation=Emulation(

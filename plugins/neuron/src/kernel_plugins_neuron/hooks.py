@@ -9,11 +9,14 @@ asks PyTorch's generic APIs first (the PrivateUse1 name and ``torch.accelerator`
 Neuron kernels are NKI code compiled at run time: only noarch variants
 (``torch-neuron``, ``torch-universal``) load, and ``python-depends = ["nki"]`` is
 known. The priority is above CUDA's because the Neuron extension can be loaded into a
-CUDA build of torch. See docs/vendors.md.
+CUDA build of torch. The device's architecture is the Neuron compiler's target of its
+generation (``trn2`` for a Trainium2, :func:`neuron_target`), judged against a build's
+``backend.archs`` by :func:`runs_neuron_arch`. See docs/vendors.md.
 """
 
 from __future__ import annotations
 
+import re
 from types import ModuleType
 
 from kernel_plugins.plugin_kit import (
@@ -54,6 +57,24 @@ def neuron_device_count(torch: ModuleType) -> int | None:
     return None
 
 
+_TARGET_RE = re.compile(r"(trn|inf)[0-9]+")
+_GENERATIONS = {"trainium": "trn", "inferentia": "inf"}
+
+
+def neuron_target(device_name: str | None) -> str | None:
+    """``"Trainium2"`` -> ``"trn2"``, ``"Trainium"`` -> ``"trn1"``, ``"Inferentia2"`` ->
+    ``"inf2"``; None for another name (the device names are unverified)."""
+    m = re.fullmatch(r"(trainium|inferentia)([0-9]*)", (device_name or "").strip().lower())
+    return None if m is None else f"{_GENERATIONS[m[1]]}{m[2] or 1}"
+
+
+def runs_neuron_arch(device: DeviceInfo, arch: str) -> bool | None:
+    """Whether ``arch`` (a compiler target: ``trn1``, ``trn2``, ``inf2``) is the device's;
+    None: not a target name, or the device's generation is unknown."""
+    name = arch.strip().lower()
+    return None if device.arch is None or not _TARGET_RE.fullmatch(name) else name == device.arch
+
+
 def _device_name(module: object) -> str | None:
     get = getattr(module, "get_device_properties", None)
     if get is None:
@@ -85,6 +106,7 @@ class NeuronBackend(PrivateUse1Backend):
         if not count:
             return None
         module = getattr(torch, self.name, None)
+        name = _device_name(module)
         ext = getattr(vendor, "__version__", None) if vendor is not None else None
         notes = () if vendor is not None else (
             f"{vendor_module} is not installed; the neuron device was found through PyTorch alone",
@@ -93,7 +115,8 @@ class NeuronBackend(PrivateUse1Backend):
             backend=self.name,
             device_type=self.dtype,
             count=count,
-            name=_device_name(module),
+            name=name,
+            arch=neuron_target(name),
             extension_version=None if ext is None else str(ext),
             emulated=bool(getattr(module, "__kernel_plugins_emulated__", False)),
             notes=notes,
@@ -112,6 +135,7 @@ NEURON = NeuronBackend(
     python_depends={"nki": PyDepend("nki", "nki")},
     accelerator_sync=True,
     vendor_optional=True,
+    arch_runs=runs_neuron_arch,
     noarch_reason=(
         "Neuron kernels are NKI code compiled at run time and ship as the noarch variant "
         "torch-neuron"

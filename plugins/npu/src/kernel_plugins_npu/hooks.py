@@ -19,7 +19,7 @@ from kernel_plugins.plugin_kit import (
     VendorDevices,
 )
 
-from .versions import built_for_torch, parse_cann_version, soc_family
+from .versions import built_for_torch, parse_cann_version, runs_npu_arch, soc_family, soc_name
 
 
 def soc_notes(found: VendorDevices) -> Iterator[str]:
@@ -54,6 +54,7 @@ NPU = PrivateUse1Backend(
     tokens=VariantTokens(prefix="cann", minor_width=1),
     extra_notes=soc_notes,
     built_for_torch=built_for_torch,  # torch_npu 2.1.0.post3 is built for torch 2.1
+    read_arch=soc_name, arch_runs=runs_npu_arch,  # the SoC family, see .versions
     # What torch_npu shows PyTorch (see the README). Every default is illustrative, not
     # a product's data sheet; Ascend devices report no compute capability.
     emulation=Emulation(

@@ -10,18 +10,25 @@
   built for torch 2.1.
 * ``torch.npu.get_soc_version()`` is an integer: 220-225 is the Ascend 910B family,
   250-255 the 910_93 family, 202 the 310P3 (mapping from a third-party fork, unverified).
+* Architectures: the device's is its SoC name (:func:`soc_name`, from torch_npu's
+  ``SocVersion`` table: 222 is ``Ascend910B2C``). Ascend kernels are compiled for a SoC
+  version (``--soc_version``) and run on every SoC of its family (vllm-ascend builds once
+  per family: ``Ascend910B1`` for 220-225, ``Ascend910_9392`` for 250-255), so a build's
+  ``backend.archs`` entry runs when its family is the device's (:func:`runs_npu_arch`).
 """
 
 from __future__ import annotations
 
 import re
 
-from kernel_plugins.plugin_kit import match_version
+from kernel_plugins.plugin_kit import DeviceInfo, VendorDevices, match_version
 
 __all__ = [
     "built_for_torch",
     "parse_cann_version",
+    "runs_npu_arch",
     "soc_family",
+    "soc_name",
 ]
 
 
@@ -60,3 +67,37 @@ def soc_family(soc_version: object) -> str | None:
     if soc_version == 202:
         return "Ascend 310P3"
     return None
+
+
+#: ``get_soc_version()`` -> SoC name (torch_npu's ``SocVersion``); the 910_93 members'
+#: own names are not confirmed, so those are named by their family. (100-104, the first
+#: Ascend 910, are left out: one of them is called "Ascend910B", which is not the 910B.)
+_SOCS = {
+    **{200 + i: f"Ascend310P{i + 1}" for i in range(4)},
+    **{220 + i: f"Ascend910{n}" for i, n in enumerate(("B1", "B2", "B2C", "B3", "B4"))},
+    **{240 + i: f"Ascend310B{i + 1}" for i in range(4)},
+    **dict.fromkeys(range(250, 256), "Ascend910_93"),
+}
+_FAMILY_RE = re.compile(r"(?:ascend)?(910_93|910b|910c|310p|310b|910)(?:[0-9]+[a-z]?|[a-z]+)?")
+
+
+def soc_name(found: VendorDevices) -> str | None:
+    """Device 0's SoC name from ``torch.npu.get_soc_version()`` (222 -> ``Ascend910B2C``)."""
+    get = getattr(found.module, "get_soc_version", None)
+    try:
+        return _SOCS.get(get()) if get is not None else None
+    except Exception:  # noqa: BLE001 - the SoC is informational; detect_device notes the error
+        return None
+
+
+def _family(name: str) -> str | None:
+    m = _FAMILY_RE.fullmatch(name.strip().lower())
+    return None if m is None else {"910c": "910_93"}.get(m[1], m[1])
+
+
+def runs_npu_arch(device: DeviceInfo, arch: str) -> bool | None:
+    """Whether ``arch`` (a SoC name such as ``Ascend910B1``, or a family such as
+    ``ascend910b``) is of the device's SoC family; None: not an Ascend SoC, or the
+    device's SoC is unknown."""
+    built = _family(arch)
+    return None if built is None or device.arch is None else built == _family(device.arch)

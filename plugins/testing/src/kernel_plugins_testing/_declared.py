@@ -72,6 +72,8 @@ def declared_suites(plugin: Any, path: str | Path) -> Suites:
     tests: dict[str, Any] = {"test_vendor_facts_are_what_the_stack_shows": _test_vendor_facts}
     if "capability_range" in emulated:
         tests["test_capability_decides_the_kernel"] = _test_capability_range
+    if "arch" in emulated:
+        tests["test_the_architecture_step_refuses_and_chooses"] = _test_arch_step
     end_to_end = type("DeclaredEmulatedConformance", (EmulatedBackendConformance,),
                       {"expected": expected, "declared": spec, **tests})
     return Suites(suite, end_to_end)
@@ -89,6 +91,19 @@ def _test_capability_range(self: Any) -> None:
     case = self.declared["capability_range"]
     path = self.recorded("capability_range")["path"]
     assert path is not None and f"/{case['expect']}/" in path, path
+
+
+def _test_arch_step(self: Any) -> None:
+    """The emulated device's architecture refuses an arch variant built for another one
+    (the noarch variant loads, the trace names both architectures) and takes one built
+    for its own."""
+    got, spec = self.recorded("arch_step"), self.declared
+    noarch = f"torch-{spec['backend']}"
+    assert got["device_arch"] == spec["arch"], got
+    assert got["refused"][0] == noarch, got
+    assert f"built for architectures {spec['other_arch']};" in got["refused"][1], got
+    assert f"architecture is {spec['arch']}" in got["refused"][1], got
+    assert got["chosen"] != noarch and spec["arch_token"] in got["chosen"], got
 
 
 def _raised(fn: Any) -> str:
@@ -131,6 +146,9 @@ def main(spec: Mapping[str, Any]) -> None:
     pc.check_variant_selection(
         rec, backend, arch_token=spec["arch_token"], other_token=spec["other_token"], workdir=tmp
     )
+    if "arch" in spec:
+        pc.check_arch_step(rec, backend, arch_token=spec["arch_token"], arch=spec["arch"],
+                           other=spec["other_arch"], workdir=tmp)
     case = spec.get("capability_range")
     if case is not None:
         low = make_repo(tmp / "low", [f"torch-{backend}"], name="low")

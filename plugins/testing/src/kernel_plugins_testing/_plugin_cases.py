@@ -30,6 +30,7 @@ _CASE_ARGS = {
     "variants": "variant_case",
     "explain": "explain_case",
     "resolve": "resolve_case",
+    "arch": "arch_case",
 }
 
 
@@ -243,6 +244,25 @@ class PluginCases:
         check_device(p.hooks.detect_device(), {"count": count, "emulated": False,
                                                "extension_version": case["version"],
                                                **case["expect"]})
+
+    # --------------------------------------------------------------- architectures
+    def test_architecture_cases_are_declared(self) -> None:
+        """Every plugin states how it judges ``backend.archs`` (``[[arch]]`` cases; a
+        backend that does not check answers ``expect = "unknown"``)."""
+        assert self._case("arch"), "conformance.toml has no [[arch]] cases"
+
+    def test_check_arch(self, monkeypatch: pytest.MonkeyPatch, arch_case: Mapping[str, Any]) -> None:
+        """``check_arch`` for a build's ``archs`` on a device detected from stand-ins with
+        the case's facts: the hook itself, and through the plugin manager."""
+        p, case = self._facts(), arch_case
+        self._install(monkeypatch, 1, **facts_of(case))
+        info = p.hooks.detect_device()
+        if "device_arch" in case:
+            assert info.arch == case["device_arch"], info
+        want = {"unknown": None}.get(case["expect"], case["expect"])
+        archs = tuple(case["archs"])
+        assert p.hooks.check_arch(info, archs) is want, (archs, info)
+        assert p.manager().check_arch(info, archs) is want
 
     # ------------------------------------------------------------------- variants
     def test_backend_priority_and_python_depends(self) -> None:

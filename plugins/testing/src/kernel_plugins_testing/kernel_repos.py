@@ -74,6 +74,7 @@ def make_repo(
     name: str = "fixture",
     python_depends: Iterable[str] = (),
     token_backends: Mapping[str, str] | None = None,
+    archs: Mapping[str, Iterable[str]] | None = None,
 ) -> Path:
     """Create ``root/build/<variant>/`` for every variant and return ``root``.
 
@@ -87,6 +88,7 @@ def make_repo(
     :param token_backends: the backend of an arch-token prefix that is neither the
         backend's own name nor known to the core, e.g. ``{"acme": "acme_gpu"}``; by
         default ``cu`` -> ``cuda``, the known plugins' tokens, else the prefix itself.
+    :param archs: variant -> the ``backend.archs`` its ``metadata.json`` declares.
     """
     tokens = dict(token_backends or {})
     depends = list(python_depends)
@@ -101,7 +103,8 @@ def make_repo(
             "version": 1,
             "license": "Apache-2.0",
             "python-depends": depends,
-            "backend": {"type": _backend_of(variant, tokens)},
+            "backend": {"type": _backend_of(variant, tokens),
+                        "archs": list((archs or {}).get(variant, ()))},
         }
         (folder / "metadata.json").write_text(json.dumps(metadata), encoding="utf-8")
         (folder / "__init__.py").write_text(_INIT.format(variant=variant), encoding="utf-8")

@@ -37,6 +37,7 @@ __all__ = [
     "Recorder",
     "arch_variant",
     "check_capability_range",
+    "check_arch_step",
     "check_cli",
     "check_device",
     "check_kernelize",
@@ -332,6 +333,38 @@ def check_variant_selection(
     check_no_variant(rec, device, cuda_only)
     check_reference_fallback(rec, device, cuda_only)
     check_kernelize(rec, device, full)
+
+
+def check_arch_step(
+    rec: Recorder, device: str, *, arch_token: str, arch: str, other: str, workdir: Path
+) -> None:
+    """``arch_step``: the architecture step on the emulated device.
+
+    The arch variant for ``arch_token`` built for ``other`` (an architecture the device
+    does not run) is refused in favour of ``torch-<device>``; built for ``other`` and
+    ``arch`` (the device's), it is chosen. Records ``{"device_arch", "refused",
+    "chosen"}``: the device's architecture, and the variant loaded from each repository
+    (for the refused one also its line of the resolution trace).
+    """
+    from kernel_plugins.detection import get_device
+    from kernel_plugins.loader import load
+    from kernel_plugins.resolving import resolve_variants
+
+    from .kernel_repos import make_repo
+
+    def run() -> dict[str, Any]:
+        best, noarch = arch_variant(arch_token), f"torch-{device}"
+        refused = make_repo(workdir / "arch-refused", [best, noarch], archs={best: [other]})
+        chosen = make_repo(workdir / "arch-chosen", [best, noarch], archs={best: [other, arch]})
+        trace = resolve_variants([best, noarch], device, archs={best: [other]}).trace()
+        return {
+            "device_arch": get_device(device).arch,
+            "refused": [load(refused, device=device).VARIANT,
+                        next(line.strip() for line in trace.splitlines() if best in line)],
+            "chosen": load(chosen, device=device).VARIANT,
+        }
+
+    rec.check("arch_step", run)
 
 
 def check_synchronize(rec: Recorder, device: str) -> None:

@@ -10,7 +10,9 @@ TPU kernels are Pallas kernels (jax) wrapped for torch: only noarch variants
 (``torch-tpu``, ``torch-universal``) load, and ``python-depends`` may name ``jax`` and
 ``libtpu``. The runtime is libtpu, whose releases are numbered 0.x; its version is read
 from the distribution's metadata (nothing is imported for it). The priority is above
-Neuron's and CUDA's: kernels 0.17.2 checks TPU before both. See docs/vendors.md.
+Neuron's and CUDA's: kernels 0.17.2 checks TPU before both. The device's architecture is
+its generation as Cloud TPU names it (``v6e`` for a "TPU v6 lite", :func:`tpu_generation`),
+judged against a build's ``backend.archs`` by :func:`runs_tpu_arch`. See docs/vendors.md.
 """
 
 from __future__ import annotations
@@ -60,6 +62,24 @@ def read_libtpu_version() -> RuntimeReading:
     return RuntimeReading(None, "libtpu is not installed (torch_tpu needs it: pip install libtpu)")
 
 
+def tpu_generation(device_name: str | None) -> str | None:
+    """``"TPU v6 lite"`` -> ``"v6e"``, ``"TPU v5 lite"`` -> ``"v5e"``, ``"TPU v5"`` ->
+    ``"v5p"``, ``"TPU v4"`` -> ``"v4"``; None for another name (device names unverified)."""
+    m = re.fullmatch(r"tpu\s*v?([0-9]+)\s*(lite|[a-z])?", (device_name or "").strip().lower())
+    if m is None:
+        return None
+    return f"v{m[1]}" + ("e" if m[2] == "lite" else m[2] or ("p" if m[1] == "5" else ""))
+
+
+def runs_tpu_arch(device: DeviceInfo, arch: str) -> bool | None:
+    """Whether ``arch`` (a generation: ``v5e``, ``v5p``, ``v6e``) is the device's; None:
+    not a generation, or the device's is unknown."""
+    name = arch.strip().lower()
+    if device.arch is None or not re.fullmatch(r"v[0-9]+[a-z]?", name):
+        return None
+    return name == device.arch
+
+
 def stack_loaded(torch: ModuleType) -> bool:
     """Whether Google's torch_tpu is loaded: it sets ``torch.backends.tpu`` on import."""
     return hasattr(torch.backends, "tpu")
@@ -97,10 +117,12 @@ class TpuBackend(PrivateUse1Backend):
         runtime = self.runtime
         reading = RuntimeReading(None) if runtime is None else runtime.reading(torch, self.name)
         found = VendorDevices(self.name, self.dtype, torch, vendor, module, count)
+        name = _device_name(module)
         return found.info(
             runtime_version=reading.text,
-            name=_device_name(module),
+            name=name,
             notes=() if reading.note is None else (reading.note,),
+            arch=tpu_generation(name),
         )
 
     @hookimpl
@@ -143,6 +165,7 @@ TPU = TpuBackend(
     ),
     python_depends={"jax": PyDepend("jax", "jax"), "libtpu": PyDepend("libtpu", "libtpu")},
     accelerator_sync=True,
+    arch_runs=runs_tpu_arch,
     noarch_reason=(
         "TPU kernels are Pallas kernels (jax) compiled at run time and ship as the noarch "
         "variant torch-tpu"

@@ -68,3 +68,9 @@ class RMSNorm(nn.Module):
     def forward(self, hidden_states: Tensor) -> Tensor:
         """Normalise ``hidden_states`` with this layer's ``weight`` and ``variance_epsilon``."""
         return ops.rms_norm(hidden_states, self.weight, float(self.variance_epsilon))
+
+
+
+__kernel_samples__ = {"RMSNorm": lambda device: [((torch.randn(2, 8, device=device, requires_grad=True),), {}, {
+    "weight": nn.Parameter(torch.rand(8, device=device) + 0.5), "variance_epsilon": 1e-6})]}
+"""Sample calls for ``kernel-plugins check --ops``: (args, kwargs, the layer's attributes)."""
