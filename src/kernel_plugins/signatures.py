@@ -416,7 +416,7 @@ def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> di
     """Who signed each variant of ``ref`` with a bundle (``kernel-plugins lock``); downloads
     only their ``metadata.json`` and bundle. :raises SignatureError: a bundle does not verify."""
     from .fetching import Fetched, commit_offer
-    from .hub import blobs_folder, map_error, request_args
+    from .hub import blobs_folder, cache_dir, map_error, request_args
 
     signed = sorted(v for v, files in listing.items() if BUNDLE_NAME in files)
     if not signed or importlib.util.find_spec("sigstore") is None:
@@ -425,7 +425,7 @@ def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> di
 
     try:
         snap = Path(snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
-                                      **request_args(ref.endpoint), allow_patterns=[
+                                      **request_args(ref.endpoint), cache_dir=cache_dir(), allow_patterns=[
                                           f"build/{v}/{n}" for v in signed for n in ("metadata.json", BUNDLE_NAME)]))
     except Exception as e:
         raise map_error(e, ref.repo_id, ref.sha, ref.endpoint, "downloading signatures") from e

@@ -80,7 +80,7 @@ class KernelSource:
         short_name: the kernel's name (for reference fallbacks).
         revision, version, lockfile: the Hub pins asked for (the lock file read; with it,
             version or revision choose among its entries for the repository).
-        repo_type: ``kernel``/``model`` or None (try both).
+        repo_type: ``kernel``/``model`` or None (``kernel``).
         notes: why other sources were not used (e.g. a pin skipped a plugin's copy).
     """
 

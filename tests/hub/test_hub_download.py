@@ -123,7 +123,7 @@ def test_repo_without_build_folder_is_a_source_error(hub_env: HubServer) -> None
 def test_model_repo_downloads_like_a_kernel_repo(
     hub_env: HubServer, hub_repos: HubRepos, hf_cache: Path
 ) -> None:
-    ref = hub.resolve(hub_repos.legacy)
+    ref = hub.resolve(hub_repos.legacy, repo_type="model")
     assert (ref.repo_type, ref.version) == ("model", 2)
     assert hub.list_variant_names(ref) == ["torch-cpu"]
     path = hub.download_variant(ref, "torch-cpu", progress=False)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernel_plugins import hub
-from kernel_plugins.errors import RevisionError, SourceError, VersionNotFoundError
+from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
 from tests.hub.conftest import HubRepos
 from tests.support.hub import HubServer
 
@@ -82,7 +82,6 @@ def test_pinned_sha_in_cache_makes_no_request_online(
 ) -> None:
     sha = hub_repos.multi_shas["v2"]
     path = hub.download_variant(hub.resolve(hub_repos.multi, revision=sha), "torch-cpu")
-    hub.clear_repo_type_cache()
     hub_env.clear_requests()
 
     ref = hub.resolve(hub_repos.multi, revision=sha)
@@ -96,11 +95,13 @@ def test_pinned_sha_of_model_repo_in_cache_makes_no_request(
     hub_env: HubServer, hub_repos: HubRepos
 ) -> None:
     sha = hub_repos.legacy_shas["v1"]
-    hub.download_variant(hub.resolve(hub_repos.legacy, revision=sha), "torch-cpu")
-    hub.clear_repo_type_cache()
+    hub.download_variant(hub.resolve(hub_repos.legacy, revision=sha, repo_type="model"), "torch-cpu")
     hub_env.clear_requests()
-    assert hub.resolve(hub_repos.legacy, revision=sha).repo_type == "model"
+    assert hub.resolve(hub_repos.legacy, revision=sha, repo_type="model").repo_type == "model"
     assert hub_env.requests == []
+    with pytest.raises(HubError, match="as a kernel repository"):  # the model cache is not
+        hub.resolve(hub_repos.legacy, revision=sha)  # a kernel repository's: asked as such
+    assert [r.path for r in hub_env.requests] == [f"/api/kernels/{hub_repos.legacy}/revision/{sha}"]
 
 
 def test_offline_in_a_fresh_process_reads_env_at_import(

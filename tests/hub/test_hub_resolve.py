@@ -87,27 +87,22 @@ def test_missing_repo_names_repo_and_endpoint(hub_env: HubServer) -> None:
         hub.resolve("tests-org/does-not-exist")
     message = str(info.value)
     assert "tests-org/does-not-exist" in message and hub_env.endpoint in message
-    assert "kernel or model" in message
-    assert len(hub_env.requests) == 2  # kernel, then model
+    assert "as a kernel repository" in message and "repo_type='model'" in message
+    assert api_paths(hub_env) == ["GET /api/kernels/tests-org/does-not-exist/refs"]  # no 2nd try
 
 
-def test_model_repo_type_is_found_and_remembered(hub_env: HubServer, hub_repos: HubRepos) -> None:
-    ref = hub.resolve(hub_repos.legacy, version=2)
-    assert (ref.repo_type, ref.sha) == ("model", hub_repos.legacy_shas["v2"])
-    assert api_paths(hub_env) == [
-        f"GET /api/kernels/{hub_repos.legacy}/refs",
-        f"GET /api/models/{hub_repos.legacy}/refs",
-    ]
-    hub_env.clear_requests()
-    assert hub.resolve(hub_repos.legacy, version=1).sha == hub_repos.legacy_shas["v1"]
-    assert api_paths(hub_env) == [f"GET /api/models/{hub_repos.legacy}/refs"]
-
-
-def test_explicit_repo_type_is_the_only_one_tried(hub_env: HubServer, hub_repos: HubRepos) -> None:
-    assert hub.resolve(hub_repos.legacy, version=1, repo_type="model").repo_type == "model"
-    assert len(hub_env.requests) == 1
+@pytest.mark.parametrize("revision", [None, "v1", "sha"])
+def test_a_model_repository_is_found_only_when_asked_for(
+    hub_env: HubServer, hub_repos: HubRepos, revision: str | None
+) -> None:
+    rev = hub_repos.legacy_shas["v1"] if revision == "sha" else revision
     with pytest.raises(HubError, match="as a kernel repository"):
-        hub.resolve(hub_repos.legacy, version=1, repo_type="kernel")
+        hub.resolve(hub_repos.legacy, revision=rev)  # the default is kernel only: one request
+    assert [p.split(hub_repos.legacy)[0] for p in api_paths(hub_env)] == ["GET /api/kernels/"]
+    hub_env.clear_requests()
+    ref = hub.resolve(hub_repos.legacy, revision=rev, repo_type="model")
+    assert (ref.repo_type, ref.sha) == ("model", hub_repos.legacy_shas["v1" if rev else "v2"])
+    assert [p.split(hub_repos.legacy)[0] for p in api_paths(hub_env)] == ["GET /api/models/"]
 
 
 def test_resolved_refs_are_recorded_in_the_cache(
@@ -152,10 +147,10 @@ def test_unreachable_hub_suggests_offline_mode_when_cached(
         hub.resolve(hub_repos.multi, version=1, endpoint="http://127.0.0.1:9")
 
 
-def test_uncached_sha_of_model_repo_falls_back_to_model_type(
+def test_uncached_sha_of_model_repo_asks_the_model_api(
     hub_env: HubServer, hub_repos: HubRepos
 ) -> None:
     sha = hub_repos.legacy_shas["v1"]
-    ref = hub.resolve(hub_repos.legacy, revision=sha)
+    ref = hub.resolve(hub_repos.legacy, revision=sha, repo_type="model")
     assert (ref.repo_type, ref.sha) == ("model", sha)
-    assert hub_env.paths()[-1] == f"/api/models/{hub_repos.legacy}/revision/{sha}"
+    assert hub_env.paths() == [f"/api/models/{hub_repos.legacy}/revision/{sha}"]

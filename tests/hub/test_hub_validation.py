@@ -73,7 +73,7 @@ def test_invalid_revisions_are_rejected(revision: str) -> None:
 
 
 def test_unknown_repo_type_is_rejected() -> None:
-    with pytest.raises(SourceError, match="'kernel', 'model'"):
+    with pytest.raises(SourceError, match="use 'kernel' or 'model'"):
         hub.resolve("org/name", repo_type="dataset", endpoint="http://127.0.0.1:9")  # type: ignore[arg-type]
 
 

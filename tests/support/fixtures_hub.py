@@ -96,8 +96,7 @@ def _set_offline(monkeypatch: pytest.MonkeyPatch, offline: bool) -> None:
 def hub_env(hub_server: HubServer, hf_cache: Path, monkeypatch: pytest.MonkeyPatch) -> HubServer:
     """huggingface_hub talking to ``hub_server`` with an empty cache; returns the server.
 
-    Restarts olah if an earlier test stopped it, clears the request log and forgets the
-    repo types kernel_plugins.hub remembered.
+    Restarts olah if an earlier test stopped it and clears the request log.
     """
     from huggingface_hub import constants
 
@@ -114,12 +113,6 @@ def hub_env(hub_server: HubServer, hf_cache: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("NO_PROXY", no_proxy)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     _set_offline(monkeypatch, False)
-    try:
-        from kernel_plugins.hub import clear_repo_type_cache
-    except ImportError:  # the hub module is optional for users of these fixtures
-        pass
-    else:
-        clear_repo_type_cache()
     _warm_up_client()
     hub_server.clear_requests()
     return hub_server

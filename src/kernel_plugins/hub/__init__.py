@@ -1,14 +1,14 @@
 """The Hub source: resolve a kernel repository to a commit and fetch one build variant.
 
-A kernel repository on the Hugging Face Hub (repo type ``kernel``, or ``model`` for older
-ones) keeps one folder per build variant under ``build/``. This package turns what a user
+A kernel repository on the Hugging Face Hub (repo type ``kernel``; ``model`` for older
+ones, only when asked for) keeps one folder per build variant under ``build/``. This package turns what a user
 asked for (a revision, a version ``N`` meaning branch ``vN``, or nothing) into a
 :class:`HubRef` pinned to a commit sha, lists the variant names at that commit, and
 downloads the files of exactly one variant into the huggingface_hub cache.
 
 huggingface_hub is imported inside the functions, never when this package is imported. Its
 settings are read at call time from ``huggingface_hub.constants`` (``ENDPOINT``,
-``HF_HUB_OFFLINE``, ``HF_HUB_CACHE``). With ``HF_HUB_OFFLINE=1`` everything is answered
+``HF_HUB_OFFLINE``, ``HF_HUB_CACHE``); ``KERNELS_CACHE``, when set, replaces the cache folder. With ``HF_HUB_OFFLINE=1`` everything is answered
 from the local cache without a request, and a commit sha already in the cache never causes
 a request either.
 
@@ -17,7 +17,8 @@ The parts, one job each:
 - ``_values``: :class:`HubRef` and the checks of repo ids, revisions, versions, variants;
 - ``_cache``: huggingface_hub's settings and cache layout, ``refs/``, cached file
   listings, and resolution from the cache alone (offline);
-- ``_resolve``: :func:`resolve` online, and the remembered repo type per repository;
+- ``_resolve``: :func:`resolve` online;
+- ``_publishers``: whether the Hub marks an organisation a trusted kernel publisher;
 - ``_download``: listing, finding and downloading one build variant;
 - ``_fetch``: one download per variant at a time (a file lock), the cached folder;
 - ``_listing``: the published hashes of a commit's variants (cached listing or the Hub);
@@ -35,6 +36,7 @@ from kernel_plugins.errors import SourceError as SourceError
 from kernel_plugins.errors import VersionNotFoundError as VersionNotFoundError
 
 from ._cache import (
+    cache_dir,
     cached_tree_files,
     hub_endpoint,
     is_offline,
@@ -48,7 +50,7 @@ from ._errors import is_not_found, map_error
 from ._fetch import blobs_folder, cached_variants, fetch_variant, variant_lock
 from ._listing import cached_listing, hub_listing
 from ._records import read_record, record_path, write_record
-from ._resolve import clear_repo_type_cache, resolve
+from ._resolve import resolve
 from ._values import REPO_TYPES, HubRef, RepoType, validate_repo_id
 
 __all__ = [
@@ -61,7 +63,7 @@ __all__ = [
     "download_variant",
     "download_file",
     "cached_variant_path",
-    "clear_repo_type_cache",
+    "cache_dir",
     "hub_endpoint",
     "request_args",
     "is_offline",

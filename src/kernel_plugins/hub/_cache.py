@@ -159,16 +159,18 @@ def is_offline() -> bool:
 # --- cache layout -----------------------------------------------------------------------
 
 
-def _cache_dir() -> Path:
-    """huggingface_hub's cache folder (``HF_HUB_CACHE``), read at call time."""
+def cache_dir() -> Path:
+    """The cache folder, read at call time: ``KERNELS_CACHE`` when set and not empty (as
+    kernels reads it), else huggingface_hub's ``HF_HUB_CACHE`` (itself ``$HF_HOME/hub``
+    by default). Every download and cache lookup of kernel-plugins goes there."""
     from huggingface_hub import constants
 
-    return Path(constants.HF_HUB_CACHE).expanduser()
+    return Path(os.environ.get("KERNELS_CACHE") or constants.HF_HUB_CACHE).expanduser()
 
 
 def storage_folder(repo_id: str, repo_type: str) -> Path:
     """The cache folder of one repository, e.g. ``kernels--org--name``."""
-    return _cache_dir() / "--".join([f"{repo_type}s", *repo_id.split("/")])
+    return cache_dir() / "--".join([f"{repo_type}s", *repo_id.split("/")])
 
 
 def _snapshot_folder(ref: HubRef) -> Path:
@@ -264,7 +266,9 @@ def _cached_tree(ref: HubRef) -> list[str] | None:
 
         return [
             f.path
-            for f in get_cached_repo_tree(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha)
+            for f in get_cached_repo_tree(
+                ref.repo_id, repo_type=ref.repo_type, revision=ref.sha, cache_dir=cache_dir()
+            )
         ]
     except Exception:  # no listing cached (CachedRepoTreeNotFoundError) or unreadable
         return None
@@ -275,56 +279,48 @@ def _cached_tree(ref: HubRef) -> list[str] | None:
 
 def _resolve_offline(
     repo_id: str,
-    types: list[RepoType],
+    t: RepoType,
     revision: str | None,
     version: int | None,
     endpoint: str | None,
 ) -> HubRef:
     """Resolve from the local cache only (``HF_HUB_OFFLINE=1``); never makes a request."""
-    where = f"the local cache ({_cache_dir()})"
+    where = f"the local cache ({cache_dir()})"
     fix = "unset HF_HUB_OFFLINE to look it up on the Hub"
-    present = [t for t in types if storage_folder(repo_id, t).is_dir()]
-    if not present:
+    if not storage_folder(repo_id, t).is_dir():
         # offline with nothing cached: say exactly that (an OfflineError is a HubError, so a
         # load without a pin may still fall back to a reference kernel, saying why)
         raise OfflineError(
             f"HF_HUB_OFFLINE=1 is set and nothing of {repo_id} is in {where}; {fix}, or "
             f"download it first (kernel-plugins download {repo_id} --version N)."
         )
-    if revision is not None and _SHA_RE.fullmatch(revision):
-        raise RevisionError(
-            f"Commit {revision} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; {fix}."
-        )
     if revision is not None:
-        for t in present:
-            if sha := _read_ref(repo_id, t, revision):
-                return HubRef(repo_id, t, revision, sha, _version_of(revision), endpoint)
-        raise RevisionError(
-            f"Revision {revision!r} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; "
-            f"{fix}."
-        )
-    for t in present:
-        cached = _cached_versions(repo_id, t)
-        if version is not None:
-            if version in cached:
-                return HubRef(repo_id, t, f"v{version}", cached[version], version, endpoint)
-            continue
-        snapshots = storage_folder(repo_id, t) / "snapshots"
-        usable = {n: sha for n, sha in cached.items() if (snapshots / sha).is_dir()} or cached
-        if usable:
-            newest = max(usable)
-            logger.info(
-                "No version given for %s; HF_HUB_OFFLINE=1, using the newest cached version %d.",
-                repo_id,
-                newest,
+        sha = None if _SHA_RE.fullmatch(revision) else _read_ref(repo_id, t, revision)
+        if sha is None:
+            what = "Commit" if _SHA_RE.fullmatch(revision) else "Revision"
+            raise RevisionError(
+                f"{what} {revision!r} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is "
+                f"set; {fix}."
             )
-            return HubRef(repo_id, t, None, usable[newest], newest, endpoint)
-        if main := _read_ref(repo_id, t, "main"):
-            return HubRef(repo_id, t, None, main, None, endpoint)
+        return HubRef(repo_id, t, revision, sha, _version_of(revision), endpoint)
+    cached = _cached_versions(repo_id, t)
     if version is not None:
-        known = sorted({n for t in present for n in _cached_versions(repo_id, t)})
+        if version in cached:
+            return HubRef(repo_id, t, f"v{version}", cached[version], version, endpoint)
         raise VersionNotFoundError(
             f"Version {version} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; "
-            f"cached versions: {_format_versions(known)}. Use one of those or {fix}."
+            f"cached versions: {_format_versions(cached)}. Use one of those or {fix}."
         )
+    snapshots = storage_folder(repo_id, t) / "snapshots"
+    usable = {n: sha for n, sha in cached.items() if (snapshots / sha).is_dir()} or cached
+    if usable:
+        newest = max(usable)
+        logger.info(
+            "No version given for %s; HF_HUB_OFFLINE=1, using the newest cached version %d.",
+            repo_id,
+            newest,
+        )
+        return HubRef(repo_id, t, None, usable[newest], newest, endpoint)
+    if main := _read_ref(repo_id, t, "main"):
+        return HubRef(repo_id, t, None, main, None, endpoint)
     raise SourceError(f"No usable revision of {repo_id} is in {where}; {fix}.")

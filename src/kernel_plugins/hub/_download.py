@@ -15,9 +15,9 @@ from typing import Any
 from kernel_plugins.errors import SourceError
 
 from ._cache import (
-    _cache_dir,
     _cached_tree,
     _snapshot_folder,
+    cache_dir,
     is_offline,
     request_args,
 )
@@ -125,6 +125,7 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
             revision=ref.sha,
             allow_patterns=[f"build/{variant}/*"],  # fnmatch: '*' also crosses '/'
             **request_args(ref.endpoint),
+            cache_dir=cache_dir(),
             tqdm_class=None if progress else _silent_tqdm_class(),
         )
     except Exception as exc:
@@ -165,7 +166,7 @@ def _variants_in_tree(paths: Iterable[str]) -> list[str]:
 def _not_cached(what: str) -> SourceError:
     """The error for something not in the cache while ``HF_HUB_OFFLINE=1``."""
     return SourceError(
-        f"{what} is not in the local cache ({_cache_dir()}) and HF_HUB_OFFLINE=1 forbids "
+        f"{what} is not in the local cache ({cache_dir()}) and HF_HUB_OFFLINE=1 forbids "
         "downloads; unset HF_HUB_OFFLINE to fetch it."
     )
 

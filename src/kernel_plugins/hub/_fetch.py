@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._cache import _cache_dir, _snapshot_folder, storage_folder
+from ._cache import _snapshot_folder, cache_dir, storage_folder
 from ._download import cached_variant_path, download_variant, downloaded
 from ._records import record_path
 from ._values import HubRef
@@ -34,7 +34,7 @@ def variant_lock(ref: HubRef, variant: str) -> Iterator[None]:
     """
     from filelock import FileLock, Timeout
 
-    folder = _cache_dir() / ".locks" / storage_folder(ref.repo_id, ref.repo_type).name
+    folder = cache_dir() / ".locks" / storage_folder(ref.repo_id, ref.repo_type).name
     path = folder / f"kernel-plugins--{ref.sha}--{variant}.lock"
     lock: Any = None
     try:

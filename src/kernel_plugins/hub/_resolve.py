@@ -2,17 +2,13 @@
 
 A revision, a version ``N`` (branch ``vN``) or nothing (the newest version branch, else
 ``main``) becomes a :class:`~kernel_plugins.hub.HubRef`. Online this asks the Hub for the
-repository's refs; with ``HF_HUB_OFFLINE=1`` the cache answers (see ``_cache``). Which
-repo type (``kernel`` or ``model``) answered for a repository is remembered per process
-and endpoint, so later calls try it first.
+repository's refs; with ``HF_HUB_OFFLINE=1`` the cache answers (see ``_cache``). Only the
+repo type asked for is looked up: ``kernel`` unless ``repo_type="model"`` is given.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable
-from typing import TypeVar
 
 from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
 
@@ -41,18 +37,6 @@ from ._values import (
 
 logger = logging.getLogger("kernel_plugins")
 
-_T = TypeVar("_T")
-
-# Which repo type answered for (endpoint, repo_id), so later calls try it first.
-_repo_type_cache: dict[tuple[str, str], RepoType] = {}
-_repo_type_lock = threading.Lock()
-
-
-def clear_repo_type_cache() -> None:
-    """Forget which repo type (``kernel``/``model``) each repository answered as."""
-    with _repo_type_lock:
-        _repo_type_cache.clear()
-
 
 def resolve(
     repo_id: str,
@@ -67,12 +51,11 @@ def resolve(
     At most one of ``revision`` (branch, tag or 40-hex commit sha) and ``version``
     (``N`` means the tip of branch ``vN``) may be given. With neither, the newest ``vN``
     branch is used (a notice is logged to the ``kernel_plugins`` logger), or ``main`` when
-    the repository has no version branches. ``repo_type=None`` tries ``kernel`` then
-    ``model`` and remembers which answered.
+    the repository has no version branches. ``repo_type`` is ``kernel`` (``None`` too) or
+    ``model`` (older repositories that a mirror may still keep).
 
-    Online this costs one request (the repository's refs; two when the first repo type
-    tried is wrong), or one ``repo_info`` call for a revision that is neither a branch nor
-    a tag. A commit sha whose snapshot is already in the cache costs no request. With
+    Online this costs one request (the repository's refs), or one ``repo_info`` call for a
+    revision that is neither a branch nor a tag. A commit sha whose snapshot is already in the cache costs no request. With
     ``HF_HUB_OFFLINE=1`` the answer comes from the cache's ``refs/`` and ``snapshots/``.
     Branch and tag answers are written to the cache's ``refs/`` for later offline use.
 
@@ -92,20 +75,20 @@ def resolve(
         _check_version(repo_id, version)
     if revision is not None:
         _check_revision(repo_id, revision)
-    types = _candidate_types(repo_id, repo_type, hub_endpoint(endpoint))
+    t: RepoType = repo_type or "kernel"
+    if t not in REPO_TYPES:
+        raise SourceError(f"Unsupported repo_type {t!r} for {repo_id}; use 'kernel' or 'model'.")
     if revision is not None and _SHA_RE.fullmatch(revision):
-        for t in types:
-            if (storage_folder(repo_id, t) / "snapshots" / revision).is_dir():
-                _remember_type(endpoint, repo_id, t)
-                return HubRef(repo_id, t, revision, revision, None, endpoint)
+        if (storage_folder(repo_id, t) / "snapshots" / revision).is_dir():
+            return HubRef(repo_id, t, revision, revision, None, endpoint)
     if is_offline():
-        return _resolve_offline(repo_id, types, revision, version, endpoint)
-    return _resolve_online(repo_id, types, revision, version, endpoint)
+        return _resolve_offline(repo_id, t, revision, version, endpoint)
+    return _resolve_online(repo_id, t, revision, version, endpoint)
 
 
 def _resolve_online(
     repo_id: str,
-    types: list[RepoType],
+    t: RepoType,
     revision: str | None,
     version: int | None,
     endpoint: str | None,
@@ -114,19 +97,21 @@ def _resolve_online(
     from huggingface_hub import HfApi
 
     api = HfApi(**request_args(endpoint))
-    if revision is not None and _SHA_RE.fullmatch(revision):
-        t, info = _first_type(
-            repo_id,
-            types,
-            endpoint,
-            revision,
-            lambda t: api.repo_info(repo_id, repo_type=t, revision=revision),
-        )
-        return HubRef(repo_id, t, revision, info.sha or revision, None, endpoint)
-
-    t, refs = _first_type(
-        repo_id, types, endpoint, revision, lambda t: api.list_repo_refs(repo_id, repo_type=t)
-    )
+    try:
+        if revision is not None and _SHA_RE.fullmatch(revision):
+            info = api.repo_info(repo_id, repo_type=t, revision=revision)
+            return HubRef(repo_id, t, revision, info.sha or revision, None, endpoint)
+        refs = api.list_repo_refs(repo_id, repo_type=t)
+    except Exception as exc:
+        if not is_not_found(exc):
+            raise map_error(exc, repo_id, revision, endpoint, "looking up revisions") from exc
+        at = f" at revision {revision!r}" if revision else ""
+        raise HubError(
+            f"{repo_id}{at} was not found on {hub_endpoint(endpoint)} as a {t} repository. Check "
+            "the repository id (and revision); if it is private or gated, log in with `hf auth "
+            "login` or set HF_TOKEN. (Repositories of type model are looked up only with "
+            "repo_type='model'.)"
+        ) from exc
     branches = {b.name: b.target_commit for b in refs.branches}
     tags = {g.name: g.target_commit for g in refs.tags}
     versions = _versions(branches)
@@ -184,53 +169,3 @@ def _resolve_online(
         )
     _write_ref(repo_id, t, name, sha)
     return HubRef(repo_id, t, requested, sha, ver, endpoint)
-
-
-def _first_type(
-    repo_id: str,
-    types: list[RepoType],
-    endpoint: str | None,
-    revision: str | None,
-    call: Callable[[RepoType], _T],
-) -> tuple[RepoType, _T]:
-    """Run ``call`` for each repo type until one is not 'not found'; remember that type."""
-    last: BaseException | None = None
-    for t in types:
-        try:
-            result = call(t)
-        except Exception as exc:
-            if is_not_found(exc):
-                last = exc
-                continue
-            raise map_error(exc, repo_id, revision, endpoint, "looking up revisions") from exc
-        _remember_type(endpoint, repo_id, t)
-        return t, result
-    tried = " or ".join(types)
-    at = f" at revision {revision!r}" if revision else ""
-    raise HubError(
-        f"{repo_id}{at} was not found on {hub_endpoint(endpoint)} as a {tried} repository. Check "
-        "the repository id (and revision); if it is private or gated, log in with "
-        "`hf auth login` or set HF_TOKEN."
-    ) from last
-
-
-def _candidate_types(repo_id: str, repo_type: str | None, endpoint: str) -> list[RepoType]:
-    """Repo types to try, the one remembered for this repository first."""
-    if repo_type is not None:
-        if repo_type not in REPO_TYPES:
-            raise SourceError(
-                f"Unsupported repo_type {repo_type!r} for {repo_id}; use 'kernel', 'model' or "
-                "None (try both)."
-            )
-        return [repo_type]  # type: ignore[list-item]
-    with _repo_type_lock:
-        known = _repo_type_cache.get((endpoint, repo_id))
-    if known is None:
-        return list(REPO_TYPES)
-    return [known] + [t for t in REPO_TYPES if t != known]
-
-
-def _remember_type(endpoint: str | None, repo_id: str, repo_type: RepoType) -> None:
-    """Record which repo type ``repo_id`` answered as."""
-    with _repo_type_lock:
-        _repo_type_cache[(hub_endpoint(endpoint), repo_id)] = repo_type

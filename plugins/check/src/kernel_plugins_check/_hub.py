@@ -54,12 +54,13 @@ def _fetch_build_toml(ref: Any) -> Path | None:
     from huggingface_hub import hf_hub_download
 
     from kernel_plugins.errors import HubError
+    from kernel_plugins.hub import cache_dir
 
     try:
         return Path(
             hf_hub_download(
                 ref.repo_id, "build.toml", repo_type=ref.repo_type, revision=ref.sha,
-                endpoint=ref.endpoint,
+                endpoint=ref.endpoint, cache_dir=cache_dir(),
             )
         )
     except Exception as e:  # noqa: BLE001 - "not there" is normal; the rest is mapped
