@@ -121,10 +121,22 @@ def _is_int(value: object) -> bool:
 
 @dataclass(frozen=True)
 class PyDepend:
-    """A ``python-depends`` name a kernel may declare: the pip package and import name."""
+    """A ``python-depends`` name a kernel may declare: the pip package and the module whose
+    presence shows it is installed (None: nothing to import, e.g. a native library)."""
 
     pip: str
-    module: str
+    module: str | None
+
+
+#: ``python-depends`` names a kernel for any backend may declare: kernels 0.17.2's general
+#: table and ours; each backend adds its own (:attr:`BackendSpec.python_depends`).
+GENERAL_PYTHON_DEPENDS: dict[str, PyDepend] = {
+    "einops": PyDepend("einops", "einops"),
+    "helion": PyDepend("helion", "helion"),
+    "numpy": PyDepend("numpy", "numpy"),
+    "triton": PyDepend("triton", "triton"),
+    "tvm-ffi": PyDepend("apache-tvm-ffi", "tvm_ffi"),
+}
 
 
 @dataclass(frozen=True)
@@ -138,7 +150,8 @@ class BackendSpec:
         priority: preference when no device is requested; the highest available wins.
         arch_tokens: prefixes of the backend token in arch variant names that belong
             to this backend (``("cu",)`` for CUDA, ``("cann",)`` for Ascend).
-        python_depends: ``python-depends`` names known for this backend.
+        python_depends: ``python-depends`` names known for this backend besides the general
+            ones (:data:`GENERAL_PYTHON_DEPENDS`): the one way a backend declares them.
         capability_label: what the backend calls its capability (``"compute capability"``).
     """
 
@@ -149,6 +162,11 @@ class BackendSpec:
     arch_tokens: tuple[str, ...] = ()
     python_depends: dict[str, PyDepend] = field(default_factory=dict)
     capability_label: str = "capability"
+
+    def known_python_depends(self) -> dict[str, PyDepend]:
+        """Every ``python-depends`` name a kernel for this backend may declare: the general
+        ones and the backend's own (which win)."""
+        return {**GENERAL_PYTHON_DEPENDS, **self.python_depends}
 
     def __post_init__(self) -> None:
         for v in (self.name, self.device_type):

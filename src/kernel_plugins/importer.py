@@ -29,7 +29,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ._warn import warn_user
-from .device import BackendSpec, PyDepend
+from .device import BackendSpec
 from .errors import KernelImportError, MetadataError, MissingDependencyError
 from .metadata import KernelMetadata
 from .provenance import KernelLoad, Provenance
@@ -41,19 +41,16 @@ if TYPE_CHECKING:
     from .integrity import SnapshotFile, VariantSnapshot
     from .verification import VerifiedVariant
 
-__all__ = ["import_verified", "GENERIC_PYTHON_DEPENDS", "check_python_depends", "import_snapshot"]
-
-#: ``python-depends`` names every backend may use.
-GENERIC_PYTHON_DEPENDS: dict[str, PyDepend] = {
-    "einops": PyDepend("einops", "einops"),
-    "numpy": PyDepend("numpy", "numpy"),
-    "triton": PyDepend("triton", "triton"),
-}
+__all__ = ["import_verified", "check_python_depends", "import_snapshot"]
 
 
 def check_python_depends(metadata: KernelMetadata, spec: BackendSpec, *, where: str) -> None:
-    """Check every ``python-depends`` name is known for the backend and importable."""
-    known = {**GENERIC_PYTHON_DEPENDS, **spec.python_depends}
+    """Check every ``python-depends`` name is known for the backend and installed.
+
+    :raises MetadataError: a name the backend does not know (the message lists those it does).
+    :raises MissingDependencyError: the package is missing (the message says what to pip install).
+    """
+    known = spec.known_python_depends()
     for name in metadata.python_depends:
         dep = known.get(name)
         if dep is None:
@@ -61,7 +58,7 @@ def check_python_depends(metadata: KernelMetadata, spec: BackendSpec, *, where: 
                 f"{where}: python-depends names {name!r}, which is not a known dependency for "
                 f"backend '{spec.name}' (known: {', '.join(sorted(known)) or 'none'})"
             )
-        if importlib.util.find_spec(dep.module) is None:
+        if dep.module is not None and importlib.util.find_spec(dep.module) is None:
             raise MissingDependencyError(
                 f"kernel {metadata.name!r} ({where}) needs the Python package {dep.pip!r} "
                 f"(import {dep.module!r}), which is not installed: pip install {dep.pip}"

@@ -138,7 +138,7 @@ def test_python_depends_must_be_known_for_the_backend(tmp_path: Path) -> None:
     [problem] = check(repo).problems
     assert (problem.file, problem.key) == ("build/torch-cpu/metadata.json", "python-depends[1]")
     assert problem.message == "'nvidia-cutlass-dsl' is not a known dependency for backend 'cpu'"
-    assert "einops, numpy, triton" in problem.fix
+    assert "einops, helion, numpy, triton, tvm-ffi" in problem.fix
 
 
 def test_digest_matches_and_mismatches(tmp_path: Path) -> None:

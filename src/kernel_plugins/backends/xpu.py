@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..device import DeviceInfo
+from ..device import DeviceInfo, PyDepend
 from ..variants import VariantTokens
 from .torchinfo import TorchGpuBackend
 
@@ -41,4 +41,5 @@ XPU = TorchGpuBackend(
     parse=oneapi_version, capability=False, stack="XPU",
     driver_hint="check the Intel GPU driver and ZE_AFFINITY_MASK", arch_runs=runs_xpu_arch,
     read_arch=lambda xpu: TARGETS.get(getattr(xpu.get_device_properties(0), "device_id", None)),
+    python_depends={"onednn": PyDepend("onednn-devel", None)},  # a native library: no import
 )

@@ -192,11 +192,11 @@ def _check_agreement(
 
 
 def _check_python_depends(ctx: _Ctx, mfile: Path, meta: KernelMetadata, backend: str) -> None:
-    from kernel_plugins.importer import GENERIC_PYTHON_DEPENDS
+    from kernel_plugins.device import GENERAL_PYTHON_DEPENDS
     from kernel_plugins.known_plugins import INSTALL_HINTS
 
     rec = ctx.manager.backends().get(backend)
-    known = {**GENERIC_PYTHON_DEPENDS, **(rec.spec.python_depends if rec else {})}
+    known = rec.spec.known_python_depends() if rec else GENERAL_PYTHON_DEPENDS
     for i, name in enumerate(meta.python_depends):
         if name in known:
             continue
