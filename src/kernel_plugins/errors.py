@@ -17,6 +17,7 @@ __all__ = [
     "NoCompatibleVariantError",
     "MetadataError",
     "MissingDependencyError",
+    "KernelsVersionError",
     "KernelImportError",
     "SourceError",
     "RepoIdError",
@@ -78,6 +79,10 @@ class MetadataError(KernelPluginsError, ValueError):
 
 class MissingDependencyError(KernelPluginsError, ImportError):
     """A kernel declares a ``python-depends`` package that is not installed."""
+
+
+class KernelsVersionError(KernelPluginsError):
+    """A kernel needs a newer ``kernels`` format (``kernels-minver``) than this one reads."""
 
 
 class KernelImportError(KernelPluginsError, ImportError):

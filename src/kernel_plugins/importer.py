@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from ._warn import warn_user
 from .device import BackendSpec
 from .errors import KernelImportError, MetadataError, MissingDependencyError
-from .metadata import KernelMetadata
+from .metadata import KernelMetadata, check_minver
 from .provenance import KernelLoad, Provenance
 from .registry import NAMESPACE, _Kernel, _kernel_of, _kernels, _lock, module_name, record_loaded
 from .variants import UNIVERSAL
@@ -230,14 +230,16 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
 def import_verified(
     verified: VerifiedVariant, device: DeviceInfo, *, notes: tuple[str, ...] = ()
 ) -> ModuleType:
-    """The import step of loading: check ``python-depends``, give the device's backend its
-    ``load_kernel`` say, import the verified snapshot, and record provenance."""
+    """The import step of loading: check ``kernels-minver`` and ``python-depends``, give the
+    device's backend its ``load_kernel`` say, import the verified snapshot, and record
+    provenance."""
     from .plugins import get_manager
 
     fetched = verified.fetched
     source = fetched.offer.source
     path, variant, metadata = fetched.path, fetched.variant, verified.metadata
     spec = get_manager().record(device.backend).spec
+    check_minver(metadata, where=str(path / "metadata.json"))  # a newer kernel's names come next
     check_python_depends(metadata, spec, where=str(path / "metadata.json"))
     if metadata.is_dirty:
         warn_user(

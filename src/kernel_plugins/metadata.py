@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import MetadataError
+from .errors import KernelsVersionError, MetadataError
 
 __all__ = [
+    "KERNELS_VERSION",
     "KernelMetadata",
     "BackendField",
     "Digest",
@@ -28,8 +29,13 @@ __all__ = [
     "parse_metadata",
     "parse_metadata_bytes",
     "read_metadata",
+    "check_minver",
     "MAX_METADATA_BYTES",
 ]
+
+#: The release of HF ``kernels`` whose formats (``metadata.json``, ``kernels.lock``, the Hub
+#: layout) kernel-plugins implements: a kernel whose ``kernels-minver`` is newer is refused.
+KERNELS_VERSION = "0.17.2"
 
 #: Metadata files larger than this are refused (a real one is a few hundred bytes).
 MAX_METADATA_BYTES = 1 << 20
@@ -79,6 +85,7 @@ class KernelMetadata:
     kernel_depends: tuple[KernelDepend, ...] = ()
     digest: Digest | None = None
     provenance: dict[str, Any] | None = None
+    kernels_minver: str | None = None
 
     @property
     def python_name(self) -> str:
@@ -218,6 +225,14 @@ def _version(value: object) -> int:
     return v
 
 
+def _minver(value: object) -> str:
+    """``X.Y.Z`` as kernels reads it (outer spaces and a ``+`` per number allowed), normalised."""
+    parts = _str(value).strip().split(".")
+    if len(parts) != 3 or not all(re.fullmatch(r"\+?[0-9]+", n) and int(n) < 1 << 64 for n in parts):
+        raise _Bad(f"Value error, {value!r} is not a kernels version X.Y.Z (e.g. '0.17.2')")
+    return ".".join(str(int(n)) for n in parts)
+
+
 def _backend_type(value: object) -> str:
     if not (v := _str(value)):
         raise _Bad("String should have at least 1 character")
@@ -274,7 +289,26 @@ _METADATA = _record(KernelMetadata, {
         "files": (_files, _REQUIRED),
     })), None),
     "provenance": (_optional(_dict), None),
+    "kernels-minver": (_optional(_minver), None),
 })
+
+
+def check_minver(metadata: KernelMetadata, *, where: str) -> None:
+    """Refuse a kernel whose ``kernels-minver`` is newer than :data:`KERNELS_VERSION`.
+
+    :raises KernelsVersionError: naming both versions.
+    """
+    need = metadata.kernels_minver
+    if need is not None and _numbers(need) > _numbers(KERNELS_VERSION):
+        raise KernelsVersionError(
+            f"{where}: kernel {metadata.name!r} needs kernels>={need} (kernels-minver), but "
+            f"this kernel-plugins reads the format of kernels {KERNELS_VERSION}. Upgrade "
+            "kernel-plugins, or load an older version of the kernel (version= or revision=)."
+        )
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in version.split("."))
 
 
 def metadata_problems(data: object) -> list[MetadataProblem]:

@@ -11,7 +11,8 @@ from ._output import clean, print_json
 
 NAME = "info"
 HELP = ("describe a kernel (Hub repository or local folder): name, version, license, variants and "
-        "the one for this device, functions and layers, python-depends, digest and signature")
+        "the one for this device, functions and layers, python-depends, kernels-minver, digest "
+        "and signature")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     """Fetch the variant for this device (else the first), read it and print the summary."""
     from ..detection import get_device, system_info
     from ..fetching import fetch, offer
-    from ..metadata import parse_metadata_bytes
+    from ..metadata import KERNELS_VERSION, parse_metadata_bytes
     from ..resolving import device_arch, resolve_variants
     from ..signatures import check_bundle, files_problem, org_of, read_bundle, read_metadata
     from ..sources import find
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         "described_variant": fetched.variant,
         "functions": _names(pkg / "__init__.py", roots, (ast.FunctionDef, ast.AsyncFunctionDef)),
         "layers": _names(pkg / "layers.py", roots, ast.ClassDef) or _names(pkg / "layers/__init__.py", roots, ast.ClassDef),
-        "python_depends": list(meta.python_depends),
+        "python_depends": list(meta.python_depends), "kernels_minver": meta.kernels_minver,
         "digest": files_problem(fetched, raw) or "files match the digest",
         "signature": {"state": sig.state, "detail": sig.detail, "signer": sig.signer},
     }
@@ -77,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
     doc["kernel"] = f"{meta.name} version {meta.version}, license {meta.license}"
     doc[f"for {info.device_type}"] = best or f"none fits; described: {fetched.variant}"
     doc["signature"] = f"{sig.state}: {sig.detail}"
+    doc["kernels_minver"] = f"{meta.kernels_minver or '-'} (kernel-plugins reads kernels {KERNELS_VERSION})"
     for key in ("kernel", "source", "variants", f"for {info.device_type}", "archs", "device_arch",
-                "functions", "layers", "python_depends", "digest", "signature"):
+                "functions", "layers", "python_depends", "kernels_minver", "digest", "signature"):
         value = doc[key]
         print(clean(f"{key.replace('_', '-')}: {', '.join(value) or '-' if isinstance(value, list) else value}"))
     return 0

@@ -169,9 +169,9 @@ class Metadata:
         return int(self._data.version)
 
     @property
-    def kernels_minver(self) -> None:
-        """Always None: kernel-plugins does not read a minimum ``kernels`` version."""
-        return None
+    def kernels_minver(self) -> str | None:
+        """The minimum ``kernels`` version the build needs (``"0.17.0"``), or None."""
+        return self._data.kernels_minver  # type: ignore[no-any-return]
 
     @property
     def license(self) -> str:

@@ -36,6 +36,7 @@ from ..layers import (
     use_kernel_forward_from_hub,
 )
 from ..layers.repositories import KernelRepository
+from ..metadata import KERNELS_VERSION
 from ._kernels_errors import (
     as_kernels_errors,
     kernels_advice,
@@ -71,7 +72,7 @@ from ._kernels_types import (
     VariantRejected,
 )
 
-__version__ = "0.17.2"
+__version__ = KERNELS_VERSION  # the kernels release this module and our formats follow
 
 __all__ = [
     "__version__",
