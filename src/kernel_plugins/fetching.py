@@ -9,7 +9,8 @@ Two steps of loading live here (see ``docs/loading.md``):
 - :func:`fetch`: the local folder of the chosen variant. For the Hub one process per node
   downloads it into huggingface_hub's cache (see :mod:`kernel_plugins.hub`).
 
-``download`` and ``verify`` enter the line at a commit they already hold:
+When no variant of version ``N`` fits, :func:`later_version` names the newest later version
+that has one. ``download`` and ``verify`` enter the line at a commit they already hold:
 :func:`commit_offer` offers it without a request, and :func:`cached` finds a variant of
 it in the cache without downloading.
 
@@ -23,15 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import LockfileError
+from .errors import KernelPluginsError, LockfileError, NoCompatibleVariantError
 from .sources import KernelSource, hub_source, local_variants
 from .variants import validate_variant_name
 
 if TYPE_CHECKING:
+    from .device import DeviceInfo, SystemInfo
     from .hub import HubRef
     from .lock import KernelLock, Lockfile
 
-__all__ = ["Offer", "Fetched", "offer", "commit_offer", "fetch", "cached"]
+__all__ = ["Offer", "Fetched", "offer", "commit_offer", "later_version", "fetch", "cached"]
+
+#: How many versions after the one asked for :func:`later_version` lists, newest first.
+LATER_VERSIONS = 3
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,39 @@ def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
     elif ref.requested:
         where += f" ({ref.requested})"
     return Offer(source, where, tuple(names), ref=ref, lock=entry, lockfile=lockfile)
+
+
+def later_version(
+    error: NoCompatibleVariantError, off: Offer, info: DeviceInfo, system: SystemInfo
+) -> NoCompatibleVariantError:
+    """``error``, naming the newest version after the ``vN`` asked for with a variant that fits.
+
+    Asked only after no variant of ``vN`` fitted: one request for the version branches
+    (offline: the cached versions, no request) and a listing of each later version, newest
+    first, at most :data:`LATER_VERSIONS` (none for a cached listing). A failure there
+    leaves ``error`` as it was.
+    """
+    from . import hub
+    from .resolving import resolve_variants
+
+    ref = off.ref
+    if ref is None or ref.version is None or ref.requested is None or off.lock is not None:
+        return error  # not a version asked for (the newest, a commit, a lock)
+    try:
+        found = hub.versions(ref.repo_id, repo_type=ref.repo_type, endpoint=ref.endpoint)
+    except KernelPluginsError:
+        return error
+    for n in sorted((n for n in found if n > ref.version), reverse=True)[:LATER_VERSIONS]:
+        try:
+            names = hub.list_variant_names(hub.HubRef(ref.repo_id, ref.repo_type, f"v{n}", found[n], n, ref.endpoint))
+        except KernelPluginsError:  # no build/ folder, or offline and not cached
+            continue
+        if (best := resolve_variants(names, info, system).best) is not None:
+            return NoCompatibleVariantError(
+                f"{error}\nVersion {n} of {ref.repo_id} has a build for {info.device_type} ({best}): "
+                f"pass version={n} to use it.", resolution=error.resolution,
+            )
+    return error
 
 
 def fetch(off: Offer, variant: str, *, progress: bool = True) -> Fetched:

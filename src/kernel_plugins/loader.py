@@ -25,7 +25,7 @@ from .detection import get_device, system_info
 from .device import DeviceInfo, SystemInfo
 from .errors import HubError, KernelPluginsError, NoCompatibleVariantError
 from .fallback import ReferencePolicy, check_requirements, requirements_of
-from .fetching import fetch, offer
+from .fetching import fetch, later_version, offer
 from .importer import import_verified
 from .resolving import choose, device_arch, resolve_variants
 from .signatures import requiring
@@ -151,7 +151,10 @@ def _verified(
     off = offer(source, trust_remote_code=trust_remote_code)
     seen: dict[str, bytes] = {}
     archs_of = archs_reader(off, info.backend, seen) if check_arch else None
-    best = choose(off.where, off.variants, info, system, kind=source.kind, archs_of=archs_of)
+    try:
+        best = choose(off.where, off.variants, info, system, kind=source.kind, archs_of=archs_of)
+    except NoCompatibleVariantError as e:
+        raise later_version(e, off, info, system) from None
     verified = verify(fetch(off, best), metadata_bytes=seen.get(best))
     if not check_arch and (archs := verified.metadata.backend.archs):
         warn_user(f"{off.where} {best} is built for architectures {', '.join(archs[:8])}, not checked "

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import kernel_plugins
-from kernel_plugins.errors import NoCompatibleVariantError, VersionNotFoundError
+from kernel_plugins.errors import NoCompatibleVariantError, OfflineError, VersionNotFoundError
 from tests.support.hub import make_kernel_repo
 
 
@@ -121,3 +121,91 @@ def test_reference_fallback_when_hub_unreachable(manager, hf_cache, monkeypatch)
         mod = kernel_plugins.load("rmsnorm", device="cpu")
     assert mod.__kernel_provenance__.source == "reference"
     assert hasattr(mod, "apply_rms_norm")
+
+
+@pytest.fixture(scope="module")
+def later_fits(hub_server):
+    """v1: torch-cuda; v2 and v3 add torch-cpu; v4: torch-cuda only again."""
+    repo_id = "kernels-community/e2e-later"
+    repo = hub_server.repo(repo_id)
+    shas = {}
+    for n in (1, 2, 3, 4):
+        repo.write_files(variant_files("e2e-later", f"_e2e_later_cuda_v{n}", "cuda", n), "build/torch-cuda/")
+        if n in (2, 3):
+            repo.write_files(variant_files("e2e-later", f"_e2e_later_cpu_v{n}", "cpu", n), "build/torch-cpu/")
+        else:
+            repo.remove("build/torch-cpu")
+        shas[n] = repo.commit(f"v{n}")
+        repo.branch(f"v{n}")
+    return repo_id, shas
+
+
+def test_no_fit_names_the_newest_later_version_that_fits(manager, hub_env, later_fits):
+    repo_id, shas = later_fits
+    with pytest.raises(NoCompatibleVariantError) as e:
+        kernel_plugins.load(repo_id, version=1, device="cpu")
+    assert str(e.value).endswith(
+        f"Version 3 of {repo_id} has a build for cpu (torch-cpu): pass version=3 to use it.")
+    assert e.value.resolution is not None
+    # after the failure: the version branches, then v4 and v3 listed, newest first
+    assert [p.split("?")[0] for p in hub_env.paths()[2:]] == [
+        f"/api/kernels/{repo_id}/refs",
+        f"/api/kernels/{repo_id}/tree/{shas[4]}/build",
+        f"/api/kernels/{repo_id}/tree/{shas[3]}/build",
+    ]
+    with pytest.raises(NoCompatibleVariantError) as e:  # nothing later fits: nothing said
+        kernel_plugins.load(repo_id, version=4, device="cpu")
+    assert "pass version=" not in str(e.value)
+    assert kernel_plugins.load(repo_id, version=3, device="cpu").VALUE == 3
+
+
+def test_offline_the_later_version_comes_from_the_cache_without_a_request(
+    manager, hub_env, hub_offline, later_fits
+):
+    from kernel_plugins import hub
+
+    repo_id, _ = later_fits
+    kernel_plugins.load(repo_id, version=2, device="cpu")  # v2 cached; v3 and v4 are not
+    hub.download_variant(hub.resolve(repo_id, version=1), "torch-cuda", progress=False)
+    hub_env.clear_requests()
+    hub_offline(True)
+    with pytest.raises(NoCompatibleVariantError) as e:
+        kernel_plugins.load(repo_id, version=1, device="cpu")
+    assert "Version 2 of kernels-community/e2e-later has a build for cpu (torch-cpu)" in str(e.value)
+    assert hub_env.requests == []
+
+
+def test_a_model_type_repository_loads_only_when_asked_for(manager, hub_env):
+    from kernel_plugins.errors import HubError
+
+    repo_id = "kernels-community/e2e-model-type"
+    make_kernel_repo(hub_env, repo_id, repo_type="model", branches=("v1",), variants={
+        "torch-cpu": variant_files("e2e-model-type", "_e2e_model_type_cpu", "cpu", 7)})
+    with pytest.raises(HubError, match="as a kernel repository"):
+        kernel_plugins.load(repo_id, version=1, device="cpu")
+    assert hub_env.paths() == [f"/api/kernels/{repo_id}/refs"]  # a miss costs one request
+    hub_env.clear_requests()
+    module = kernel_plugins.load(repo_id, version=1, device="cpu", repo_type="model")
+    assert module.VALUE == 7 and module.__kernel_provenance__.source == "hub"
+    assert hub_env.paths()[0] == f"/api/models/{repo_id}/refs"
+    assert not any("/kernels/" in p for p in hub_env.paths())
+
+
+def test_kernels_cache_holds_every_file_and_ranks_before_hf_hub_cache(
+    manager, hub_env, hub_offline, e2e_repo, hf_cache, tmp_path, monkeypatch
+):
+    from pathlib import Path
+
+    cache = tmp_path / "kernels-cache"
+    monkeypatch.setenv("KERNELS_CACHE", str(cache))
+    first = kernel_plugins.load(e2e_repo[0], revision="release-1", device="cpu")
+    assert Path(first.__kernel_provenance__.path).is_relative_to(cache / "kernels--kernels-community--e2e-load")
+    assert list(hf_cache.iterdir()) == []  # HF_HUB_CACHE is not used
+    hub_env.clear_requests()
+    hub_offline(True)
+    again = kernel_plugins.load(e2e_repo[0], revision="release-1", device="cpu")
+    assert again.__kernel_provenance__.path == first.__kernel_provenance__.path
+    assert hub_env.requests == []
+    monkeypatch.setenv("KERNELS_CACHE", "")  # empty: as unset, HF_HUB_CACHE is the cache
+    with pytest.raises(OfflineError, match=f"nothing of kernels-community/e2e-load is in the local cache \\({hf_cache}\\)"):
+        kernel_plugins.load(e2e_repo[0], revision="release-1", device="cpu")

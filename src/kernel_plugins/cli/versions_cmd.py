@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 
 from ._output import clean, print_json
 
@@ -23,8 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """One line per version branch, oldest first."""
-    from huggingface_hub import HfApi
-
     from .. import hub
     from ..detection import get_device, system_info
     from ..errors import HubError, OfflineError, SourceError
@@ -36,17 +33,12 @@ def run(args: argparse.Namespace) -> int:
         raise SourceError(f"{args.repo!r} is a local folder; versions are branches of a Hub repository")
     if hub.is_offline():
         raise OfflineError("listing versions asks the Hub for its branches, and HF_HUB_OFFLINE=1 is set")
-    ref = hub.resolve(repo_id)
-    try:
-        branches = HfApi(**hub.request_args(ref.endpoint)).list_repo_refs(repo_id, repo_type=ref.repo_type).branches
-    except Exception as e:  # noqa: BLE001 - mapped to a Hub error with a fix
-        raise hub.map_error(e, repo_id, None, ref.endpoint, "listing branches") from None
-    found = sorted((int(m[1]), b.target_commit) for b in branches if (m := re.fullmatch(r"v([1-9]\d*)", b.name)))
+    found = hub.versions(repo_id)
     if not found:
         raise HubError(f"{repo_id} has no version branches (v1, v2, ...)")
     info, system, out = get_device(args.device), system_info(), []
-    for n, sha in found:
-        names = hub.list_variant_names(hub.HubRef(repo_id, ref.repo_type, f"v{n}", sha, n, ref.endpoint))
+    for n, sha in sorted(found.items()):
+        names = hub.list_variant_names(hub.HubRef(repo_id, "kernel", f"v{n}", sha, n))
         out.append({"branch": f"v{n}", "sha": sha, "variants": names,
                     "for_device": list(resolve_variants(names, info, system).accepted)})
     if args.json:

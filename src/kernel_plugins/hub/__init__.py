@@ -50,7 +50,7 @@ from ._errors import is_not_found, map_error
 from ._fetch import blobs_folder, cached_variants, fetch_variant, variant_lock
 from ._listing import cached_listing, hub_listing
 from ._records import read_record, record_path, write_record
-from ._resolve import resolve
+from ._resolve import resolve, versions
 from ._values import REPO_TYPES, HubRef, RepoType, validate_repo_id
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "HubRef",
     "validate_repo_id",
     "resolve",
+    "versions",
     "list_variant_names",
     "download_variant",
     "download_file",

@@ -13,6 +13,7 @@ import logging
 from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
 
 from ._cache import (
+    _cached_versions,
     _resolve_offline,
     _write_ref,
     hub_endpoint,
@@ -169,3 +170,20 @@ def _resolve_online(
         )
     _write_ref(repo_id, t, name, sha)
     return HubRef(repo_id, t, requested, sha, ver, endpoint)
+
+
+def versions(repo_id: str, *, repo_type: RepoType = "kernel", endpoint: str | None = None) -> dict[int, str]:
+    """The version branches of a repository, ``N -> sha``: one refs request; offline
+    (``HF_HUB_OFFLINE=1``) the versions in the cache, without a request.
+
+    :raises HubError: the Hub could not be asked, or the repository was not found.
+    """
+    if is_offline():
+        return _cached_versions(repo_id, repo_type)
+    from huggingface_hub import HfApi
+
+    try:
+        refs = HfApi(**request_args(endpoint)).list_repo_refs(repo_id, repo_type=repo_type)
+    except Exception as exc:
+        raise map_error(exc, repo_id, None, endpoint, "listing versions") from exc
+    return _versions({b.name: b.target_commit for b in refs.branches})
