@@ -24,6 +24,16 @@ settings.register_profile("long", max_examples=5000, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
+@pytest.fixture(autouse=True)
+def no_real_hub(monkeypatch):
+    """Point huggingface_hub at a closed loopback port: no test ever asks the real Hub (a
+    trust check of an organisation off the list would; ``hub_env`` points it at olah)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+
+
 @pytest.fixture
 def manager(monkeypatch):
     """A fresh process-wide plugin manager with built-ins only (no installed entry points)."""

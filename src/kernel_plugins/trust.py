@@ -1,9 +1,11 @@
 """Which Hub organisations may supply kernel code without an explicit opt-in.
 
 A kernel is Python (and native) code that runs inside the user's process, so loading one
-from the Hub is running someone else's code. Kernels from an organisation on the allowlist
-load as usual; any other organisation needs ``trust_remote_code=True`` (command line:
-``--trust-remote-code``) or its name in ``KERNEL_PLUGINS_TRUSTED_ORGS``.
+from the Hub is running someone else's code. Kernels from an organisation on the allowlist,
+or one the Hub marks as a trusted kernel publisher (as kernels 0.17.2 reads it; asked once,
+then remembered: :func:`kernel_plugins.hub.trusted_publisher`), load as usual; any other
+organisation needs ``trust_remote_code=True`` (command line: ``--trust-remote-code``) or
+its name in ``KERNEL_PLUGINS_TRUSTED_ORGS``.
 
 The allowlist is ``kernels-community`` plus the comma-separated entries of
 ``KERNEL_PLUGINS_TRUSTED_ORGS`` (read at every check). An entry is an organisation
@@ -46,7 +48,8 @@ def trusted_entries() -> tuple[str, ...]:
 
 
 def is_trusted(repo_id: str) -> bool:
-    """Whether ``repo_id`` (``org/name``) is on the allowlist, by organisation or by name."""
+    """Whether ``repo_id`` (``org/name``) is on the allowlist, by organisation or by name
+    (the Hub is not asked)."""
     org = repo_id.split("/", 1)[0].lower()
     full = repo_id.lower()
     for entry in trusted_entries():
@@ -61,14 +64,20 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
 
     :param repo_id: the Hub repository, ``org/name``.
     :param trust_remote_code: the caller's explicit opt-in; when True nothing is checked.
-    :raises TrustError: the organisation is not on the allowlist and no opt-in was given;
+    :raises TrustError: the organisation is not on the allowlist, the Hub does not mark it
+        as a trusted kernel publisher (or could not say so), and no opt-in was given;
         the message names both ways to allow it, or, for a name a small edit away from a
         trusted organisation (a typo, or typosquatting), asks whether that one was meant
         and advises nothing else.
     """
     if trust_remote_code or is_trusted(repo_id):
         return
+    from .hub import trusted_publisher
+
     org = repo_id.split("/", 1)[0]
+    trusted, why = trusted_publisher(org)
+    if trusted:
+        return
     listed = ", ".join(trusted_entries())
     look_alike = _look_alike(org)
     if look_alike is not None:  # a typo, or typosquatting: never advise trusting it
@@ -81,7 +90,7 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
         )
     raise TrustError(
         f"Refusing to load kernel code from {repo_id!r}: the organisation {org!r} is not "
-        f"trusted (trusted: {listed}). A kernel runs as code inside this process. If you "
+        f"trusted (trusted: {listed}), and {why}. A kernel runs as code inside this process. If you "
         f"trust {org!r}, either pass trust_remote_code=True (command line: "
         f"--trust-remote-code), or add it to the allowlist with the environment variable "
         f"{TRUSTED_ORGS_ENV}={org} (comma-separated; an entry may also name one repository, "

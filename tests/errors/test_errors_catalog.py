@@ -31,7 +31,7 @@ from kernel_plugins.device import BackendSpec, DeviceInfo, PyDepend, parse_devic
 from kernel_plugins.hookspecs import hookimpl
 from kernel_plugins.importer import check_python_depends, import_snapshot
 from kernel_plugins.integrity import verify_digest
-from kernel_plugins.metadata import parse_metadata, read_metadata
+from kernel_plugins.metadata import check_minver, parse_metadata, read_metadata
 from kernel_plugins.provenance import KernelLoad
 from kernel_plugins.registry import module_name
 from kernel_plugins.sources import local_variants, parse_local_kernels, parse_name
@@ -285,6 +285,22 @@ def _malformed_endpoint(env: Env) -> Any:
     return hub.resolve("org/name", version=1, endpoint="notaurl")
 
 
+def _offline_trust(env: Env) -> Any:
+    from huggingface_hub import constants
+
+    env.monkeypatch.setattr(constants, "HF_HUB_CACHE", str(env.tmp / "cache"))
+    env.monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    env.monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    if hasattr(constants, "is_offline_mode"):
+        env.monkeypatch.setattr(constants, "is_offline_mode", lambda: True)
+    return check_trusted("acme/kernel")
+
+
+def _minver(value: str) -> Callable[[Env], Any]:
+    meta = parse_metadata(metadata(kernels_minver=value), where="metadata.json")
+    return lambda env: check_minver(meta, where="build/torch-cpu/metadata.json")
+
+
 def _disk_full(env: Env) -> Any:
     import errno
 
@@ -370,6 +386,11 @@ CASES: list[Case] = [
          lambda e: (e.monkeypatch.setenv("KERNEL_PLUGINS_HUB_DEADLINE", "soon"), hub.request_args(None)),
          E.HubError, "KERNEL_PLUGINS_HUB_DEADLINE='soon': give the seconds one Hub request may take",
          "Set it to a number of seconds (default 300), or unset it."),
+    Case("trust-offline-unknown", R, "`acme/kernel` with `HF_HUB_OFFLINE=1`, nothing remembered",
+         _offline_trust, E.TrustError,
+         "HF_HUB_OFFLINE=1 is set and no answer of the Hub about 'acme' is cached, so only that "
+         "list applies", "Load it once online (the Hub's answer is remembered), or pass "
+         "`trust_remote_code=True`."),
     Case("repo-id-not-string", R, "`42`", lambda e: hub.validate_repo_id(42), E.RepoIdError,
          "must be a string, got int", "Pass `org/name` as a string."),
     Case("kernel-name-empty", R, '`load("  ")`', lambda e: parse_name("  "), E.SourceError,
@@ -434,6 +455,10 @@ CASES: list[Case] = [
          "not UTF-8 text", "Save the file as UTF-8."),
     Case("metadata-deep-nesting", M, "`[[[[...` 100 000 deep", _read_meta("[" * 100_000),
          E.MetadataError, "values are nested too deeply", "Rebuild the kernel."),
+    Case("metadata-bad-minver", M, '`"kernels-minver": "0.18"`',
+         _read_meta(json.dumps(metadata(kernels_minver="0.18"))), E.MetadataError,
+         "key 'kernels-minver': Value error, '0.18' is not a kernels version X.Y.Z",
+         "Write three numbers, e.g. `\"0.17.2\"`, as kernels does."),
     # --- build.toml
     Case("build-toml-missing", B, "no build.toml", lambda e: read_build_toml(e.tmp),
          E.BuildConfigError, "a kernel source repository has a build.toml",
@@ -620,6 +645,10 @@ CASES: list[Case] = [
     Case("python-depends-missing", K, "`nvidia-cutlass-dsl` not installed",
          _python_depends(["nvidia-cutlass-dsl"], CUDA_SPEC), E.MissingDependencyError,
          "pip install nvidia-cutlass-dsl", "Install the package the message names."),
+    Case("kernels-minver-too-new", K, '`"kernels-minver": "0.18.0"`', _minver("0.18.0"),
+         E.KernelsVersionError, "needs kernels>=0.18.0 (kernels-minver), but this kernel-plugins "
+         "reads the format of kernels 0.17.2", "Upgrade kernel-plugins, or load an older version "
+         "of the kernel."),
     Case("digest-mismatch", K, "a file changed after the build", _changed_digest,
          E.IntegrityError, "files do not match the metadata digest: __init__.py",
          "Delete the folder and fetch it again, or rebuild."),

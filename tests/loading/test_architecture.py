@@ -23,16 +23,16 @@ LAYERS: list[tuple[str, ...]] = [
     # basics: no knowledge of kernels or plugins
     ("errors", "_suggest", "_warn", "jsonfile", "emulation_registry"),
     # values and checks
-    ("device", "variants", "metadata", "contracts", "known_plugins", "trust", "distributed",
+    ("device", "variants", "metadata", "contracts", "known_plugins", "distributed",
      "provenance", "integrity", "registry"),
     # the plugin contract and the plugin manager
     ("hookspecs", "_plugin_records", "_hook_results", "plugins", "detection", "backends",
      "plugin_kit", "torch_support"),
     # the Hub, lock files, the bundled reference kernels
     ("hub", "lock", "reference"),
-    # the load pipeline
-    ("sources", "fetching", "resolving", "verification", "importer", "fallback", "loader",
-     "signatures"),
+    # the load pipeline (trust asks the Hub about publishers)
+    ("trust", "sources", "fetching", "resolving", "verification", "importer", "fallback",
+     "loader", "signatures"),
     # what is built on loading
     ("layers", "compat", "integrations"),
     # the command line

@@ -62,7 +62,7 @@ def test_untrusted_org_refused_on_load_paths(
     hub_env.clear_requests()
     with pytest.raises(TrustError, match=repo.repo_id):
         kernel_plugins.load(repo.repo_id, device="cpu", **kwargs)
-    assert hub_env.requests == []  # refused before anything was fetched
+    assert hub_env.paths() == ["/api/organizations/acme/overview"]  # nothing was fetched
     assert module_name(repo.kernel_id) not in sys.modules
     module = kernel_plugins.load(repo.repo_id, device="cpu", trust_remote_code=True, **kwargs)
     assert module.VALUE == 1
@@ -76,7 +76,7 @@ def test_untrusted_org_refused_by_download_command(
     hub_env.clear_requests()
     assert main(["download", str(project)]) == 1
     assert f"Refusing to load kernel code from '{repo.repo_id}'" in capsys.readouterr().err
-    assert hub_env.requests == []
+    assert hub_env.paths() == ["/api/organizations/acme/overview"]  # nothing was fetched
     assert main(["download", str(project), "--trust-remote-code"]) == 0
 
 

@@ -96,7 +96,8 @@ def _set_offline(monkeypatch: pytest.MonkeyPatch, offline: bool) -> None:
 def hub_env(hub_server: HubServer, hf_cache: Path, monkeypatch: pytest.MonkeyPatch) -> HubServer:
     """huggingface_hub talking to ``hub_server`` with an empty cache; returns the server.
 
-    Restarts olah if an earlier test stopped it and clears the request log.
+    Restarts olah if an earlier test stopped it, clears the request log and forgets the
+    organisations the organisation API knew.
     """
     from huggingface_hub import constants
 
@@ -114,6 +115,7 @@ def hub_env(hub_server: HubServer, hf_cache: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     _set_offline(monkeypatch, False)
     _warm_up_client()
+    hub_server.organisations.clear()
     hub_server.clear_requests()
     return hub_server
 

@@ -4,8 +4,8 @@
 virtual environment by ``scripts/install-olah.sh``) on a free 127.0.0.1 port in offline
 mode, serving git repositories under ``<root>/mirrors/<kernels|models>/<org>/<name>``. In
 front of olah runs a small reverse proxy that records every request, so tests can count
-requests, and that can cut a response mid-transfer to simulate a server dying during a
-download. :attr:`HubServer.endpoint` is the proxy's URL; point ``HF_ENDPOINT`` at it.
+requests, that can cut a response mid-transfer to simulate a server dying during a
+download, and that answers the organisation API itself (:mod:`tests.support.orgs`). :attr:`HubServer.endpoint` is the proxy's URL; point ``HF_ENDPOINT`` at it.
 
 :class:`GitRepo` builds those repositories: write files, commit, create or move branches
 and tags. :func:`make_kernel_repo` builds a kernel repository in one call.
@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tests.support.orgs import Answer, Organisations
 
 __all__ = [
     "OLAH_VENV_ENV",
@@ -253,6 +255,11 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
+        local = owner.organisations.answer(self.path)
+        if local is not None:  # olah does not serve the organisation API: answer it here
+            owner._record(self.command, self.path, local.status)
+            self._answer(local)
+            return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
         headers["Host"] = owner.upstream_netloc
         host, port = owner.upstream_netloc.rsplit(":", 1)
@@ -269,6 +276,17 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             self._relay(resp, owner._take_cut(self.command, self.path))
         finally:
             conn.close()
+
+    def _answer(self, answer: Answer) -> None:
+        time.sleep(answer.delay)
+        try:
+            self.send_response_only(answer.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer.body)))
+            self.end_headers()
+            self.wfile.write(answer.body)
+        except OSError:  # the client gave up waiting
+            self.close_connection = True
 
     def _relay(self, resp: http.client.HTTPResponse, cut_after: int | None) -> None:
         owner = self.server.owner
@@ -330,6 +348,7 @@ class _CountingProxy:
         self._lock = threading.Lock()
         self._log: list[RecordedRequest] = []
         self._cuts: list[_Cut] = []
+        self.organisations = Organisations()
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="hub-proxy", daemon=True
         )
@@ -414,6 +433,11 @@ class HubServer:
             path = self.mirrors / f"{repo_type}s" / org / name
             self._repos[key] = GitRepo(path, repo_id, repo_type)
         return self._repos[key]
+
+    @property
+    def organisations(self) -> Organisations:
+        """What the organisation API answers (every organisation is unknown until set)."""
+        return self._proxy.organisations
 
     # request log
     @property

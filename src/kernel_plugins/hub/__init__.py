@@ -49,6 +49,7 @@ from ._download import cached_variant_path, download_file, download_variant, lis
 from ._errors import is_not_found, map_error
 from ._fetch import blobs_folder, cached_variants, fetch_variant, variant_lock
 from ._listing import cached_listing, hub_listing
+from ._publishers import trusted_publisher
 from ._records import read_record, record_path, write_record
 from ._resolve import resolve, versions
 from ._values import REPO_TYPES, HubRef, RepoType, validate_repo_id
@@ -60,6 +61,7 @@ __all__ = [
     "validate_repo_id",
     "resolve",
     "versions",
+    "trusted_publisher",
     "list_variant_names",
     "download_variant",
     "download_file",

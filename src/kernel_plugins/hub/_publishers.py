@@ -1,0 +1,113 @@
+"""Whether the Hub marks an organisation as a trusted kernel publisher, remembered on disk.
+
+kernels 0.17.2 asks ``GET <endpoint>/api/organizations/<org>/overview`` and trusts the
+organisation when the answer's ``trustedKernelPublisher`` is true. :func:`trusted_publisher`
+asks the same, but only a JSON ``true`` counts, and any failure (an HTTP error, 404
+included, a timeout, a body that is not a JSON object) means "not trusted" and is not
+remembered. The Hub's answer is kept for :data:`ANSWER_TTL_S` in
+``<cache>/.locks/kernel-plugins-publishers/`` (inside the cache folder that huggingface_hub's
+cache tools skip), one file per endpoint and organisation, so a warm or offline load asks
+nothing; offline an answer of any age counts. A file is believed only if it and its
+folder are this user's (or root's), not links, and writable by nobody else, and only for
+the endpoint and organisation it names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import stat
+import time
+from pathlib import Path
+
+from kernel_plugins.jsonfile import JSONFileError, parse_json, read_capped, write_atomic
+
+from ._cache import cache_dir, hub_endpoint, is_offline, request_args
+from ._values import validate_repo_id
+
+logger = logging.getLogger("kernel_plugins")
+
+#: Seconds an answer of the Hub is used online before it is asked again.
+ANSWER_TTL_S = 24 * 3600
+
+
+def trusted_publisher(org: str, endpoint: str | None = None) -> tuple[bool, str]:
+    """Whether the Hub marks ``org`` as a trusted kernel publisher, and, when it does not,
+    a clause saying why (for the refusal). Offline only a remembered answer counts.
+
+    :raises RepoIdError: ``org`` is not an organisation name.
+    """
+    validate_repo_id(f"{org}/x")
+    url = hub_endpoint(endpoint)
+    path = answer_path(org, url)
+    known = _remembered(path, org, url)
+    if known is not None and (is_offline() or 0 <= time.time() - known[1] < ANSWER_TTL_S):
+        trusted = known[0]
+    elif is_offline():
+        return False, (f"HF_HUB_OFFLINE=1 is set and no answer of the Hub about {org!r} is "
+                       "cached, so only that list applies")
+    else:
+        try:
+            trusted = _ask(org, url)
+        except Exception as exc:  # noqa: BLE001 - whatever failed, it is not a "yes"
+            return False, (f"whether the Hub at {url} marks {org!r} as a trusted kernel publisher "
+                           f"could not be checked ({type(exc).__name__}: {exc})")
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomic(path, json.dumps({"endpoint": url, "org": org.lower(),
+                                           "trusted": trusted, "checked": time.time()}))
+        except OSError as exc:
+            logger.debug("Could not remember the answer about %s in %s: %s", org, path, exc)
+    return trusted, "" if trusted else f"the Hub at {url} does not mark it as a trusted kernel publisher"
+
+
+def answer_path(org: str, url: str) -> Path:
+    """The file that remembers the Hub's answer about ``org`` at the endpoint ``url``."""
+    key = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return cache_dir() / ".locks" / "kernel-plugins-publishers" / f"{org.lower()}--{key}.json"
+
+
+def _ask(org: str, url: str) -> bool:
+    """The Hub's ``trustedKernelPublisher`` flag of ``org`` (one request)."""
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    response = get_session().get(f"{request_args(url)['endpoint']}/api/organizations/{org}/overview",
+                                 headers=build_hf_headers())
+    hf_raise_for_status(response)
+    data = response.json()
+    if not isinstance(data, dict):
+        raise ValueError(f"the answer is a JSON {type(data).__name__}, not an object")
+    return data.get("trustedKernelPublisher") is True
+
+
+def _mine(st: os.stat_result) -> bool:
+    """Only this user (or root) can have written it."""
+    return not hasattr(os, "getuid") or (st.st_uid in (os.getuid(), 0) and not st.st_mode & 0o022)
+
+
+def _remembered(path: Path, org: str, url: str) -> tuple[bool, float] | None:
+    """The remembered ``(trusted, when)`` about ``org`` at ``url``, or None (none, or a file
+    that anyone but this user could have written)."""
+    try:
+        folder = path.parent.lstat()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(st.st_mode) and _mine(folder) and _mine(st)):
+            logger.warning("Ignoring %s: it or its folder could be written by another user", path)
+            return None
+        data = parse_json(read_capped(fd, 4096), where=str(path), max_bytes=4096)
+    except (OSError, JSONFileError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(data, dict) or (data.get("endpoint"), data.get("org")) != (url, org.lower()):
+        return None
+    trusted, when = data.get("trusted"), data.get("checked")
+    if isinstance(trusted, bool) and isinstance(when, (int, float)) and not isinstance(when, bool):
+        return trusted, float(when)
+    return None
