@@ -164,8 +164,7 @@ class BackendSpec:
     capability_label: str = "capability"
 
     def known_python_depends(self) -> dict[str, PyDepend]:
-        """Every ``python-depends`` name a kernel for this backend may declare: the general
-        ones and the backend's own (which win)."""
+        """The ``python-depends`` names a kernel for this backend may declare (its own win)."""
         return {**GENERAL_PYTHON_DEPENDS, **self.python_depends}
 
     def __post_init__(self) -> None:

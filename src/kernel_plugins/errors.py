@@ -81,7 +81,7 @@ class MissingDependencyError(KernelPluginsError, ImportError):
     """A kernel declares a ``python-depends`` package that is not installed."""
 
 
-class KernelsVersionError(KernelPluginsError):
+class KernelsVersionError(KernelPluginsError, RuntimeError):
     """A kernel needs a newer ``kernels`` format (``kernels-minver``) than this one reads."""
 
 

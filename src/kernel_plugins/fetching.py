@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Offer", "Fetched", "offer", "commit_offer", "later_version", "fetch", "cached"]
 
-#: How many versions after the one asked for :func:`later_version` lists, newest first.
+#: How many versions after the one asked for :func:`later_version` lists.
 LATER_VERSIONS = 3
 
 
@@ -134,16 +134,12 @@ def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
     return Offer(source, where, tuple(names), ref=ref, lock=entry, lockfile=lockfile)
 
 
-def later_version(
-    error: NoCompatibleVariantError, off: Offer, info: DeviceInfo, system: SystemInfo
-) -> NoCompatibleVariantError:
-    """``error``, naming the newest version after the ``vN`` asked for with a variant that fits.
-
-    Asked only after no variant of ``vN`` fitted: one request for the version branches
-    (offline: the cached versions, no request) and a listing of each later version, newest
-    first, at most :data:`LATER_VERSIONS` (none for a cached listing). A failure there
-    leaves ``error`` as it was.
-    """
+def later_version(error: NoCompatibleVariantError, off: Offer, info: DeviceInfo,
+                  system: SystemInfo) -> NoCompatibleVariantError:
+    """``error``, naming the newest version after the ``vN`` asked for with a variant that
+    fits. Costs (after the failure only): the version branches (offline: the cached ones,
+    no request), then a listing per later version, newest first, at most
+    :data:`LATER_VERSIONS`. A failure there leaves ``error`` as it was."""
     from . import hub
     from .resolving import resolve_variants
 
@@ -155,15 +151,14 @@ def later_version(
     except KernelPluginsError:
         return error
     for n in sorted((n for n in found if n > ref.version), reverse=True)[:LATER_VERSIONS]:
-        try:
+        try:  # no build/ folder, or offline and not cached: the next
             names = hub.list_variant_names(hub.HubRef(ref.repo_id, ref.repo_type, f"v{n}", found[n], n, ref.endpoint))
-        except KernelPluginsError:  # no build/ folder, or offline and not cached
+        except KernelPluginsError:
             continue
         if (best := resolve_variants(names, info, system).best) is not None:
-            return NoCompatibleVariantError(
-                f"{error}\nVersion {n} of {ref.repo_id} has a build for {info.device_type} ({best}): "
-                f"pass version={n} to use it.", resolution=error.resolution,
-            )
+            return NoCompatibleVariantError(f"{error}\nVersion {n} of {ref.repo_id} has a build for "
+                                            f"{info.device_type} ({best}): pass version={n} to use it.",
+                                            resolution=error.resolution)
     return error
 
 

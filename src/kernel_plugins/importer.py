@@ -45,11 +45,8 @@ __all__ = ["import_verified", "check_python_depends", "import_snapshot"]
 
 
 def check_python_depends(metadata: KernelMetadata, spec: BackendSpec, *, where: str) -> None:
-    """Check every ``python-depends`` name is known for the backend and installed.
-
-    :raises MetadataError: a name the backend does not know (the message lists those it does).
-    :raises MissingDependencyError: the package is missing (the message says what to pip install).
-    """
+    """Check every ``python-depends`` name is known for the backend and installed (else
+    :class:`MetadataError` / :class:`MissingDependencyError`, naming what to pip install)."""
     known = spec.known_python_depends()
     for name in metadata.python_depends:
         dep = known.get(name)

@@ -74,8 +74,7 @@ def load(
         used, never for exact pins, and for ``version=N`` only when the reference implements
         version N; ``"error"`` to raise instead. ``KERNEL_PLUGINS_STRICT=1`` means ``"error"``.
     :param trust_remote_code: allow Hub organisations outside the trusted list.
-    :param repo_type: ``"kernel"`` (None: the default) or ``"model"``, for older repositories
-        that a mirror may still keep.
+    :param repo_type: ``"kernel"`` (None: the default) or ``"model"`` (older repositories).
     :param require_signature: refuse a build not signed by an allowed signer
         (``KERNEL_PLUGINS_REQUIRE_SIGNATURE=1`` too); ``trusted_root``: a sigstore
         ``trusted_root.json`` to check signatures against (see docs/signatures.md).

@@ -294,21 +294,14 @@ _METADATA = _record(KernelMetadata, {
 
 
 def check_minver(metadata: KernelMetadata, *, where: str) -> None:
-    """Refuse a kernel whose ``kernels-minver`` is newer than :data:`KERNELS_VERSION`.
-
-    :raises KernelsVersionError: naming both versions.
-    """
-    need = metadata.kernels_minver
-    if need is not None and _numbers(need) > _numbers(KERNELS_VERSION):
+    """:raises KernelsVersionError: ``kernels-minver`` is newer than :data:`KERNELS_VERSION`."""
+    need, ours = metadata.kernels_minver, KERNELS_VERSION
+    if need is not None and tuple(map(int, need.split("."))) > tuple(map(int, ours.split("."))):
         raise KernelsVersionError(
             f"{where}: kernel {metadata.name!r} needs kernels>={need} (kernels-minver), but "
             f"this kernel-plugins reads the format of kernels {KERNELS_VERSION}. Upgrade "
             "kernel-plugins, or load an older version of the kernel (version= or revision=)."
         )
-
-
-def _numbers(version: str) -> tuple[int, ...]:
-    return tuple(int(n) for n in version.split("."))
 
 
 def metadata_problems(data: object) -> list[MetadataProblem]:

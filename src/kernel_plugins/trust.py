@@ -20,13 +20,7 @@ import os
 
 from .errors import TrustError
 
-__all__ = [
-    "DEFAULT_TRUSTED_ORGS",
-    "TRUSTED_ORGS_ENV",
-    "trusted_entries",
-    "is_trusted",
-    "check_trusted",
-]
+__all__ = ["DEFAULT_TRUSTED_ORGS", "TRUSTED_ORGS_ENV", "trusted_entries", "is_trusted", "check_trusted"]
 
 #: Organisations trusted without any configuration.
 DEFAULT_TRUSTED_ORGS: tuple[str, ...] = ("kernels-community",)
@@ -39,24 +33,16 @@ def trusted_entries() -> tuple[str, ...]:
 
     Entries are stripped; empty ones are ignored. Order is kept, duplicates dropped.
     """
-    raw = os.environ.get(TRUSTED_ORGS_ENV, "")
-    extra = [e.strip() for e in raw.split(",") if e.strip()]
-    seen: dict[str, None] = {}
-    for entry in (*DEFAULT_TRUSTED_ORGS, *extra):
-        seen.setdefault(entry, None)
-    return tuple(seen)
+    extra = [e.strip() for e in os.environ.get(TRUSTED_ORGS_ENV, "").split(",") if e.strip()]
+    return tuple(dict.fromkeys((*DEFAULT_TRUSTED_ORGS, *extra)))
 
 
 def is_trusted(repo_id: str) -> bool:
     """Whether ``repo_id`` (``org/name``) is on the allowlist, by organisation or by name
     (the Hub is not asked)."""
-    org = repo_id.split("/", 1)[0].lower()
-    full = repo_id.lower()
-    for entry in trusted_entries():
-        low = entry.lower().rstrip("/")
-        if low == full or ("/" not in low and low == org):
-            return True
-    return False
+    full, org = repo_id.lower(), repo_id.split("/", 1)[0].lower()
+    entries = [e.lower().rstrip("/") for e in trusted_entries()]
+    return any(e == full or ("/" not in e and e == org) for e in entries)
 
 
 def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
@@ -78,7 +64,6 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
     trusted, why = trusted_publisher(org)
     if trusted:
         return
-    listed = ", ".join(trusted_entries())
     look_alike = _look_alike(org)
     if look_alike is not None:  # a typo, or typosquatting: never advise trusting it
         name = repo_id.split("/", 1)[1] if "/" in repo_id else ""
@@ -90,7 +75,8 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
         )
     raise TrustError(
         f"Refusing to load kernel code from {repo_id!r}: the organisation {org!r} is not "
-        f"trusted (trusted: {listed}), and {why}. A kernel runs as code inside this process. If you "
+        f"trusted (trusted: {', '.join(trusted_entries())}), and {why}. A kernel runs as code "
+        f"inside this process. If you "
         f"trust {org!r}, either pass trust_remote_code=True (command line: "
         f"--trust-remote-code), or add it to the allowlist with the environment variable "
         f"{TRUSTED_ORGS_ENV}={org} (comma-separated; an entry may also name one repository, "

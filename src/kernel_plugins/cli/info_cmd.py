@@ -11,8 +11,7 @@ from ._output import clean, print_json
 
 NAME = "info"
 HELP = ("describe a kernel (Hub repository or local folder): name, version, license, variants and "
-        "the one for this device, functions and layers, python-depends, kernels-minver, digest "
-        "and signature")
+        "the one for this device, functions, layers, python-depends, kernels-minver, digest, signature")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,23 +1,22 @@
 """The Hub source: resolve a kernel repository to a commit and fetch one build variant.
 
-A kernel repository on the Hugging Face Hub (repo type ``kernel``; ``model`` for older
-ones, only when asked for) keeps one folder per build variant under ``build/``. This package turns what a user
-asked for (a revision, a version ``N`` meaning branch ``vN``, or nothing) into a
-:class:`HubRef` pinned to a commit sha, lists the variant names at that commit, and
-downloads the files of exactly one variant into the huggingface_hub cache.
+A kernel repository (repo type ``kernel``; ``model`` for older ones, only when asked for)
+keeps one folder per build variant under ``build/``. This package turns what a user asked
+for (a revision, a version ``N`` meaning branch ``vN``, or nothing) into a :class:`HubRef`
+pinned to a commit sha, lists the variant names at that commit, and downloads the files
+of exactly one variant into the cache folder (:func:`cache_dir`).
 
-huggingface_hub is imported inside the functions, never when this package is imported. Its
-settings are read at call time from ``huggingface_hub.constants`` (``ENDPOINT``,
-``HF_HUB_OFFLINE``, ``HF_HUB_CACHE``); ``KERNELS_CACHE``, when set, replaces the cache folder. With ``HF_HUB_OFFLINE=1`` everything is answered
-from the local cache without a request, and a commit sha already in the cache never causes
-a request either.
+huggingface_hub is imported inside the functions, never when this package is imported; its
+settings (``ENDPOINT``, ``HF_HUB_OFFLINE``, ``HF_HUB_CACHE``) and ``KERNELS_CACHE`` are
+read at call time. With ``HF_HUB_OFFLINE=1`` everything is answered from the cache without
+a request, and a commit sha already in the cache never causes a request either.
 
 The parts, one job each:
 
 - ``_values``: :class:`HubRef` and the checks of repo ids, revisions, versions, variants;
 - ``_cache``: huggingface_hub's settings and cache layout, ``refs/``, cached file
   listings, and resolution from the cache alone (offline);
-- ``_resolve``: :func:`resolve` online;
+- ``_resolve``: :func:`resolve` and :func:`versions` online;
 - ``_publishers``: whether the Hub marks an organisation a trusted kernel publisher;
 - ``_download``: listing, finding and downloading one build variant;
 - ``_fetch``: one download per variant at a time (a file lock), the cached folder;
@@ -27,13 +26,6 @@ The parts, one job each:
 """
 
 from __future__ import annotations
-
-# Errors callers catch as ``hub.HubError`` etc. (re-exported as before the split).
-from kernel_plugins.errors import HubError as HubError
-from kernel_plugins.errors import RepoIdError as RepoIdError
-from kernel_plugins.errors import RevisionError as RevisionError
-from kernel_plugins.errors import SourceError as SourceError
-from kernel_plugins.errors import VersionNotFoundError as VersionNotFoundError
 
 from ._cache import (
     cache_dir,
@@ -55,37 +47,12 @@ from ._resolve import resolve, versions
 from ._values import REPO_TYPES, HubRef, RepoType, validate_repo_id
 
 __all__ = [
-    "REPO_TYPES",
-    "RepoType",
-    "HubRef",
-    "validate_repo_id",
-    "resolve",
-    "versions",
-    "trusted_publisher",
-    "list_variant_names",
-    "download_variant",
-    "download_file",
-    "cached_variant_path",
-    "cache_dir",
-    "hub_endpoint",
-    "request_args",
-    "is_offline",
-    "offline",
-    "snapshot_blobs",
-    "is_not_found",
-    "map_error",
-    "storage_folder",
-    "cached_tree_files",
-    "cached_listing",
-    "hub_listing",
-    "fetch_variant",
-    "variant_lock",
-    "blobs_folder",
-    "cached_variants",
-    "read_record",
-    "write_record",
-    "record_path",
-    "repair_hint",
+    "REPO_TYPES", "RepoType", "HubRef", "validate_repo_id", "resolve", "versions",
+    "trusted_publisher", "list_variant_names", "download_variant", "download_file",
+    "cached_variant_path", "cache_dir", "hub_endpoint", "request_args", "is_offline", "offline",
+    "snapshot_blobs", "is_not_found", "map_error", "storage_folder", "cached_tree_files",
+    "cached_listing", "hub_listing", "fetch_variant", "variant_lock", "blobs_folder",
+    "cached_variants", "read_record", "write_record", "record_path", "repair_hint",
 ]
 
 

@@ -187,13 +187,8 @@ def snapshot_blobs(path: Path) -> tuple[Path, ...]:
     for snap in (real, *real.parents):
         repo = snap.parent.parent
         parts = repo.name.split("--")
-        if (
-            snap.parent.name == "snapshots"
-            and _SHA_RE.fullmatch(snap.name)
-            and len(parts) == 3
-            and parts[0] in {f"{t}s" for t in REPO_TYPES}
-            and all(parts[1:])
-        ):
+        if (snap.parent.name == "snapshots" and _SHA_RE.fullmatch(snap.name) and len(parts) == 3
+                and parts[0] in {f"{t}s" for t in REPO_TYPES} and all(parts[1:])):
             blobs = repo / "blobs"
             return (blobs,) if blobs.is_dir() and not blobs.is_symlink() else ()
     return ()
@@ -264,12 +259,8 @@ def _cached_tree(ref: HubRef) -> list[str] | None:
     try:  # a listing in a format this code does not read: ask huggingface_hub
         from huggingface_hub import get_cached_repo_tree
 
-        return [
-            f.path
-            for f in get_cached_repo_tree(
-                ref.repo_id, repo_type=ref.repo_type, revision=ref.sha, cache_dir=cache_dir()
-            )
-        ]
+        tree = get_cached_repo_tree(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha, cache_dir=cache_dir())
+        return [f.path for f in tree]
     except Exception:  # no listing cached (CachedRepoTreeNotFoundError) or unreadable
         return None
 
@@ -277,31 +268,22 @@ def _cached_tree(ref: HubRef) -> list[str] | None:
 # --- offline resolution -----------------------------------------------------------------
 
 
-def _resolve_offline(
-    repo_id: str,
-    t: RepoType,
-    revision: str | None,
-    version: int | None,
-    endpoint: str | None,
-) -> HubRef:
+def _resolve_offline(repo_id: str, t: RepoType, revision: str | None, version: int | None,
+                     endpoint: str | None) -> HubRef:
     """Resolve from the local cache only (``HF_HUB_OFFLINE=1``); never makes a request."""
     where = f"the local cache ({cache_dir()})"
     fix = "unset HF_HUB_OFFLINE to look it up on the Hub"
     if not storage_folder(repo_id, t).is_dir():
         # offline with nothing cached: say exactly that (an OfflineError is a HubError, so a
         # load without a pin may still fall back to a reference kernel, saying why)
-        raise OfflineError(
-            f"HF_HUB_OFFLINE=1 is set and nothing of {repo_id} is in {where}; {fix}, or "
-            f"download it first (kernel-plugins download {repo_id} --version N)."
-        )
+        raise OfflineError(f"HF_HUB_OFFLINE=1 is set and nothing of {repo_id} is in {where}; {fix}, "
+                           f"or download it first (kernel-plugins download {repo_id} --version N).")
     if revision is not None:
         sha = None if _SHA_RE.fullmatch(revision) else _read_ref(repo_id, t, revision)
         if sha is None:
             what = "Commit" if _SHA_RE.fullmatch(revision) else "Revision"
-            raise RevisionError(
-                f"{what} {revision!r} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is "
-                f"set; {fix}."
-            )
+            raise RevisionError(f"{what} {revision!r} of {repo_id} is not in {where} and "
+                                f"HF_HUB_OFFLINE=1 is set; {fix}.")
         return HubRef(repo_id, t, revision, sha, _version_of(revision), endpoint)
     cached = _cached_versions(repo_id, t)
     if version is not None:
@@ -315,11 +297,8 @@ def _resolve_offline(
     usable = {n: sha for n, sha in cached.items() if (snapshots / sha).is_dir()} or cached
     if usable:
         newest = max(usable)
-        logger.info(
-            "No version given for %s; HF_HUB_OFFLINE=1, using the newest cached version %d.",
-            repo_id,
-            newest,
-        )
+        logger.info("No version given for %s; HF_HUB_OFFLINE=1, using the newest cached version %d.",
+                    repo_id, newest)
         return HubRef(repo_id, t, None, usable[newest], newest, endpoint)
     if main := _read_ref(repo_id, t, "main"):
         return HubRef(repo_id, t, None, main, None, endpoint)

@@ -14,13 +14,7 @@ from typing import Any
 
 from kernel_plugins.errors import SourceError
 
-from ._cache import (
-    _cached_tree,
-    _snapshot_folder,
-    cache_dir,
-    is_offline,
-    request_args,
-)
+from ._cache import _cached_tree, _snapshot_folder, cache_dir, is_offline, request_args
 from ._errors import is_not_found, map_error
 from ._values import HubRef, _check_variant
 
@@ -42,13 +36,9 @@ def list_variant_names(ref: HubRef) -> list[str]:
         return sorted(p.name for p in build.iterdir() if downloaded(p))
     if cached := _variants_in_tree(_cached_tree(ref) or []):
         return cached
-    entries = build_tree(
-        ref,
-        "listing build variants",
-        f"{ref.repo_id} ({ref.repo_type}) has no build/ folder at commit {ref.sha}; a kernel "
-        "repository keeps one folder per build variant under build/. Check the repository "
-        "id and revision.",
-    )
+    entries = build_tree(ref, "listing build variants", f"{ref.repo_id} ({ref.repo_type}) has no "
+                         f"build/ folder at commit {ref.sha}; a kernel repository keeps one folder "
+                         "per build variant under build/. Check the repository id and revision.")
     from huggingface_hub import RepoFolder
 
     return sorted({e.path.rstrip("/").split("/")[-1] for e in entries if isinstance(e, RepoFolder)})
@@ -63,15 +53,8 @@ def build_tree(ref: HubRef, doing: str, missing: str, *, recursive: bool = False
 
     api = HfApi(**request_args(ref.endpoint))
     try:
-        return list(
-            api.list_repo_tree(
-                ref.repo_id,
-                path_in_repo="build",
-                revision=ref.sha,
-                repo_type=ref.repo_type,
-                recursive=recursive,
-            )
-        )
+        return list(api.list_repo_tree(ref.repo_id, path_in_repo="build", revision=ref.sha,
+                                       repo_type=ref.repo_type, recursive=recursive))
     except Exception as exc:
         if is_not_found(exc):
             raise SourceError(missing) from exc
@@ -88,13 +71,12 @@ def cached_variant_path(ref: HubRef, variant: str) -> Path | None:
     :raises SourceError: ``variant`` is not a plain folder name.
     """
     _check_variant(ref, variant)
-    folder = _snapshot_folder(ref) / "build" / variant
+    snapshot = _snapshot_folder(ref)
+    folder = snapshot / "build" / variant
     if not downloaded(folder):
         return None
-    prefix, snapshot = f"build/{variant}/", _snapshot_folder(ref)
-    tree = _cached_tree(ref) or []
-    missing = any(p.startswith(prefix) and not (snapshot / p).is_file() for p in tree)
-    return None if missing else folder
+    listed = (p for p in _cached_tree(ref) or [] if p.startswith(f"build/{variant}/"))
+    return None if any(not (snapshot / p).is_file() for p in listed) else folder
 
 
 def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Path:
@@ -120,13 +102,9 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
 
     try:
         snapshot = snapshot_download(
-            ref.repo_id,
-            repo_type=ref.repo_type,
-            revision=ref.sha,
+            ref.repo_id, repo_type=ref.repo_type, revision=ref.sha, cache_dir=cache_dir(),
             allow_patterns=[f"build/{variant}/*"],  # fnmatch: '*' also crosses '/'
-            **request_args(ref.endpoint),
-            cache_dir=cache_dir(),
-            tqdm_class=None if progress else _silent_tqdm_class(),
+            **request_args(ref.endpoint), tqdm_class=None if progress else _silent_tqdm_class(),
         )
     except Exception as exc:
         raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, f"downloading {variant}") from exc
@@ -165,19 +143,15 @@ def _variants_in_tree(paths: Iterable[str]) -> list[str]:
 
 def _not_cached(what: str) -> SourceError:
     """The error for something not in the cache while ``HF_HUB_OFFLINE=1``."""
-    return SourceError(
-        f"{what} is not in the local cache ({cache_dir()}) and HF_HUB_OFFLINE=1 forbids "
-        "downloads; unset HF_HUB_OFFLINE to fetch it."
-    )
+    return SourceError(f"{what} is not in the local cache ({cache_dir()}) and HF_HUB_OFFLINE=1 "
+                       "forbids downloads; unset HF_HUB_OFFLINE to fetch it.")
 
 
 def _no_such_variant(ref: HubRef, variant: str, tree: Iterable[str]) -> SourceError:
     """The error for a variant the commit does not have, listing those it has."""
     listed = ", ".join(_variants_in_tree(tree)) or "none found"
-    return SourceError(
-        f"{ref.repo_id} at commit {ref.sha} has no build variant {variant!r} "
-        f"(variants: {listed}); pick one of those."
-    )
+    return SourceError(f"{ref.repo_id} at commit {ref.sha} has no build variant {variant!r} "
+                       f"(variants: {listed}); pick one of those.")
 
 
 def _silent_tqdm_class() -> type:

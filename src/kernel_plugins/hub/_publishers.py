@@ -1,15 +1,10 @@
 """Whether the Hub marks an organisation as a trusted kernel publisher, remembered on disk.
 
-kernels 0.17.2 asks ``GET <endpoint>/api/organizations/<org>/overview`` and trusts the
-organisation when the answer's ``trustedKernelPublisher`` is true. :func:`trusted_publisher`
-asks the same, but only a JSON ``true`` counts, and any failure (an HTTP error, 404
-included, a timeout, a body that is not a JSON object) means "not trusted" and is not
-remembered. The Hub's answer is kept for :data:`ANSWER_TTL_S` in
-``<cache>/.locks/kernel-plugins-publishers/`` (inside the cache folder that huggingface_hub's
-cache tools skip), one file per endpoint and organisation, so a warm or offline load asks
-nothing; offline an answer of any age counts. A file is believed only if it and its
-folder are this user's (or root's), not links, and writable by nobody else, and only for
-the endpoint and organisation it names.
+Asked as kernels 0.17.2 asks (``/api/organizations/<org>/overview``, ``trustedKernelPublisher``),
+but only a JSON ``true`` counts and a failure is never a "yes" (nor remembered). Answers
+live one file per endpoint and organisation in ``<cache>/.locks/kernel-plugins-publishers/``
+and are believed only from a regular file and folder no other user could have written.
+See ``docs/loading.md``, "Trusted publishers".
 """
 
 from __future__ import annotations
@@ -29,16 +24,13 @@ from ._values import validate_repo_id
 
 logger = logging.getLogger("kernel_plugins")
 
-#: Seconds an answer of the Hub is used online before it is asked again.
+#: Seconds an answer of the Hub is used online before it is asked again (offline: forever).
 ANSWER_TTL_S = 24 * 3600
 
 
 def trusted_publisher(org: str, endpoint: str | None = None) -> tuple[bool, str]:
-    """Whether the Hub marks ``org`` as a trusted kernel publisher, and, when it does not,
-    a clause saying why (for the refusal). Offline only a remembered answer counts.
-
-    :raises RepoIdError: ``org`` is not an organisation name.
-    """
+    """Whether the Hub marks ``org`` as a trusted kernel publisher, and when not, a clause
+    saying why. A remembered answer costs no request. :raises RepoIdError: a bad ``org``."""
     validate_repo_id(f"{org}/x")
     url = hub_endpoint(endpoint)
     path = answer_path(org, url)
@@ -46,38 +38,32 @@ def trusted_publisher(org: str, endpoint: str | None = None) -> tuple[bool, str]
     if known is not None and (is_offline() or 0 <= time.time() - known[1] < ANSWER_TTL_S):
         trusted = known[0]
     elif is_offline():
-        return False, (f"HF_HUB_OFFLINE=1 is set and no answer of the Hub about {org!r} is "
-                       "cached, so only that list applies")
+        return False, f"HF_HUB_OFFLINE=1 is set and no answer of the Hub about {org!r} is cached, so only that list applies"
     else:
         try:
             trusted = _ask(org, url)
         except Exception as exc:  # noqa: BLE001 - whatever failed, it is not a "yes"
-            return False, (f"whether the Hub at {url} marks {org!r} as a trusted kernel publisher "
-                           f"could not be checked ({type(exc).__name__}: {exc})")
+            return False, f"whether the Hub at {url} marks it as a trusted kernel publisher could not be checked ({type(exc).__name__}: {exc})"
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_atomic(path, json.dumps({"endpoint": url, "org": org.lower(),
-                                           "trusted": trusted, "checked": time.time()}))
+            write_atomic(path, json.dumps({"endpoint": url, "org": org.lower(), "trusted": trusted, "checked": time.time()}))
         except OSError as exc:
-            logger.debug("Could not remember the answer about %s in %s: %s", org, path, exc)
+            logger.debug("Could not remember the Hub's answer in %s: %s", path, exc)
     return trusted, "" if trusted else f"the Hub at {url} does not mark it as a trusted kernel publisher"
 
 
 def answer_path(org: str, url: str) -> Path:
-    """The file that remembers the Hub's answer about ``org`` at the endpoint ``url``."""
+    """The file that remembers the answer of the Hub at ``url`` about ``org``."""
     key = hashlib.sha256(url.encode()).hexdigest()[:16]
     return cache_dir() / ".locks" / "kernel-plugins-publishers" / f"{org.lower()}--{key}.json"
 
 
 def _ask(org: str, url: str) -> bool:
-    """The Hub's ``trustedKernelPublisher`` flag of ``org`` (one request)."""
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
-    response = get_session().get(f"{request_args(url)['endpoint']}/api/organizations/{org}/overview",
-                                 headers=build_hf_headers())
+    response = get_session().get(f"{request_args(url)['endpoint']}/api/organizations/{org}/overview", headers=build_hf_headers())
     hf_raise_for_status(response)
-    data = response.json()
-    if not isinstance(data, dict):
+    if not isinstance(data := response.json(), dict):
         raise ValueError(f"the answer is a JSON {type(data).__name__}, not an object")
     return data.get("trustedKernelPublisher") is True
 
@@ -88,8 +74,7 @@ def _mine(st: os.stat_result) -> bool:
 
 
 def _remembered(path: Path, org: str, url: str) -> tuple[bool, float] | None:
-    """The remembered ``(trusted, when)`` about ``org`` at ``url``, or None (none, or a file
-    that anyone but this user could have written)."""
+    """``(trusted, when)`` remembered for ``org`` at ``url``, or None."""
     try:
         folder = path.parent.lstat()
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
@@ -105,9 +90,7 @@ def _remembered(path: Path, org: str, url: str) -> tuple[bool, float] | None:
         return None
     finally:
         os.close(fd)
-    if not isinstance(data, dict) or (data.get("endpoint"), data.get("org")) != (url, org.lower()):
-        return None
-    trusted, when = data.get("trusted"), data.get("checked")
-    if isinstance(trusted, bool) and isinstance(when, (int, float)) and not isinstance(when, bool):
-        return trusted, float(when)
+    if (isinstance(data, dict) and (data.get("endpoint"), data.get("org")) == (url, org.lower())
+            and isinstance(data.get("trusted"), bool) and type(data.get("checked")) in (int, float)):
+        return data["trusted"], float(data["checked"])
     return None

@@ -37,10 +37,8 @@ def read_record(ref: HubRef, variant: str) -> dict[str, FileHash] | None:
     path = record_path(ref, variant)
     try:
         data = read_json(path, max_bytes=MAX_RECORD_BYTES)
-        files = {
-            str(rel): FileHash(item["kind"], item["hex"], item.get("size"))
-            for rel, item in data["files"].items()  # type: ignore[index]
-        }
+        files = {str(rel): FileHash(item["kind"], item["hex"], item.get("size"))
+                 for rel, item in data["files"].items()}  # type: ignore[index]
     except FileNotFoundError:
         return None
     except (OSError, JSONFileError, KeyError, TypeError, AttributeError) as exc:
@@ -51,20 +49,11 @@ def read_record(ref: HubRef, variant: str) -> dict[str, FileHash] | None:
     return files
 
 
-def write_record(
-    ref: HubRef, variant: str, variant_hash: str, files: Mapping[str, FileHash]
-) -> None:
+def write_record(ref: HubRef, variant: str, variant_hash: str, files: Mapping[str, FileHash]) -> None:
     """Record a verified variant's files (atomically; best effort, a failure is logged)."""
     path = record_path(ref, variant)
-    data = {
-        "repo_id": ref.repo_id,
-        "sha": ref.sha,
-        "variant": variant,
-        "hash": variant_hash,
-        "files": {
-            rel: {"kind": fh.kind, "hex": fh.hex, "size": fh.size} for rel, fh in sorted(files.items())
-        },
-    }
+    data = {"repo_id": ref.repo_id, "sha": ref.sha, "variant": variant, "hash": variant_hash,
+            "files": {rel: {"kind": fh.kind, "hex": fh.hex, "size": fh.size} for rel, fh in sorted(files.items())}}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps(data, indent=1))

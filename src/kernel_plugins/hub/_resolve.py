@@ -39,14 +39,8 @@ from ._values import (
 logger = logging.getLogger("kernel_plugins")
 
 
-def resolve(
-    repo_id: str,
-    *,
-    revision: str | None = None,
-    version: int | None = None,
-    repo_type: RepoType | None = None,
-    endpoint: str | None = None,
-) -> HubRef:
+def resolve(repo_id: str, *, revision: str | None = None, version: int | None = None,
+            repo_type: RepoType | None = None, endpoint: str | None = None) -> HubRef:
     """Pin a kernel repository to a commit sha.
 
     At most one of ``revision`` (branch, tag or 40-hex commit sha) and ``version``
@@ -56,9 +50,9 @@ def resolve(
     ``model`` (older repositories that a mirror may still keep).
 
     Online this costs one request (the repository's refs), or one ``repo_info`` call for a
-    revision that is neither a branch nor a tag. A commit sha whose snapshot is already in the cache costs no request. With
-    ``HF_HUB_OFFLINE=1`` the answer comes from the cache's ``refs/`` and ``snapshots/``.
-    Branch and tag answers are written to the cache's ``refs/`` for later offline use.
+    revision that is neither a branch nor a tag; none for a commit sha already in the cache.
+    With ``HF_HUB_OFFLINE=1`` the cache's ``refs/`` and ``snapshots/`` answer. Branch and
+    tag answers are written to the cache's ``refs/`` for later offline use.
 
     :raises RepoIdError: malformed ``repo_id``.
     :raises RevisionError: both ``revision`` and ``version`` given, an invalid value, or a
@@ -79,21 +73,15 @@ def resolve(
     t: RepoType = repo_type or "kernel"
     if t not in REPO_TYPES:
         raise SourceError(f"Unsupported repo_type {t!r} for {repo_id}; use 'kernel' or 'model'.")
-    if revision is not None and _SHA_RE.fullmatch(revision):
-        if (storage_folder(repo_id, t) / "snapshots" / revision).is_dir():
-            return HubRef(repo_id, t, revision, revision, None, endpoint)
+    if revision and _SHA_RE.fullmatch(revision) and (storage_folder(repo_id, t) / "snapshots" / revision).is_dir():
+        return HubRef(repo_id, t, revision, revision, None, endpoint)
     if is_offline():
         return _resolve_offline(repo_id, t, revision, version, endpoint)
     return _resolve_online(repo_id, t, revision, version, endpoint)
 
 
-def _resolve_online(
-    repo_id: str,
-    t: RepoType,
-    revision: str | None,
-    version: int | None,
-    endpoint: str | None,
-) -> HubRef:
+def _resolve_online(repo_id: str, t: RepoType, revision: str | None, version: int | None,
+                    endpoint: str | None) -> HubRef:
     """Resolve with requests to the Hub (see :func:`resolve`)."""
     from huggingface_hub import HfApi
 
@@ -131,9 +119,7 @@ def _resolve_online(
                     ) from exc
                 raise map_error(exc, repo_id, revision, endpoint, "looking up the revision") from exc
             if not info.sha:
-                raise HubError(
-                    f"The Hub returned no commit sha for {repo_id} at revision {revision!r}."
-                )
+                raise HubError(f"The Hub returned no commit sha for {repo_id} at revision {revision!r}.")
             sha = str(info.sha)
         from_branch = revision not in tags and revision in branches
         name, requested, ver = revision, revision, _version_of(revision) if from_branch else None
@@ -145,20 +131,12 @@ def _resolve_online(
                 "branch, tag or commit."
             )
         if max(versions) > version:
-            logger.info(
-                "Using version %d of %s; a newer version %d exists.", version, repo_id, max(versions)
-            )
+            logger.info("Using version %d of %s; a newer version %d exists.", version, repo_id, max(versions))
         name, requested, sha, ver = f"v{version}", f"v{version}", versions[version], version
     elif versions:
         ver = max(versions)
-        logger.info(
-            "No version given for %s; using the newest, version %d (branch v%d). "
-            "Pass version=%d to pin it.",
-            repo_id,
-            ver,
-            ver,
-            ver,
-        )
+        logger.info("No version given for %s; using the newest, version %d (branch v%d). Pass "
+                    "version=%d to pin it.", repo_id, ver, ver, ver)
         name, sha = f"v{ver}", versions[ver]
     elif "main" in branches:
         logger.info("%s has no version branches; using branch 'main'.", repo_id)
@@ -173,11 +151,8 @@ def _resolve_online(
 
 
 def versions(repo_id: str, *, repo_type: RepoType = "kernel", endpoint: str | None = None) -> dict[int, str]:
-    """The version branches of a repository, ``N -> sha``: one refs request; offline
-    (``HF_HUB_OFFLINE=1``) the versions in the cache, without a request.
-
-    :raises HubError: the Hub could not be asked, or the repository was not found.
-    """
+    """The version branches of a repository, ``N -> sha``: one refs request; offline the
+    cached ones, no request. :raises HubError: the Hub could not be asked."""
     if is_offline():
         return _cached_versions(repo_id, repo_type)
     from huggingface_hub import HfApi

@@ -16,7 +16,7 @@ from kernel_plugins.errors import RepoIdError, RevisionError, SourceError
 
 RepoType = Literal["kernel", "model"]
 
-#: Repository types a kernel can live in, in the order they are tried.
+#: Repository types a kernel can live in; ``kernel`` is looked up unless ``model`` is asked for.
 REPO_TYPES: tuple[RepoType, ...] = ("kernel", "model")
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
@@ -113,13 +113,8 @@ def _check_revision(repo_id: str, revision: object) -> None:
             f"Invalid revision {revision!r} for {repo_id}: pass a branch, tag or commit sha "
             "as a non-empty string."
         )
-    parts = revision.split("/")
-    if (
-        revision != revision.strip()
-        or "\\" in revision
-        or "\x00" in revision
-        or any(p in ("", ".", "..") for p in parts)
-    ):
+    if (revision != revision.strip() or "\\" in revision or "\x00" in revision
+            or any(p in ("", ".", "..") for p in revision.split("/"))):
         raise RevisionError(
             f"Invalid revision {revision!r} for {repo_id}: it must not contain '..', empty "
             "path parts, backslashes or surrounding spaces."

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernel_plugins.errors import SourceError
+from kernel_plugins.errors import HubError, SourceError
 
 from ._local import check_path
 from ._report import _RENAME_FIX, CheckReport, Problem
@@ -32,7 +32,7 @@ def check_hub(
         try:
             folders[name] = hub.download_variant(ref, name, progress=False)
         except SourceError as e:
-            if isinstance(e, hub.HubError):
+            if isinstance(e, HubError):
                 raise
             problems.append(Problem(f"build/{name}", "", str(e), _RENAME_FIX))
     toml_path = _fetch_build_toml(ref)
