@@ -77,6 +77,7 @@ def test_a_kernel_that_needs_a_newer_format_is_refused_before_import(manager, tm
     with pytest.raises(KernelsVersionError) as info:
         kernel_plugins.load(folder)
     message = str(info.value)
+    assert isinstance(info.value, RuntimeError)  # what kernels 0.17.2 raises here
     assert "needs kernels>=0.18.0 (kernels-minver)" in message  # not the unknown python-depends
     assert "reads the format of kernels 0.17.2" in message and "Upgrade kernel-plugins" in message
     assert module_name("_minver_too_new") not in sys.modules
