@@ -135,7 +135,7 @@ class PrivateUse1Backend(ArchFacts):
         capability_label: what the vendor calls the device capability.
         reports_capability: False when the devices report no (major, minor).
         extra_notes: more notes about a found stack (an extension version check, a SoC).
-        python_depends: ``python-depends`` names known for this backend.
+        python_depends: ``python-depends`` names this backend adds to the general ones.
         accelerator_sync: fall back to ``torch.accelerator.synchronize`` when
             ``torch.<type>`` has no ``synchronize``.
         emulation: the vendor facts for emulating the stack on the CPU (tests only); the
