@@ -100,19 +100,15 @@ def _repo_id_part_problem(part: str) -> str | None:
 def _check_version(repo_id: str, version: object) -> None:
     """Reject anything but a positive ``int`` (``bool`` included)."""
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise RevisionError(
-            f"Invalid version {version!r} for {repo_id}: a version is a positive integer N "
-            "(it selects branch 'vN'), e.g. version=1."
-        )
+        raise RevisionError(f"Invalid version {version!r} for {repo_id}: a version is a positive "
+                            "integer N (it selects branch 'vN'), e.g. version=1.")
 
 
 def _check_revision(repo_id: str, revision: object) -> None:
     """Reject revisions that are empty or could escape the cache's ``refs/`` folder."""
     if not isinstance(revision, str) or not revision.strip():
-        raise RevisionError(
-            f"Invalid revision {revision!r} for {repo_id}: pass a branch, tag or commit sha "
-            "as a non-empty string."
-        )
+        raise RevisionError(f"Invalid revision {revision!r} for {repo_id}: pass a branch, tag or "
+                            "commit sha as a non-empty string.")
     if (revision != revision.strip() or "\\" in revision or "\x00" in revision
             or any(p in ("", ".", "..") for p in revision.split("/"))):
         raise RevisionError(
