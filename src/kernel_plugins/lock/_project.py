@@ -131,7 +131,7 @@ def _lock_one(dep: Dependency, signers: SignerLookup | None) -> tuple[KernelLock
     named = [v for v, files in sorted(listing.items()) if "metadata.json" in files]
     try:
         snap = Path(snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
-                                      **hub.request_args(ref.endpoint),
+                                      **hub.request_args(ref.endpoint), cache_dir=hub.cache_dir(),
                                       allow_patterns=[f"build/{v}/metadata.json" for v in named]))
     except Exception as e:
         raise hub.map_error(e, ref.repo_id, ref.sha, ref.endpoint, "downloading metadata.json") from e
