@@ -78,7 +78,10 @@ def archs_reader(off: Offer, backend: str, seen: dict[str, bytes]) -> Callable[[
 
     def archs_of(variant: str) -> tuple[str, ...]:
         raw = seen[variant] = peek_metadata(off, variant)
-        field = parse_metadata_bytes(raw, where=f"{off.where} build/{variant}/metadata.json").backend
+        try:
+            field = parse_metadata_bytes(raw, where=f"{off.where} build/{variant}/metadata.json").backend
+        except MetadataError:
+            return ()  # chosen, so that verify reports it, after the signature check
         return field.archs if field.type == backend else ()
 
     return archs_of

@@ -83,13 +83,10 @@ def _within(seconds: float, call: object) -> object:
 def slow_hub(hf_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     from huggingface_hub import constants
 
-    from kernel_plugins.hub import clear_repo_type_cache
-
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", 2)  # per read: never reached
     monkeypatch.setenv(DEADLINE, "0.5")
-    clear_repo_type_cache()
 
     def serve(part: str) -> contextlib.AbstractContextManager[str]:
         @contextlib.contextmanager

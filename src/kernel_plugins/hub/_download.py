@@ -129,7 +129,8 @@ def download_file(ref: HubRef, path_in_repo: str) -> Path:
 
     try:
         return Path(hf_hub_download(ref.repo_id, path_in_repo, repo_type=ref.repo_type,
-                                    revision=ref.sha, **request_args(ref.endpoint)))
+                                    revision=ref.sha, cache_dir=cache_dir(),
+                                    **request_args(ref.endpoint)))
     except Exception as exc:
         if is_not_found(exc):
             raise SourceError(f"{ref.repo_id} at commit {ref.sha} has no {path_in_repo}") from exc
