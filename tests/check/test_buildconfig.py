@@ -39,15 +39,15 @@ def test_every_real_build_toml_validates(path: Path) -> None:
     if build.edition == 5:
         assert build.shape == "edition 5" and not build.legacy and build.notes == ()
     else:
-        assert build.legacy and build.shape in ("legacy v3", "legacy v4")
-        assert len(build.notes) == 1 and "legacy build.toml format" in build.notes[0]
-        assert "edition = 5" in build.notes[0]
+        assert build.legacy and build.shape == "legacy v4"
+        assert len(build.notes) == 1 and "legacy (v4) build.toml" in build.notes[0]
+        assert "add edition = 5 to [general]" in build.notes[0]
 
 
 def test_corpus_editions_and_shapes() -> None:
     shapes = [read_build_toml(p).shape for p in CORPUS_FILES]
     assert shapes.count("edition 5") == 5
-    assert shapes.count("legacy v4") + shapes.count("legacy v3") == 47
+    assert shapes.count("legacy v4") == 47
 
 
 def test_models_expose_the_tables() -> None:
@@ -112,10 +112,31 @@ def test_missing_required_keys(drop: str, key: str) -> None:
     assert fix.startswith(f"add {key.rsplit('.', 1)[1]} = ...")
 
 
-def test_version_and_license_are_optional_in_legacy_files() -> None:
+def test_a_legacy_file_without_version_or_license_is_the_v3_format_kernels_refuses() -> None:
     text = BUILD_TOML.replace("edition = 5\n", "").replace("version = 1\n", "")
-    build = parse_build_toml(text.replace('license = "Apache-2.0"\n', ""))
-    assert build.legacy and build.config.general.version is None
+    found = issues_of(text.replace('license = "Apache-2.0"\n', ""))
+    for key in ("general.version", "general.license"):
+        message, fix = found[key]
+        assert "v3 format, which kernel-builder no longer reads" in message
+        assert "kernel-builder update-build" in fix
+
+
+@pytest.mark.parametrize(
+    ("add", "key"),
+    [
+        ('kernel-depends = [{repo-id = "a/b", version = 1}]\n', "general.kernel-depends"),
+        ('[general.tpu]\npython-depends = ["jax"]\n', "general.tpu"),
+        ('[general.cuda]\nkernel-depends = [{repo-id = "a/b", version = 1}]\n',
+         "general.cuda.kernel-depends"),
+    ],
+)
+def test_what_only_edition_5_has_is_refused_in_a_legacy_file(add: str, key: str) -> None:
+    text = BUILD_TOML.replace("edition = 5\n", "").replace("\n[general.hub]", f"{add}[general.hub]")
+    assert issues_of(text)[key] == (
+        f"'{key}' needs edition 5, and this file has no edition (a legacy file)",
+        "add edition = 5 to [general]",
+    )
+    assert parse_build_toml(text.replace("[general]\n", "[general]\nedition = 5\n"))
 
 
 @pytest.mark.parametrize(
@@ -148,7 +169,23 @@ def test_unknown_backends_are_refused_everywhere_with_the_known_list() -> None:
     ):
         message, fix = found[key]
         assert message == f"unknown backend '{name}'"
-        assert "cpu, cuda, metal, mlu, musa, neuron, npu, rocm, tpu, xpu" in fix
+        assert fix == ("use one of cann, cpu, cuda, metal, neuron, rocm, tpu, xpu (kernel-builder's "
+                       "backends) or mlu, musa (kernel-plugins backends)")
+
+
+def test_the_kernel_plugins_name_of_a_builder_backend_gets_the_builder_spelling() -> None:
+    found = issues_of(BUILD_TOML.replace('["cpu", "cuda"]', '["cpu", "cuda", "npu"]'))
+    assert found["general.backends[2]"][1] == "write 'cann'"
+
+
+@pytest.mark.parametrize("backend", ["tpu", "neuron", "cann"])
+def test_kernel_builder_compiles_no_kernels_for_noarch_only_backends(backend: str) -> None:
+    text = BUILD_TOML.replace('["cpu", "cuda"]', f'["cpu", "cuda", "{backend}"]').replace(
+        'backend = "cpu"', f'backend = "{backend}"')
+    message, fix = issues_of(text)["kernel.relu_cpu.backend"]
+    assert message == (f"kernel-builder compiles no {backend} kernels (only cpu, cuda, metal, "
+                       "rocm, xpu)")
+    assert "[torch-noarch]" in fix
 
 
 def test_mlu_and_musa_targets_validate_without_the_plugins_installed() -> None:
@@ -179,6 +216,9 @@ src = ["ops_musa/ops.mu"]
     build = parse_build_toml(text)
     assert build.backends == ["mlu", "musa", "npu"]  # cann is the builder name of npu
     assert build.python_depends("mlu") == ["einops"]
+    [targets] = build.notes
+    assert targets.startswith("build.toml targets mlu, musa: kernel-plugins backends that "
+                              "kernel-builder 0.17.2 does not know")
 
 
 def test_a_tpu_noarch_kernel_validates_without_the_plugin_installed(manager) -> None:
@@ -223,12 +263,14 @@ def test_duplicate_backend_is_reported() -> None:
 
 
 @pytest.mark.parametrize(
-    ("edition", "fix"),
-    [("6", "upgrade kernel-plugins"), ("4", "write edition = 5"), ('"5"', "write edition = 5")],
+    ("edition", "message"),
+    [("6", "is not supported"), ("4", "is not supported"), ('"5"', "must be a whole number"),
+     ("-1", "must be a whole number"), ("true", "must be a whole number")],
 )
-def test_unsupported_or_malformed_editions(edition: str, fix: str) -> None:
+def test_unsupported_or_malformed_editions(edition: str, message: str) -> None:
     found = issues_of(BUILD_TOML.replace("edition = 5", f"edition = {edition}"))
-    assert fix in found["general.edition"][1]
+    assert message in found["general.edition"][0]
+    assert found["general.edition"][1] == "write edition = 5"
 
 
 def test_edition_5_needs_exactly_one_framework_table() -> None:

@@ -193,8 +193,30 @@ def test_legacy_build_toml_is_a_note_not_a_problem(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "relu", {}, build_toml=(CORPUS / "relu.build.toml").read_text())
     report = check(repo)
     assert report.ok and report.variants == ()
-    assert any("legacy build.toml format" in n for n in report.notes)
+    assert any("legacy (v4) build.toml" in n for n in report.notes)
     assert any("no build/ folder" in n for n in report.notes)
+
+
+def test_the_command_line_names_the_build_toml_key_and_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernel_plugins.cli.main import main
+
+    repo = make_repo(tmp_path / "relu", {"torch-cpu": metadata()},
+                     build_toml=BUILD_TOML.replace("edition = 5", "edition = 6"))
+    assert main(["check", str(repo)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "build.toml: general.edition: edition 6 is not supported: kernel-builder and kernels "
+        "0.17.2 read edition 5 (and legacy files without an edition) (fix: write edition = 5)"
+    )
+    assert lines[-1] == f"1 problem(s) in {repo} (1 variant(s))"
+    mlu = BUILD_TOML.replace('["cpu", "cuda"]', '["cpu", "cuda", "mlu"]')
+    (repo / "build.toml").write_text(mlu)
+    assert main(["check", str(repo)]) == 0
+    out = capsys.readouterr().out
+    assert "note: build.toml targets mlu: kernel-plugins backends that kernel-builder 0.17.2 " \
+        "does not know" in out
 
 
 @pytest.mark.parametrize("path", sorted(CORPUS.glob("*.build.toml"))[::7], ids=lambda p: p.name)

@@ -85,12 +85,19 @@ _TYPE_FIXES = {
     "dict_type": "write a table: [section] followed by key = value lines",
     "greater_than_equal": "use a number that is not negative",
     "too_short": "give at least one entry",
+    "string_too_short": "write a value that is not empty",
+    "literal_error": "use one of these build dependencies; Python packages go in python-depends",
 }
 
 _CUSTOM_FIXES = {
     "version_or_revision": 'write {repo-id = "org/name", version = 1} or {repo-id = "org/name", '
     'revision = "main"}',
     "stable_abi": 'write stable-abi = "2.10", or a [torch.stable-abi] table such as cuda = "2.10"',
+    "major_minor": 'write a major.minor version such as "12.8" or "2.10" (kernel-builder reads '
+    "no other form)",
+    "git_url": 'write a git URL such as "https://github.com/org/repo" or '
+    '"git@github.com:org/repo.git"',
+    "repo_id": "use the form 'org/name'",
 }
 
 
@@ -107,35 +114,33 @@ def _issue_from_error(err: Mapping[str, Any], prefix: tuple[Any, ...] = ()) -> B
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         allowed = _allowed_keys(model) if model is not None else []
-        if isinstance(last, str) and "_" in last and _kebab(last) in allowed:
-            fix = f"keys are kebab-case: write '{_kebab(last)}' instead of '{last}'"
+        spelled = [a for a in allowed if isinstance(last, str) and _kebab(a) == _kebab(last)]
+        if spelled and "-" in spelled[0]:
+            fix = f"keys are kebab-case: write '{spelled[0]}' instead of '{last}'"
+        elif spelled:
+            fix = f"write '{spelled[0]}' instead of '{last}' (kernel-builder spells it with '_')"
         else:
             extra = ""
             if model is General:
-                extra = "; or a table named after a backend, such as [general.cuda]"
+                extra = " ([general.<name>] tables exist for cuda, neuron, tpu and xpu only)"
             elif model is Kernel:
                 specific = {k for keys in KERNEL_BACKEND_KEYS.values() for k in keys}
                 allowed = [k for k in allowed if k not in specific]
                 extra = "; plus " + "; ".join(
-                    f"for {b} kernels: {', '.join(k)}" for b, k in KERNEL_BACKEND_KEYS.items()
+                    f"for {b} kernels: {', '.join(k)}" for b, k in KERNEL_BACKEND_KEYS.items() if k
                 )
+            where = f"in [{table}]" if loc[:-1] else "at the top level"
             fix = (
-                f"remove it or fix its spelling; keys allowed in [{table}]: "
+                f"remove it or fix its spelling; keys allowed {where}: "
                 f"{', '.join(allowed) or 'none'}{extra}"
             )
         return BuildConfigIssue(key, f"unknown key '{key}'", fix)
     if kind == "string_pattern_mismatch":
-        if last == "name":
-            return BuildConfigIssue(
-                key,
-                f"kernel name {_short(err.get('input'))} is not lowercase letters, digits and "
-                "'-' (starting with a letter)",
-                'use a name such as "my-kernel"',
-            )
         return BuildConfigIssue(
             key,
-            f"{_short(err.get('input'))} is not a version number",
-            'write a version such as "12.8" or "2.10"',
+            f"kernel name {_short(err.get('input'))} is not lowercase letters, digits and "
+            "'-' (starting with a letter, ending with a letter or digit)",
+            'use a name such as "my-kernel"',
         )
     if kind in _CUSTOM_FIXES:
         return BuildConfigIssue(key, err.get("msg", "invalid value"), _CUSTOM_FIXES[kind])

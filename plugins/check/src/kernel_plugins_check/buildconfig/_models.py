@@ -1,10 +1,11 @@
 """The pydantic models of ``build.toml`` and the values the validator returns.
 
-One model per table (``[general]``, ``[general.hub]``, ``[general.<backend>]``,
-``[torch]``, ``[torch-noarch]``, ``[tvm-ffi]``, ``[kernel.<name>]``); keys are kebab-case,
-unknown keys are refused and TOML types are exact. Edition 5 and legacy files share these
-models: what differs between them is checked in ``_editions``. :class:`BuildToml` is a
-validated file and :class:`BuildConfigIssue` one problem found in one.
+One model per table, as kernel-builder 0.17.2 reads them (``[general]``, ``[general.hub]``,
+``[general.cuda|neuron|tpu|xpu]``, ``[torch]``, ``[torch-noarch]``, ``[tvm-ffi]``,
+``[kernel.<name>]``); unknown keys are refused and TOML types are exact. Edition 5 and
+legacy (v4) files share these models: what only edition 5 may use is checked in
+``_editions``. :class:`BuildToml` is a validated file and :class:`BuildConfigIssue` one
+problem found in one.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -26,23 +28,73 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-#: The ``edition`` this version of kernel-plugins reads (files without one are legacy).
+#: The ``edition`` kernel-builder 0.17.2 reads (files without one are legacy v4 files).
 CURRENT_EDITION = 5
 
-#: ``[kernel.<name>]`` keys that only a kernel of one backend may use.
+#: The backend names kernel-builder 0.17.2 knows (``general.backends``, stable-abi keys).
+BUILDER_BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
+
+#: The backends kernel-builder compiles ``[kernel.<name>]`` tables for, each with the keys
+#: only its kernels take.
 KERNEL_BACKEND_KEYS: dict[str, tuple[str, ...]] = {
+    "cpu": (),
     "cuda": ("cuda-capabilities", "cuda-flags", "cuda-minver"),
+    "metal": (),
     "rocm": ("rocm-archs", "hip-flags"),
     "xpu": ("sycl-flags",),
 }
 
+#: What a kernel's ``depends`` may name (kernel-builder's build dependencies).
+KernelBuildDependency = Literal[
+    "cutlass_2_10", "cutlass_3_5", "cutlass_3_6", "cutlass_3_8", "cutlass_3_9", "cutlass_4_0",
+    "cutlass_4_4", "cutlass_4_5", "sycl_tla", "metal-cpp", "torch",
+]
+
 _NAME_PATTERN = r"^[a-z][-a-z0-9]*[a-z0-9]$"
 
-_VERSION_PATTERN = r"^[0-9]+(\.[0-9]+){0,2}$"
+_GIT_SCHEMES = ("https", "http", "git", "ssh", "git+ssh", "git+https", "git+http")
 
 
 def _kebab(name: str) -> str:
     return name.replace("_", "-")
+
+
+def _major_minor(value: str) -> str:
+    """kernel-builder's versions: two numbers (``"12.8"``), blanks around them ignored."""
+    numbers = [re.fullmatch(r"\+?0*([0-9]{1,20})", p, re.ASCII) for p in value.strip().split(".")]
+    if len(numbers) != 2 or not all(n and int(n[1]) < 1 << 64 for n in numbers):
+        raise _error("major_minor", f"{value!r} is not a version such as \"12.8\"")
+    return value
+
+
+def _git_url(value: str) -> str:
+    """A git URL (``https://...``, ``ssh://...``) or ``user@host:path``, as kernel-builder
+    accepts them."""
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", value)
+    if scheme:
+        if scheme[1].lower() not in _GIT_SCHEMES:
+            raise _error("git_url", f"unsupported scheme {scheme[1]!r} in git URL {value!r} "
+                         f"(kernel-builder accepts {', '.join(_GIT_SCHEMES)})")
+        return value
+    host, _, path = value.partition(":")
+    if not host or not path or path.startswith("/") or re.search(r"[\s/]", host):
+        raise _error("git_url", f"{value!r} is not a git URL")
+    return value
+
+
+def _repo_id(value: str) -> str:
+    from kernel_plugins.errors import KernelPluginsError
+    from kernel_plugins.hub import validate_repo_id
+
+    try:
+        return validate_repo_id(value)
+    except KernelPluginsError as e:
+        raise _error("repo_id", str(e)) from None
+
+
+def _error(kind: str, message: str) -> PydanticCustomError:
+    """A validation error of type ``kind`` whose message is ``message`` as written."""
+    return PydanticCustomError(kind, "{message}", {"message": message})
 
 
 class _Table(BaseModel):
@@ -55,7 +107,11 @@ class _Table(BaseModel):
 
 StrList = list[StrictStr]
 
-VersionStr = Annotated[StrictStr, StringConstraints(pattern=_VERSION_PATTERN)]
+Version = Annotated[StrictStr, AfterValidator(_major_minor)]
+
+GitUrl = Annotated[StrictStr, AfterValidator(_git_url)]
+
+RepoId = Annotated[StrictStr, AfterValidator(_repo_id)]
 
 KernelName = Annotated[StrictStr, StringConstraints(pattern=_NAME_PATTERN)]
 
@@ -63,15 +119,15 @@ KernelName = Annotated[StrictStr, StringConstraints(pattern=_NAME_PATTERN)]
 class Hub(_Table):
     """``[general.hub]``: where the kernel is published."""
 
-    repo_id: StrictStr | None = None
+    repo_id: RepoId | None = None
     branch: StrictStr | None = None
 
 
 class KernelDependency(_Table):
     """One ``kernel-depends`` entry: ``{repo-id, version}`` or ``{repo-id, revision}``."""
 
-    repo_id: StrictStr
-    version: Annotated[StrictInt, Field(ge=1)] | None = None
+    repo_id: RepoId
+    version: Annotated[StrictInt, Field(ge=0)] | None = None
     revision: Annotated[StrictStr, Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
@@ -84,8 +140,15 @@ class KernelDependency(_Table):
         return self
 
 
+class TpuGeneral(_Table):
+    """``[general.tpu]``: Python dependencies of the TPU builds."""
+
+    python_depends: StrList | None = None
+
+
 class BackendGeneral(_Table):
-    """``[general.<backend>]``: dependencies that only builds for one backend have."""
+    """``[general.neuron]``, ``[general.xpu]`` (and a kernel-plugins backend's table):
+    the dependencies that only builds for that backend have."""
 
     python_depends: StrList | None = None
     kernel_depends: list[KernelDependency] | None = None
@@ -94,31 +157,27 @@ class BackendGeneral(_Table):
 class CudaGeneral(BackendGeneral):
     """``[general.cuda]``: CUDA version bounds plus the backend dependencies."""
 
-    minver: VersionStr | None = None
-    maxver: VersionStr | None = None
-
-
-#: Model of ``[general.<backend>]`` per backend (others use :class:`BackendGeneral`).
-_BACKEND_GENERAL_MODELS: dict[str, type[BackendGeneral]] = {"cuda": CudaGeneral}
+    minver: Version | None = None
+    maxver: Version | None = None
 
 
 class General(_Table):
-    """``[general]``: the kernel's name, version, license and target backends.
-
-    ``[general.<backend>]`` tables are validated separately (see
-    :attr:`BuildToml.backend_tables`).
-    """
+    """``[general]``: the kernel's name, version, license and target backends."""
 
     name: KernelName
-    version: Annotated[StrictInt, Field(ge=0)] | None = None
+    version: Annotated[StrictInt, Field(ge=0)]
     edition: StrictInt | None = None
-    license: Annotated[StrictStr, Field(min_length=1)] | None = None
-    upstream: StrictStr | None = None
-    source: StrictStr | None = None
+    license: Annotated[StrictStr, Field(min_length=1)]
+    upstream: GitUrl | None = None
+    source: GitUrl | None = None
     backends: Annotated[list[StrictStr], Field(min_length=1)]
     hub: Hub | None = None
     python_depends: StrList | None = None
     kernel_depends: list[KernelDependency] | None = None
+    cuda: CudaGeneral | None = None
+    neuron: BackendGeneral | None = None
+    tpu: TpuGeneral | None = None
+    xpu: BackendGeneral | None = None
 
 
 class Torch(_Table):
@@ -128,33 +187,35 @@ class Torch(_Table):
     include: StrList | None = None
     pyext: StrList | None = None
     cxx_flags: StrList | None = None
-    minver: VersionStr | None = None
-    maxver: VersionStr | None = None
+    minver: Version | None = None
+    maxver: Version | None = None
     stable_abi: Any = None
 
     @field_validator("stable_abi", mode="plain")
     @classmethod
     def _stable_abi(cls, v: object) -> str | dict[str, str] | None:
-        ok = re.compile(_VERSION_PATTERN)
-        if v is None or (isinstance(v, str) and ok.match(v)):
-            return v  # type: ignore[return-value]
-        if isinstance(v, dict) and all(
-            isinstance(k, str) and isinstance(x, str) and ok.match(x) for k, x in v.items()
-        ):
-            return dict(v)
+        try:
+            if v is None or isinstance(v, str) and _major_minor(v):
+                return v  # type: ignore[return-value]
+            if isinstance(v, dict) and all(isinstance(x, str) and _major_minor(x)
+                                           for x in v.values()):
+                return dict(v)
+        except PydanticCustomError:
+            pass
         raise PydanticCustomError(
             "stable_abi",
-            "expected a torch version string such as \"2.10\" or a table mapping backends to "
-            "such versions",
+            "expected a torch version such as \"2.10\" or a table mapping backends to such "
+            "versions",
         )
 
 
 class TorchNoarch(_Table):
-    """``[torch-noarch]``: pure Python / Triton kernels, no compiled code."""
+    """``[torch-noarch]``: pure Python / Triton kernels, no compiled code. kernel-builder
+    spells the architecture keys of this table with underscores."""
 
     pyext: StrList | None = None
-    cuda_capabilities: StrList | None = None
-    rocm_archs: StrList | None = None
+    cuda_capabilities: StrList | None = Field(None, alias="cuda_capabilities")
+    rocm_archs: StrList | None = Field(None, alias="rocm_archs")
 
 
 class TvmFfi(_Table):
@@ -173,20 +234,20 @@ class Kernel(_Table):
     """
 
     backend: StrictStr
-    depends: StrList
+    depends: list[KernelBuildDependency]
     src: StrList
     include: StrList | None = None
     cxx_flags: StrList | None = None
     cuda_capabilities: StrList | None = None
     cuda_flags: StrList | None = None
-    cuda_minver: VersionStr | None = None
+    cuda_minver: Version | None = None
     rocm_archs: StrList | None = None
     hip_flags: StrList | None = None
     sycl_flags: StrList | None = None
 
 
 class BuildConfig(_Table):
-    """The whole ``build.toml`` (edition 5 or legacy)."""
+    """The whole ``build.toml`` (edition 5 or legacy v4)."""
 
     general: General
     torch: Torch | None = None
@@ -216,8 +277,7 @@ class BuildToml:
     Attributes:
         config: the validated tables.
         edition: ``5``, or None for a legacy file.
-        shape: ``"edition 5"``, ``"legacy v4"`` or ``"legacy v3"`` (the legacy label is a
-            best-effort guess from the keys used).
+        shape: ``"edition 5"`` or ``"legacy v4"``.
         backend_tables: the ``[general.<backend>]`` tables by backend name.
         notes: remarks that are not problems (e.g. the legacy-format note).
         where: the file the data came from.
@@ -226,7 +286,7 @@ class BuildToml:
     config: BuildConfig
     edition: int | None
     shape: str
-    backend_tables: Mapping[str, BackendGeneral]
+    backend_tables: Mapping[str, BackendGeneral | TpuGeneral]
     notes: tuple[str, ...]
     where: str
 
@@ -245,13 +305,23 @@ class BuildToml:
         """``general.backends`` in canonical kernel-plugins names (``cann`` -> ``npu``)."""
         return [canonical_backend(b) for b in self.config.general.backends]
 
+    def _tables_of(self, backend: str) -> list[BackendGeneral | TpuGeneral]:
+        return [t for key, t in self.backend_tables.items()
+                if canonical_backend(key) == canonical_backend(backend)]
+
     def python_depends(self, backend: str) -> list[str]:
         """``python-depends`` names of ``[general]`` plus ``[general.<backend>]``."""
         names = list(self.config.general.python_depends or [])
-        for key, table in self.backend_tables.items():
-            if canonical_backend(key) == canonical_backend(backend):
-                names += table.python_depends or []
+        for table in self._tables_of(backend):
+            names += table.python_depends or []
         return names
+
+    def kernel_depends(self, backend: str) -> list[KernelDependency]:
+        """``kernel-depends`` of ``[general]`` plus ``[general.<backend>]``."""
+        deps = list(self.config.general.kernel_depends or [])
+        for table in self._tables_of(backend):
+            deps += getattr(table, "kernel_depends", None) or []
+        return deps
 
 
 def canonical_backend(name: str) -> str:
@@ -262,7 +332,7 @@ def canonical_backend(name: str) -> str:
 
 
 def known_backends() -> dict[str, str]:
-    """Backend names this installation accepts, each with where it comes from.
+    """Backend names this installation knows, each with where it comes from.
 
     Installed backends (built-in and plugins), the known plugin names of
     :data:`~kernel_plugins.known_plugins.KNOWN_PLUGINS` (not necessarily installed), and
@@ -277,3 +347,19 @@ def known_backends() -> dict[str, str]:
         for alias in plugin.builder_aliases:
             out.setdefault(alias, f"kernel-builder name of backend '{name}'")
     return out
+
+
+def builder_spelling(name: str) -> str | None:
+    """kernel-builder's name for a kernel-plugins backend that it knows under another name
+    (``npu`` -> ``cann``), else None."""
+    from kernel_plugins.known_plugins import KNOWN_PLUGINS
+
+    plugin = KNOWN_PLUGINS.get(name)
+    aliases = plugin.builder_aliases if plugin else ()
+    return next((a for a in aliases if a in BUILDER_BACKENDS), None)
+
+
+def plugin_only(name: object, known: Mapping[str, str]) -> bool:
+    """True for a kernel-plugins backend that kernel-builder does not know at all (``mlu``)."""
+    return (isinstance(name, str) and name in known and name not in BUILDER_BACKENDS
+            and builder_spelling(name) is None)

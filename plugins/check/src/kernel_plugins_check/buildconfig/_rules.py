@@ -1,10 +1,11 @@
 """Rules that span keys or tables, checked on the raw data before the models run.
 
 Backend names (``general.backends``, ``[torch.stable-abi]`` keys, ``kernel.<name>.backend``)
-must be known to this installation; a backend is listed once; a kernel's backend is one of
-``general.backends`` and it uses only its own backend's keys; ``general.hub.repo-id`` is a
-valid repository id; there is at most one framework table, and a ``[torch-noarch]`` kernel
-has no ``[kernel.*]`` tables.
+are kernel-builder's, or those of a kernel-plugins backend that kernel-builder does not know
+(``mlu``: accepted, with a note); a backend is listed once; a kernel is for a backend
+kernel-builder compiles, one of ``general.backends``, and uses only its own backend's keys;
+there is exactly one framework table, and a ``[torch-noarch]`` kernel has no
+``[kernel.*]`` tables.
 """
 
 from __future__ import annotations
@@ -12,20 +13,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kernel_plugins.errors import KernelPluginsError
-
 from ._issues import _fmt_loc, _short
-from ._models import KERNEL_BACKEND_KEYS, BuildConfigIssue
+from ._models import (
+    BUILDER_BACKENDS,
+    KERNEL_BACKEND_KEYS,
+    BuildConfigIssue,
+    builder_spelling,
+    plugin_only,
+)
 
 
 def _backend_issue(key: str, name: object, known: Mapping[str, str]) -> BuildConfigIssue | None:
-    if isinstance(name, str) and name in known:
+    if name in BUILDER_BACKENDS or plugin_only(name, known):
         return None
+    spelling = builder_spelling(name) if isinstance(name, str) else None
+    if spelling:
+        return BuildConfigIssue(
+            key, f"{name!r} is kernel-plugins' name of a backend that kernel-builder calls "
+            f"{spelling!r}", f"write {spelling!r}",
+        )
+    others = sorted(n for n in known if plugin_only(n, known))
     return BuildConfigIssue(
         key,
         f"unknown backend {_short(name)}",
-        f"use one of {', '.join(sorted(known))} (installed backends and known plugins); for "
-        "another accelerator install the kernel-plugins backend distribution that provides it",
+        f"use one of {', '.join(BUILDER_BACKENDS)} (kernel-builder's backends)"
+        + (f" or {', '.join(others)} (kernel-plugins backends)" if others else ""),
     )
 
 
@@ -48,9 +60,6 @@ def _semantic_issues(data: Mapping[str, Any], known: Mapping[str, str]) -> list[
                 ))
             if isinstance(b, str):
                 declared.add(b)
-    hub = general.get("hub")
-    if isinstance(hub, Mapping) and isinstance(hub.get("repo-id"), str):
-        issues += _repo_id_issue("general.hub.repo-id", hub["repo-id"])
     torch = data.get("torch")
     if isinstance(torch, Mapping) and isinstance(torch.get("stable-abi"), Mapping):
         for b in torch["stable-abi"]:
@@ -60,35 +69,17 @@ def _semantic_issues(data: Mapping[str, Any], known: Mapping[str, str]) -> list[
     kernels = data.get("kernel")
     if isinstance(kernels, Mapping):
         for kname, table in kernels.items():
-            if not isinstance(table, Mapping):
-                continue
-            backend = table.get("backend")
-            if backend is None:
-                continue
-            bkey = _fmt_loc(("kernel", kname, "backend"))
-            issue = _backend_issue(bkey, backend, known)
-            if issue:
-                issues.append(issue)
-                continue
-            if declared and backend not in declared:
-                issues.append(BuildConfigIssue(
-                    bkey,
-                    f"kernel {kname!r} is built for backend {backend!r}, which general.backends "
-                    "does not list",
-                    f"add {backend!r} to general.backends or remove [kernel.{kname}]",
-                ))
-            for owner, keys in KERNEL_BACKEND_KEYS.items():
-                if owner == backend:
-                    continue
-                for k in keys:
-                    if k in table:
-                        issues.append(BuildConfigIssue(
-                            _fmt_loc(("kernel", kname, k)),
-                            f"key '{k}' is only for {owner} kernels; this kernel's backend is "
-                            f"{backend!r}",
-                            f"remove '{k}' or set backend = \"{owner}\"",
-                        ))
+            if isinstance(table, Mapping) and isinstance(table.get("backend"), str):
+                issues += _kernel_issues(kname, table, declared, known)
     frameworks = [t for t in ("torch", "torch-noarch", "tvm-ffi") if t in data]
+    if not frameworks:
+        legacy = " (a legacy file without one is in the v3 format, which kernel-builder no " \
+            "longer reads)" if "edition" not in general else ""
+        issues.append(BuildConfigIssue(
+            "", "no framework table",
+            "add [torch] (compiled kernels), [torch-noarch] (pure Python / Triton) or "
+            f"[tvm-ffi]{legacy}",
+        ))
     if len(frameworks) > 1:
         issues.append(BuildConfigIssue(
             "", f"more than one framework table: {', '.join(f'[{t}]' for t in frameworks)}",
@@ -103,11 +94,38 @@ def _semantic_issues(data: Mapping[str, Any], known: Mapping[str, str]) -> list[
     return issues
 
 
-def _repo_id_issue(key: str, repo_id: str) -> list[BuildConfigIssue]:
-    from kernel_plugins.hub import validate_repo_id
+def _kernel_issues(
+    kname: str, table: Mapping[str, Any], declared: set[str], known: Mapping[str, str]
+) -> list[BuildConfigIssue]:
+    backend = table["backend"]
+    bkey = _fmt_loc(("kernel", kname, "backend"))
+    issue = _backend_issue(bkey, backend, known)
+    if issue:
+        return [issue]
+    if backend not in KERNEL_BACKEND_KEYS and not plugin_only(backend, known):
+        return [BuildConfigIssue(
+            bkey, f"kernel-builder compiles no {backend} kernels (only "
+            f"{', '.join(KERNEL_BACKEND_KEYS)})",
+            f"remove [kernel.{kname}]: a {backend} kernel is Python code, built from "
+            "[torch-noarch]",
+        )]
+    issues = []
+    if declared and backend not in declared:
+        issues.append(BuildConfigIssue(
+            bkey,
+            f"kernel {kname!r} is built for backend {backend!r}, which general.backends "
+            "does not list",
+            f"add {backend!r} to general.backends or remove [kernel.{kname}]",
+        ))
+    for owner, keys in KERNEL_BACKEND_KEYS.items():
+        for k in keys:
+            if owner != backend and k in table:
+                issues.append(BuildConfigIssue(
+                    _fmt_loc(("kernel", kname, k)),
+                    f"key '{k}' is only for {owner} kernels; this kernel's backend is "
+                    f"{backend!r}",
+                    f"remove '{k}' or set backend = \"{owner}\"",
+                ))
+    return issues
 
-    try:
-        validate_repo_id(repo_id)
-    except KernelPluginsError as e:
-        return [BuildConfigIssue(key, str(e), "use the form 'org/name'")]
-    return []
+

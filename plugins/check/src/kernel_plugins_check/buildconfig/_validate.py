@@ -1,10 +1,10 @@
 """Validate a whole ``build.toml``: every issue at once, or one error listing them.
 
-:func:`validate_build_data` runs the edition checks, the ``[general.<backend>]`` models,
-the cross-table rules and the models of the whole file, and returns every issue (for
-``kernel-plugins check``). :func:`parse_build_toml` and :func:`read_build_toml` decode
-text or a file first and raise one :class:`~kernel_plugins.errors.BuildConfigError`
-listing the issues.
+:func:`validate_build_data` runs the edition checks, the tables of kernel-plugins backends
+that kernel-builder does not know, the cross-table rules and the models of the whole file,
+and returns every issue (for ``kernel-plugins check``). :func:`parse_build_toml` and
+:func:`read_build_toml` decode text or a file first and raise one
+:class:`~kernel_plugins.errors.BuildConfigError` listing the issues.
 """
 
 from __future__ import annotations
@@ -16,18 +16,17 @@ from pydantic import ValidationError
 
 from kernel_plugins.errors import BuildConfigError
 
-from ._editions import _edition_issues, _legacy_shape
-from ._issues import _allowed_keys, _issue_from_error
+from ._editions import _edition_issues
+from ._issues import _issue_from_error
 from ._models import (
-    _BACKEND_GENERAL_MODELS,
     CURRENT_EDITION,
     BackendGeneral,
     BuildConfig,
     BuildConfigIssue,
     BuildToml,
-    General,
-    canonical_backend,
+    TpuGeneral,
     known_backends,
+    plugin_only,
 )
 from ._rules import _semantic_issues
 from ._toml import MAX_BUILD_TOML_BYTES, loads_toml
@@ -51,16 +50,13 @@ def validate_build_data(
     known = known_backends() if known is None else known
     edition, issues = _edition_issues(data)
     rest = dict(data)
-    backend_tables: dict[str, BackendGeneral] = {}
+    plugin_tables: dict[str, BackendGeneral] = {}
     general = data.get("general")
     if isinstance(general, Mapping):
         general = dict(general)
-        declared_keys = set(_allowed_keys(General))
-        for key in [k for k in general if k not in declared_keys and k in known]:
-            table = general.pop(key)
-            model = _BACKEND_GENERAL_MODELS.get(canonical_backend(key), BackendGeneral)
+        for key in [k for k in general if plugin_only(k, known)]:
             try:
-                backend_tables[key] = model.model_validate(table)
+                plugin_tables[key] = BackendGeneral.model_validate(general.pop(key))
             except ValidationError as e:
                 issues += [_issue_from_error(err, ("general", key)) for err in e.errors()]
         rest["general"] = general
@@ -76,16 +72,38 @@ def validate_build_data(
     unique = sorted(dict.fromkeys(issues), key=lambda i: i.key)
     if unique or config is None:
         return None, unique
-    shape = f"edition {edition}" if edition is not None else _legacy_shape(data)
-    notes: tuple[str, ...] = ()
-    if edition is None:
-        notes = (
-            f"{where} uses the legacy build.toml format without an edition ({shape} shape); it "
-            f"is still read, but kernel builders now write edition {CURRENT_EDITION}: add "
-            f"edition = {CURRENT_EDITION} to [general] when you migrate (edition "
-            f"{CURRENT_EDITION} also requires version and license)",
+    g = config.general
+    tables: dict[str, BackendGeneral | TpuGeneral] = {
+        k: t for k, t in (("cuda", g.cuda), ("neuron", g.neuron), ("tpu", g.tpu), ("xpu", g.xpu))
+        if t is not None
+    }
+    tables.update(plugin_tables)
+    shape = f"edition {edition}" if edition is not None else "legacy v4"
+    notes = _notes(config, where, tables, known)
+    return BuildToml(config, edition, shape, tables, tuple(notes), where), []
+
+
+def _notes(
+    config: BuildConfig, where: str, tables: Mapping[str, object], known: Mapping[str, str]
+) -> list[str]:
+    """The legacy-format note, and the one on backends kernel-builder does not know."""
+    notes = []
+    if config.general.edition is None:
+        notes.append(
+            f"{where} has no edition: it is a legacy (v4) build.toml, which kernels 0.17.2 "
+            f"still reads by upgrading it to edition {CURRENT_EDITION} in memory; add edition = "
+            f"{CURRENT_EDITION} to [general] to migrate it"
         )
-    return BuildToml(config, edition, shape, backend_tables, notes, where), []
+    abi = config.torch.stable_abi if config.torch else None
+    named = [*config.general.backends, *tables, *(abi if isinstance(abi, dict) else ()),
+             *(k.backend for k in config.kernel.values())]
+    if others := sorted({b for b in named if plugin_only(b, known)}):
+        notes.append(
+            f"{where} targets {', '.join(others)}: kernel-plugins backends that kernel-builder "
+            "0.17.2 does not know (it refuses this build.toml); build those variants with the "
+            "vendor's tools"
+        )
+    return notes
 
 
 def _raise(where: str, issues: list[BuildConfigIssue]) -> BuildConfigError:

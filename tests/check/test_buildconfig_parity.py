@@ -1,0 +1,406 @@
+"""Our build.toml validator against kernels 0.17.2's own parser (``kernels._rust.Build``).
+
+Both read the same table of files (valid and invalid, every edition, each key of every
+table) and every file of the corpus, and must agree on accepting or refusing each, and on
+the ``kernel-depends`` of every backend of a file both accept. Where we differ on purpose,
+the case says so: ``STRICTER`` (kernels accepts what fails later: a bad repository id, an
+empty backend list...) or ``PLUGIN`` (a kernel-plugins backend that kernel-builder does
+not know: we accept it, with a note). The real parser runs once for the whole table, in
+the second environment (``$KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON``; see
+tests/reference/test_hf_kernels_compat.py); without it these tests are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from kernel_plugins_check.buildconfig import loads_toml, validate_build_data
+
+from kernel_plugins.errors import BuildConfigError
+from tests.support.inputs import BUILD_TOML, CORPUS
+
+PYTHON_ENV = "KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON"
+SAME, STRICTER, PLUGIN = "same", "stricter", "plugin"
+
+
+class Case(NamedTuple):
+    """One build.toml and how our verdict relates to kernels' (SAME, STRICTER, PLUGIN)."""
+
+    id: str
+    text: str
+    ours: str = SAME
+
+
+def sub(old: str, new: str, text: str = BUILD_TOML) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+def general(line: str, text: str = BUILD_TOML) -> str:
+    """``text`` with ``line`` added to [general]."""
+    return sub("[general.hub]", f"{line}\n\n[general.hub]", text)
+
+
+def table(block: str, text: str = BUILD_TOML) -> str:
+    """``text`` with ``block`` (a table) before [general.hub]."""
+    return sub("[general.hub]", f"{block}\n\n[general.hub]", text)
+
+
+def torch(lines: str, text: str = BUILD_TOML) -> str:
+    """``text`` with ``lines`` added to [torch]."""
+    return sub("[torch]\n", f"[torch]\n{lines}\n", text)
+
+
+def kernel(lines: str, backend: str = "cpu", depends: str = '["torch"]') -> str:
+    """BUILD_TOML plus a kernel ``k`` for ``backend`` (declared in general.backends)."""
+    text = BUILD_TOML if backend in ("cpu", "cuda") else sub(
+        '["cpu", "cuda"]', f'["cpu", "cuda", "{backend}"]')
+    return text + f'\n[kernel.k]\nbackend = "{backend}"\ndepends = {depends}\nsrc = ["k.cpp"]\n{lines}\n'
+
+
+NOARCH = sub(BUILD_TOML[BUILD_TOML.index("[torch]"):], "[torch-noarch]\n")
+LEGACY = sub("edition = 5\n", "")
+DEP = '{repo-id = "kernels-community/activation", version = 1}'
+
+#: Edition 5 and 6 files written after kernels' own examples (relu-tpu, relu-nki,
+#: relu-tvm-ffi): kernel-builder 0.17.2 knows edition 5 only.
+RELU_TPU = """\
+[general]
+name = "relu-tpu"
+version = 1
+edition = 5
+license = "Apache-2.0"
+backends = ["tpu"]
+
+[general.hub]
+repo-id = "kernels-test/relu-tpu"
+
+[torch-noarch]
+
+[kernel]
+"""
+RELU_NKI = """\
+[general]
+name = "relu-nki"
+version = 1
+edition = 5
+license = "Apache-2.0"
+backends = ["neuron"]
+
+[general.neuron]
+python-depends = ["nki"]
+
+[torch-noarch]
+"""
+RELU_TVM_FFI = """\
+[general]
+name = "relu-tvm-ffi"
+version = 2
+edition = 5
+license = "Apache-2.0"
+backends = ["cpu", "cuda", "xpu"]
+kernel-depends = [{ repo-id = "kernels-test/relu", revision = "v1" }]
+
+[general.cuda]
+minver = "12.6"
+kernel-depends = [{ repo-id = "kernels-test/cutlass-helpers", version = 3 }]
+
+[general.xpu]
+python-depends = ["onednn"]
+
+[tvm-ffi]
+src = ["tvm-ffi-ext/binding.cpp"]
+
+[kernel.relu_cuda]
+backend = "cuda"
+depends = []
+src = ["relu_cuda/relu.cu"]
+
+[kernel.relu_xpu]
+backend = "xpu"
+depends = ["sycl_tla"]
+src = ["relu_xpu/relu.cpp"]
+"""
+EXAMPLES = {"relu-tpu": RELU_TPU, "relu-nki": RELU_NKI, "relu-tvm-ffi": RELU_TVM_FFI}
+
+CASES = [
+    *(Case(f"example-{n}-edition-5", t) for n, t in EXAMPLES.items()),
+    *(Case(f"example-{n}-edition-6", sub("edition = 5", "edition = 6", t)) for n, t in
+      EXAMPLES.items()),
+    # editions
+    Case("edition-5", BUILD_TOML),
+    *(Case(f"edition-{e}", sub("edition = 5", f"edition = {e}"))
+      for e in ("6", "4", "7", "0", "-1", '"5"', "5.0", "true")),
+    Case("legacy-torch", LEGACY),
+    Case("legacy-noarch", sub("edition = 5\n", "", NOARCH)),
+    Case("legacy-tvm-ffi", sub('[torch]\nsrc', '[tvm-ffi]\nsrc', LEGACY)),
+    Case("legacy-tpu-backend", sub("edition = 5\n", "", RELU_TPU)),
+    Case("legacy-without-version", sub("version = 1\n", "", LEGACY)),
+    Case("legacy-without-license", sub('license = "Apache-2.0"\n', "", LEGACY)),
+    Case("legacy-without-framework", sub('[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n', "",
+                                         LEGACY)),
+    Case("legacy-kernel-depends", general(f"kernel-depends = [{DEP}]", LEGACY)),
+    Case("legacy-cuda-kernel-depends", table(f"[general.cuda]\nkernel-depends = [{DEP}]", LEGACY)),
+    Case("legacy-tpu-table", table('[general.tpu]\npython-depends = ["jax"]', LEGACY)),
+    Case("legacy-neuron-table", table('[general.neuron]\npython-depends = ["nki"]', LEGACY)),
+    Case("legacy-stable-abi", torch('stable-abi = "2.10"', LEGACY)),
+    Case("legacy-stable-abi-table", LEGACY + '\n[torch.stable-abi]\ncuda = "2.10"\n'),
+    Case("legacy-edition-at-top-level", "edition = 5\n" + LEGACY),
+    # [general]
+    *(Case(f"general-without-{k}", sub(line, "")) for k, line in (
+        ("name", 'name = "relu"\n'), ("version", "version = 1\n"),
+        ("license", 'license = "Apache-2.0"\n'), ("backends", 'backends = ["cpu", "cuda"]\n'))),
+    Case("general-not-a-table", "general = 1\n" + BUILD_TOML[BUILD_TOML.index("[torch]"):]),
+    Case("version-0", sub("version = 1", "version = 0")),
+    Case("version-negative", sub("version = 1", "version = -1")),
+    Case("version-string", sub("version = 1", 'version = "1"')),
+    Case("version-huge", sub("version = 1", "version = 9223372036854775807")),
+    Case("license-empty", sub('"Apache-2.0"', '""'), STRICTER),
+    Case("license-integer", sub('"Apache-2.0"', "1")),
+    Case("backends-empty", sub('["cpu", "cuda"]', "[]", NOARCH), STRICTER),
+    Case("backends-twice", sub('["cpu", "cuda"]', '["cpu", "cuda", "cpu"]'), STRICTER),
+    Case("backends-all-of-kernel-builder", sub('["cpu", "cuda"]', '["cann", "cpu", "cuda", '
+                                               '"metal", "neuron", "rocm", "tpu", "xpu"]')),
+    Case("backends-string", sub('["cpu", "cuda"]', '"cpu"')),
+    *(Case(f"backend-{b}", sub('["cpu", "cuda"]', f'["{b}"]', NOARCH))
+      for b in ("tpu", "cann", "neuron", "metal", "rocm", "xpu", "npu", "CUDA", "vpu")),
+    Case("backend-mlu", sub('["cpu", "cuda"]', '["mlu", "musa"]', NOARCH), PLUGIN),
+    *(Case(f"name-{n}", sub('name = "relu"', f"name = {v}")) for n, v in (
+        ("one-letter", '"r"'), ("underscore", '"re_lu"'), ("trailing-dash", '"relu-"'),
+        ("capital", '"Relu"'), ("double-dash", '"my--kernel"'), ("digit-end", '"relu2"'),
+        ("integer", "1"))),
+    *(Case(f"{k}-{n}", general(f'{k} = "{v}"')) for k in ("upstream", "source") for n, v in (
+        ("https", "https://github.com/org/relu"), ("scp", "git@github.com:org/relu.git"),
+        ("git-ssh", "git+ssh://git@github.com/org/relu.git"), ("ftp", "ftp://example.com/relu"),
+        ("file", "file:///home/relu"), ("words", "not a url"), ("bare-host", "github.com/org/relu"),
+        ("scp-absolute", "host:/srv/relu.git"))),
+    Case("general-unknown-key", general('maintainer = "me"')),
+    Case("general-snake-case-key", general('python_depends = ["einops"]')),
+    Case("python-depends", general('python-depends = ["einops"]')),
+    Case("python-depends-string", general('python-depends = "einops"')),
+    Case("python-depends-integer", general("python-depends = [1]")),
+    Case("kernel-depends-version", general(f"kernel-depends = [{DEP}]")),
+    Case("kernel-depends-empty", general("kernel-depends = []")),
+    *(Case(f"kernel-depends-{n}", general(f"kernel-depends = [{v}]")) for n, v in (
+        ("revision", '{repo-id = "a/b", revision = "main"}'), ("neither", '{repo-id = "a/b"}'),
+        ("both", '{repo-id = "a/b", version = 1, revision = "main"}'),
+        ("version-string", '{repo-id = "a/b", version = "1"}'),
+        ("version-0", '{repo-id = "a/b", version = 0}'),
+        ("version-negative", '{repo-id = "a/b", version = -1}'),
+        ("revision-integer", '{repo-id = "a/b", revision = 1}'),
+        ("without-repo-id", "{version = 1}"), ("unknown-key", '{repo-id = "a/b", version = 1, x = 1}'),
+        ("snake-case", '{repo_id = "a/b", version = 1}'), ("string", '"a/b"'))),
+    Case("kernel-depends-table", general(f"kernel-depends = {DEP}")),
+    Case("kernel-depends-bad-repo-id", general('kernel-depends = [{repo-id = "not a repo", '
+                                               'version = 1}]'), STRICTER),
+    Case("kernel-depends-dotdot", general('kernel-depends = [{repo-id = "a/../b", '
+                                          'version = 1}]'), STRICTER),
+    Case("kernel-depends-empty-revision", general('kernel-depends = [{repo-id = "a/b", '
+                                                  'revision = ""}]'), STRICTER),
+    Case("hub-branch", sub("[general.hub]\n", '[general.hub]\nbranch = "main"\n')),
+    Case("hub-branch-integer", sub("[general.hub]\n", "[general.hub]\nbranch = 1\n")),
+    Case("hub-unknown-key", sub("[general.hub]\n", "[general.hub]\nx = 1\n")),
+    Case("hub-bad-repo-id", sub("kernels-community/relu", "../relu"), STRICTER),
+    # [general.<backend>]
+    Case("cuda-table", table('[general.cuda]\nminver = "12.1"\nmaxver = "12.9"\n'
+                             'python-depends = ["nvidia-cutlass-dsl"]\n'
+                             f'kernel-depends = [{DEP}, {{repo-id = "a/b", revision = "x"}}]')),
+    Case("cuda-table-empty", table("[general.cuda]")),
+    Case("cuda-table-without-cuda-backend", table('[general.cuda]\nminver = "12.1"', NOARCH)),
+    Case("cuda-table-unknown-key", table("[general.cuda]\nfoo = 1")),
+    Case("cuda-table-not-a-table", general("cuda = 1")),
+    Case("cuda-kernel-depends-neither", table('[general.cuda]\nkernel-depends = [{repo-id = '
+                                              '"a/b"}]')),
+    *(Case(f"cuda-minver-{n}", table(f"[general.cuda]\nminver = {v}")) for n, v in (
+        ("word", '"abc"'), ("three-parts", '"12.1.0"'), ("one-part", '"12"'),
+        ("integer", "12"), ("blanks", '" 12.1 "'), ("plus", '"+12.1"'), ("dot-0", '"12.0"'),
+        ("leading-zero", '"012.01"'), ("empty", '""'), ("trailing-dot", '"12."'),
+        ("inner-blank", '"12. 1"'), ("negative", '"12.-1"'), ("huge", '"99999999999999999999.1"'),
+        ("underscore", '"1_2.1"'))),
+    Case("neuron-table", table(f'[general.neuron]\npython-depends = ["nki"]\nkernel-depends = '
+                               f'[{DEP}]')),
+    Case("neuron-minver", table('[general.neuron]\nminver = "1.0"')),
+    Case("xpu-table", table(f'[general.xpu]\npython-depends = ["onednn"]\nkernel-depends = [{DEP}]')),
+    Case("xpu-minver", table('[general.xpu]\nminver = "1.0"')),
+    Case("tpu-table", table('[general.tpu]\npython-depends = ["jax"]')),
+    Case("tpu-kernel-depends", table(f"[general.tpu]\nkernel-depends = [{DEP}]")),
+    *(Case(f"{b}-table", table(f'[general.{b}]\npython-depends = ["einops"]'))
+      for b in ("rocm", "metal", "cpu", "cann", "npu")),
+    Case("mlu-table", table(f'[general.mlu]\npython-depends = ["einops"]\nkernel-depends = [{DEP}]',
+                            sub('["cpu", "cuda"]', '["cpu", "cuda", "mlu"]')), PLUGIN),
+    # frameworks
+    Case("no-framework", sub('[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n', "")),
+    Case("torch-and-noarch", BUILD_TOML + "\n[torch-noarch]\n"),
+    Case("torch-and-tvm-ffi", BUILD_TOML + '\n[tvm-ffi]\nsrc = ["a.cpp"]\n'),
+    Case("noarch", NOARCH),
+    Case("noarch-empty-kernel-table", NOARCH + "\n[kernel]\n"),
+    Case("noarch-with-kernels", NOARCH + '\n[kernel.k]\nbackend = "cpu"\ndepends = []\nsrc = []\n',
+         STRICTER),
+    Case("noarch-arch-keys", sub("[torch-noarch]\n", '[torch-noarch]\ncuda_capabilities = ["8.0"]\n'
+                                 'rocm_archs = ["gfx90a"]\npyext = ["py", "json"]\n', NOARCH)),
+    Case("noarch-kebab-arch-key", sub("[torch-noarch]\n", '[torch-noarch]\ncuda-capabilities = '
+                                      '["8.0"]\n', NOARCH)),
+    Case("noarch-src", sub("[torch-noarch]\n", '[torch-noarch]\nsrc = ["a.py"]\n', NOARCH)),
+    Case("torch-empty", sub('[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n', "[torch]\n")),
+    Case("torch-every-key", torch('include = ["i"]\npyext = ["py", "json"]\ncxx-flags = ["-O3"]\n'
+                                  'minver = "2.8"\nmaxver = "2.10"')),
+    *(Case(f"torch-minver-{n}", torch(f'minver = "{v}"')) for n, v in (
+        ("three-parts", "2.8.0"), ("one-part", "2"), ("dot-0", "2.0"))),
+    Case("torch-maxver-below-minver", torch('minver = "2.10"\nmaxver = "2.8"')),
+    *(Case(f"stable-abi-{n}", torch(f"stable-abi = {v}")) for n, v in (
+        ("string", '"2.10"'), ("three-parts", '"2.10.0"'), ("integer", "2"), ("word", '"x"'))),
+    Case("stable-abi-table", BUILD_TOML + '\n[torch.stable-abi]\ncuda = "2.10"\ntpu = "2.10"\n'
+         'cann = "2.9"\nneuron = "2.9"\n'),
+    Case("stable-abi-table-empty", BUILD_TOML + "\n[torch.stable-abi]\n"),
+    Case("stable-abi-table-unknown-backend", BUILD_TOML + '\n[torch.stable-abi]\nfoo = "2.10"\n'),
+    Case("stable-abi-table-three-parts", BUILD_TOML + '\n[torch.stable-abi]\ncuda = "2.10.1"\n'),
+    Case("stable-abi-table-mlu", BUILD_TOML + '\n[torch.stable-abi]\nmlu = "2.10"\n', PLUGIN),
+    Case("torch-snake-case-key", torch('cxx_flags = ["-O3"]')),
+    Case("torch-unknown-key", torch("sources = []")),
+    Case("torch-src-integer", sub('src = ["torch-ext/torch_binding.cpp"]', "src = [1]")),
+    Case("torch-include-string", torch('include = "i"')),
+    Case("tvm-ffi", sub("[torch]\n", '[tvm-ffi]\ninclude = ["i"]\npyext = ["py"]\n'
+                        'cxx-flags = ["-O2"]\n')),
+    Case("tvm-ffi-without-src", sub('[torch]\nsrc = ["torch-ext/torch_binding.cpp"]',
+                                    "[tvm-ffi]")),
+    Case("tvm-ffi-minver", sub("[torch]\n", '[tvm-ffi]\nminver = "2.8"\n')),
+    Case("tvm-ffi-stable-abi", sub("[torch]\n", '[tvm-ffi]\nstable-abi = "2.10"\n')),
+    Case("top-level-unknown-table", BUILD_TOML + "\n[foo]\nx = 1\n"),
+    Case("top-level-unknown-key", "x = 1\n" + BUILD_TOML),
+    # [kernel.<name>]
+    Case("kernel-cpu", kernel('cxx-flags = ["-O3"]\ninclude = ["i"]')),
+    Case("kernel-cuda", kernel('cuda-capabilities = ["8.0", "9.0a"]\ncuda-flags = ["-x"]\n'
+                               'cuda-minver = "12.4"\ncxx-flags = ["a"]', "cuda")),
+    Case("kernel-cuda-minver-three-parts", kernel('cuda-minver = "12.4.1"', "cuda")),
+    Case("kernel-metal", kernel('cxx-flags = ["a"]', "metal", '["torch", "metal-cpp"]')),
+    Case("kernel-rocm", kernel('rocm-archs = ["gfx90a"]\nhip-flags = ["x"]', "rocm")),
+    Case("kernel-xpu", kernel('sycl-flags = ["x"]', "xpu", '["torch", "sycl_tla"]')),
+    *(Case(f"kernel-{b}", kernel("", b)) for b in ("tpu", "neuron", "cann", "npu", "vpu")),
+    Case("kernel-mlu", kernel("", "mlu"), PLUGIN),
+    Case("kernel-rocm-key-on-cpu", kernel('rocm-archs = ["gfx90a"]')),
+    Case("kernel-hip-flags-on-cuda", kernel('hip-flags = ["x"]', "cuda")),
+    Case("kernel-cuda-capability-integer", kernel("cuda-capabilities = [8]", "cuda")),
+    Case("kernel-snake-case-key", kernel('cuda_capabilities = ["8.0"]', "cuda")),
+    Case("kernel-unknown-key", kernel("foo = 1")),
+    *(Case(f"kernel-without-{k}", sub(old, new, kernel(""))) for k, old, new in (
+        ("backend", '[kernel.k]\nbackend = "cpu"', "[kernel.k]"),
+        ("depends", 'depends = ["torch"]\nsrc = ["k.cpp"]', 'src = ["k.cpp"]'),
+        ("src", '\nsrc = ["k.cpp"]', ""))),
+    Case("kernel-depends-every-build-dependency", kernel("", "cuda", '["torch", "cutlass_2_10", '
+         '"cutlass_3_5", "cutlass_3_6", "cutlass_3_8", "cutlass_3_9", "cutlass_4_0", '
+         '"cutlass_4_4", "cutlass_4_5", "sycl_tla", "metal-cpp"]')),
+    Case("kernel-depends-unknown", kernel("", "cpu", '["numpy"]')),
+    Case("kernel-depends-dashes", kernel("", "cuda", '["cutlass-3-6"]')),
+    Case("kernel-backend-not-declared", sub('backends = ["cpu", "cuda"]', 'backends = ["cuda"]'),
+         STRICTER),
+    Case("kernel-with-tvm-ffi", sub('[torch]\nsrc = ["torch-ext/torch_binding.cpp"]',
+                                    '[tvm-ffi]\nsrc = ["b.cpp"]')),
+    Case("kernel-quoted-name", sub("[kernel.relu_cpu]", '[kernel."relu.cpu"]')),
+    Case("kernel-not-a-table", NOARCH + "\n[kernel]\nk = 1\n"),
+    # TOML 1.1 syntax, which neither parser reads
+    Case("toml-newline-in-inline-table", general('kernel-depends = [{repo-id = "a/b",\n'
+                                                 "  version = 1}]")),
+    Case("toml-trailing-comma-in-inline-table", general('kernel-depends = [{repo-id = "a/b", '
+                                                        "version = 1,}]")),
+]
+
+CORPUS_FILES = sorted(CORPUS.glob("*.build.toml"))
+
+SCRIPT = r'''
+import json, sys
+from pathlib import Path
+import kernels
+from kernels._rust import Build, KernelVersion
+
+out = {"version": kernels.__version__, "cases": {}}
+for case in sorted(Path(sys.argv[1]).iterdir()):
+    try:
+        build = Build.open(case)
+    except ValueError as e:
+        out["cases"][case.name] = {"ok": False, "error": str(e)}
+        continue
+    deps = {}
+    for backend in build.general.backends:
+        deps[str(backend).lower()] = [
+            [d.repo_id, "version", d.version.version] if isinstance(d.version, KernelVersion.Version)
+            else [d.repo_id, "revision", d.version.revision]
+            for d in build.all_kernel_depends(backend)
+        ]
+    out["cases"][case.name] = {"ok": True, "deps": deps}
+print(json.dumps(out))
+'''
+
+
+@pytest.fixture(scope="module")
+def kernels_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """kernels 0.17.2's verdict on every case and corpus file, from one run of its parser."""
+    value = os.environ.get(PYTHON_ENV)
+    if not value:
+        if os.environ.get("CI"):
+            pytest.fail(f"set {PYTHON_ENV} (see tests/reference/test_hf_kernels_compat.py)")
+        pytest.skip(f"needs kernels 0.17.2 in a second environment: set {PYTHON_ENV}")
+    root = tmp_path_factory.mktemp("cases")
+    texts = {c.id: c.text for c in CASES}
+    texts.update({f"corpus-{p.name}": p.read_text(encoding="utf-8") for p in CORPUS_FILES})
+    for name, text in texts.items():
+        (root / name).mkdir()
+        (root / name / "build.toml").write_text(text, encoding="utf-8")
+    done = subprocess.run([value, "-B", "-c", SCRIPT, str(root)], capture_output=True, text=True,
+                          timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads(done.stdout)
+    assert report["version"] == "0.17.2"
+    assert set(report["cases"]) == set(texts)
+    return report["cases"]
+
+
+def ours(text: str) -> tuple[Any, list[str]]:
+    """Our verdict: the BuildToml (None when refused) and the issues, described."""
+    try:
+        data = loads_toml(text)
+    except BuildConfigError as e:
+        return None, [str(e)]
+    config, issues = validate_build_data(data)
+    return config, [i.describe() for i in issues]
+
+
+def depends_by_backend(build: Any) -> dict[str, list[list[Any]]]:
+    return {b: [[d.repo_id, "version", d.version] if d.version is not None
+                else [d.repo_id, "revision", d.revision] for d in build.kernel_depends(b)]
+            for b in build.config.general.backends}
+
+
+def test_the_table_covers_each_verdict() -> None:
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert {c.ours for c in CASES} == {SAME, STRICTER, PLUGIN}
+
+
+@pytest.mark.usefixtures("manager")
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_we_agree_with_kernels_on_every_case(case: Case, kernels_verdicts: dict) -> None:
+    theirs = kernels_verdicts[case.id]
+    build, issues = ours(case.text)
+    said = f"kernels: {theirs.get('error', 'accepted')}; ours: {issues or 'accepted'}"
+    if case.ours == SAME:
+        assert (build is not None) == theirs["ok"], said
+    elif case.ours == STRICTER:
+        assert theirs["ok"] and build is None, said
+    else:
+        assert not theirs["ok"] and build is not None, said
+        assert any("kernel-builder 0.17.2 does not know" in n for n in build.notes)
+    if build is not None and theirs["ok"]:
+        assert depends_by_backend(build) == theirs["deps"]
+
+
+@pytest.mark.usefixtures("manager")
+@pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name.removesuffix(".build.toml"))
+def test_we_agree_with_kernels_on_the_corpus(path: Path, kernels_verdicts: dict) -> None:
+    theirs = kernels_verdicts[f"corpus-{path.name}"]
+    build, issues = ours(path.read_text(encoding="utf-8"))
+    assert theirs["ok"] and build is not None, issues
+    assert depends_by_backend(build) == theirs["deps"]
