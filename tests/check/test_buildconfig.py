@@ -15,6 +15,7 @@ from kernel_plugins_check.buildconfig import (
 )
 
 from kernel_plugins.errors import BuildConfigError
+from tests.check.test_buildconfig_parity import RELU_TPU
 from tests.support.inputs import BUILD_TOML, CORPUS
 
 CORPUS_FILES = sorted(CORPUS.glob("*.build.toml"))
@@ -216,31 +217,48 @@ src = ["ops_musa/ops.mu"]
     build = parse_build_toml(text)
     assert build.backends == ["mlu", "musa", "npu"]  # cann is the builder name of npu
     assert build.python_depends("mlu") == ["einops"]
-    [targets] = build.notes
+    targets, unchecked = build.notes
+    assert unchecked == ("build.toml: [general.mlu] python-depends cannot be checked: backend "
+                         "'mlu' is not installed (pip install kernel-plugins-mlu (from a checkout: "
+                           "pip install ./plugins/mlu))")
     assert targets.startswith("build.toml targets mlu, musa: kernel-plugins backends that "
                               "kernel-builder 0.17.2 does not know")
 
 
-def test_a_tpu_noarch_kernel_validates_without_the_plugin_installed(manager) -> None:
+def test_a_tpu_noarch_kernel_validates_with_or_without_the_plugin(manager) -> None:
     """kernels 0.17.2's TPU layout (relu-tpu): backends = ["tpu"] with [torch-noarch]."""
-    text = """
-[general]
-name = "relu-tpu"
-version = 1
-edition = 5
-license = "Apache-2.0"
-backends = ["tpu"]
-
-[general.tpu]
-python-depends = ["jax"]
-
-[torch-noarch]
-
-[kernel]
-"""
+    text = RELU_TPU.replace("[torch-noarch]", '[general.tpu]\npython-depends = ["jax"]\n\n[torch-noarch]')
     build = parse_build_toml(text)
     assert build.backends == ["tpu"]
     assert build.python_depends("tpu") == ["jax"]
+    assert build.notes == ("build.toml: [general.tpu] python-depends cannot be checked: backend "
+                           "'tpu' is not installed (pip install kernel-plugins-tpu (from a checkout: "
+                           "pip install ./plugins/tpu))",)
+    from kernel_plugins_tpu.hooks import TPU
+
+    assert manager.register(TPU, name="tpu")
+    assert parse_build_toml(text).notes == ()
+    message, fix = issues_of(text.replace('"jax"', '"jax", "nki"'))["general.tpu.python-depends[1]"]
+    assert message == "'nki' is not a python-depends name known for backend 'tpu'"
+    assert "jax" in fix and "libtpu" in fix
+
+
+@pytest.mark.parametrize(
+    ("block", "key", "fix"),
+    [
+        ('python-depends = ["einops", "leftpad"]\n', "general.python-depends[1]",
+         "use one of einops, helion, numpy, triton, tvm-ffi"),
+        ('python-depends = ["nvidia-cutlass-dsl"]\n', "general.python-depends[0]",
+         "move it to [general.cuda] (only that backend knows it)"),
+        ('[general.cuda]\npython-depends = ["einops", "nki"]\n', "general.cuda.python-depends[1]",
+         "use one of einops, helion, numpy, nvidia-cutlass-dsl, triton, tvm-ffi"),
+    ],
+)
+def test_python_depends_are_names_known_for_their_backend(block: str, key: str, fix: str) -> None:
+    message, found = issues_of(BUILD_TOML.replace("[general.hub]", f"{block}[general.hub]"))[key]
+    name = "nki" if "nki" in block else "leftpad" if "leftpad" in block else "nvidia-cutlass-dsl"
+    assert message.startswith(f"{name!r} is not a python-depends name known for ")
+    assert found == fix
 
 
 def test_backend_specific_kernel_keys_belong_to_their_backend() -> None:

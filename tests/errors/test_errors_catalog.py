@@ -507,6 +507,11 @@ CASES: list[Case] = [
                                        '[{repo-id = "a b", version = 1}]\n')),
          E.BuildConfigError, "general.kernel-depends[0].repo-id: Invalid repository id 'a b'",
          "Use an `org/name` repository id and one of `version` / `revision`."),
+    Case("build-toml-python-depends", B, '`python-depends = ["leftpad"]` in [general]',
+         _read_toml(BUILD_TOML.replace("edition = 5\n", 'edition = 5\npython-depends = '
+                                       '["leftpad"]\n')),
+         E.BuildConfigError, "'leftpad' is not a python-depends name known for every backend",
+         "Use a name the fix lists, or move it to the table of the backend that knows it."),
     Case("build-toml-version-form", B, '`minver = "2.8.0"` in [torch]',
          _read_toml(BUILD_TOML.replace("[torch]\n", '[torch]\nminver = "2.8.0"\n')),
          E.BuildConfigError, "torch.minver: '2.8.0' is not a version such as \"12.8\"",

@@ -23,6 +23,7 @@ from kernel_plugins.variants import Variant, parse_variant
 
 from ._report import _RENAME_FIX, _Ctx
 from .buildconfig import canonical_backend
+from .buildconfig._rules import python_depends_known
 
 
 def _check_variant(ctx: _Ctx, name: str, folder: Path) -> None:
@@ -192,20 +193,12 @@ def _check_agreement(
 
 
 def _check_python_depends(ctx: _Ctx, mfile: Path, meta: KernelMetadata, backend: str) -> None:
-    from kernel_plugins.device import GENERAL_PYTHON_DEPENDS
-    from kernel_plugins.known_plugins import INSTALL_HINTS
-
-    rec = ctx.manager.backends().get(backend)
-    known = rec.spec.known_python_depends() if rec else GENERAL_PYTHON_DEPENDS
+    known, missing = python_depends_known(ctx.manager.backends(), backend)
     for i, name in enumerate(meta.python_depends):
         if name in known:
             continue
-        if rec is None and backend in ctx.known:
-            hint = INSTALL_HINTS.get(backend)
-            ctx.notes.append(
-                f"{ctx.rel(mfile)}: python-depends {name!r} cannot be checked: backend "
-                f"{backend!r} is not installed" + (f" ({hint})" if hint else "")
-            )
+        if missing and backend in ctx.known:
+            ctx.notes.append(f"{ctx.rel(mfile)}: python-depends {name!r} cannot be checked: {missing}")
             continue
         ctx.add(
             mfile, f"python-depends[{i}]",

@@ -21,7 +21,8 @@ kernel-builder does not know at all (``mlu``, ``musa``) is accepted with a note,
 repository still validates. Beyond kernels' parser, ``check`` refuses what fails later: a
 ``kernel-depends`` or ``hub`` repository id that is not ``org/name``, an empty revision,
 an empty or repeated backend list, a kernel whose backend ``general.backends`` lacks,
-``[kernel.*]`` tables in a ``[torch-noarch]`` kernel.
+``[kernel.*]`` tables in a ``[torch-noarch]`` kernel, ``python-depends`` names not known
+for their backend (:func:`~._rules.python_depends_known`).
 
 :func:`validate_build_data` returns every issue (for ``check``);
 :func:`parse_build_toml` / :func:`read_build_toml` raise one

@@ -5,7 +5,8 @@ are kernel-builder's, or those of a kernel-plugins backend that kernel-builder d
 (``mlu``: accepted, with a note); a backend is listed once; a kernel is for a backend
 kernel-builder compiles, one of ``general.backends``, and uses only its own backend's keys;
 there is exactly one framework table, and a ``[torch-noarch]`` kernel has no
-``[kernel.*]`` tables.
+``[kernel.*]`` tables. ``python-depends`` names are known to this installation: the general
+ones in ``[general]``, those of the backend in ``[general.<backend>]``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ._models import (
     KERNEL_BACKEND_KEYS,
     BuildConfigIssue,
     builder_spelling,
+    canonical_backend,
     plugin_only,
 )
 
@@ -129,3 +131,55 @@ def _kernel_issues(
     return issues
 
 
+
+def python_depends_known(
+    backends: Mapping[str, Any], backend: str | None
+) -> tuple[Mapping[str, Any], str | None]:
+    """The ``python-depends`` names known for ``backend`` (None: the general ones) among the
+    installed ``backends``, and why they are only the general ones when its plugin is not
+    installed (None when it is)."""
+    from kernel_plugins.device import GENERAL_PYTHON_DEPENDS
+    from kernel_plugins.known_plugins import INSTALL_HINTS
+
+    rec = backends.get(backend) if backend else None
+    if rec is not None:
+        return rec.spec.known_python_depends(), None
+    hint = INSTALL_HINTS.get(backend) if backend else None
+    why = f"backend {backend!r} is not installed" + (f" ({hint})" if hint else "")
+    return GENERAL_PYTHON_DEPENDS, why if backend else None
+
+
+def _python_depends_issues(
+    general: Mapping[str, Any], known: Mapping[str, str]
+) -> tuple[list[BuildConfigIssue], list[str]]:
+    """``python-depends`` of ``[general]`` must be general names, those of
+    ``[general.<backend>]`` names known for that backend (checked when it is installed; a
+    note otherwise)."""
+    from kernel_plugins.plugins import get_manager
+
+    installed = get_manager().backends()
+    owners = {name: b for b, rec in installed.items() for name in rec.spec.python_depends}
+    issues: list[BuildConfigIssue] = []
+    notes: list[str] = []
+    keys = [k for k in general if k in ("cuda", "neuron", "tpu", "xpu") or plugin_only(k, known)]
+    for key in [None, *keys]:
+        table = general[key] if key else general
+        names = table.get("python-depends") if isinstance(table, Mapping) else None
+        if not isinstance(names, list):
+            continue
+        allowed, missing = python_depends_known(installed, canonical_backend(key) if key else None)
+        if missing:
+            notes.append(f"[general.{key}] python-depends cannot be checked: {missing}")
+            continue
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or name in allowed:
+                continue
+            fix = f"use one of {', '.join(sorted(allowed))}"
+            if not key and name in owners:
+                fix = f"move it to [general.{owners[name]}] (only that backend knows it)"
+            issues.append(BuildConfigIssue(
+                _fmt_loc(("general", *([key] if key else []), "python-depends", i)),
+                f"{name!r} is not a python-depends name known "
+                + (f"for backend {key!r}" if key else "for every backend"), fix,
+            ))
+    return issues, notes

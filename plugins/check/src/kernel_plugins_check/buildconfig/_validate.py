@@ -28,7 +28,7 @@ from ._models import (
     known_backends,
     plugin_only,
 )
-from ._rules import _semantic_issues
+from ._rules import _python_depends_issues, _semantic_issues
 from ._toml import MAX_BUILD_TOML_BYTES, loads_toml
 
 
@@ -51,8 +51,12 @@ def validate_build_data(
     edition, issues = _edition_issues(data)
     rest = dict(data)
     plugin_tables: dict[str, BackendGeneral] = {}
+    notes: list[str] = []
     general = data.get("general")
     if isinstance(general, Mapping):
+        found, unchecked = _python_depends_issues(general, known)
+        issues += found
+        notes += [f"{where}: {n}" for n in unchecked]
         general = dict(general)
         for key in [k for k in general if plugin_only(k, known)]:
             try:
@@ -79,7 +83,7 @@ def validate_build_data(
     }
     tables.update(plugin_tables)
     shape = f"edition {edition}" if edition is not None else "legacy v4"
-    notes = _notes(config, where, tables, known)
+    notes = _notes(config, where, tables, known) + notes
     return BuildToml(config, edition, shape, tables, tuple(notes), where), []
 
 
