@@ -1,13 +1,9 @@
 """Portable reference kernels that ship inside kernel-plugins.
 
-Each is a kernel repository written in plain PyTorch with the same public API as the
-community Hub kernel of the same name (``kernels-community/activation``, ``rmsnorm``,
-``rotary``), so the normal loader can serve them on any device when no optimised kernel
-fits. The repositories have one noarch variant per backend (``build/torch-cpu``,
-``build/torch-cuda``, ...); the package ships their sources once and
-:func:`reference_repo` assembles the variant folders on first use (see
-:mod:`kernel_plugins.reference._layout`). This module imports neither torch nor the
-kernels.
+Each is a kernel repository in plain PyTorch with the API of the community Hub kernel of
+the same name (``kernels-community/activation``, ``rmsnorm``, ``rotary``), with one noarch
+variant per backend, assembled on first use (:mod:`._layout`), so the normal loader can
+serve it on any device when no optimised kernel fits. Imports neither torch nor the kernels.
 
 Example::
 
@@ -25,13 +21,7 @@ from pathlib import Path
 
 from ._layout import BACKENDS, SOURCE_DIR, materialize
 
-__all__ = [
-    "BACKENDS",
-    "REFERENCE_ROOT",
-    "reference_names",
-    "reference_repo",
-    "reference_source",
-]
+__all__ = ["BACKENDS", "REFERENCE_ROOT", "reference_names", "reference_repo", "reference_source"]
 
 REFERENCE_ROOT: Path = Path(__file__).resolve().parent
 """The packaged sources: one folder per reference kernel (``<name>/torch-ext/``)."""
@@ -46,9 +36,7 @@ def _is_kernel(path: Path) -> bool:
 
 def reference_names() -> list[str]:
     """Names of the bundled reference kernels, sorted (e.g. ``["activation", ...]``)."""
-    return sorted(
-        p.name for p in REFERENCE_ROOT.iterdir() if _NAME_RE.match(p.name) and _is_kernel(p)
-    )
+    return sorted(p.name for p in REFERENCE_ROOT.iterdir() if _NAME_RE.match(p.name) and _is_kernel(p))
 
 
 def reference_source(name: str) -> Path | None:
@@ -60,14 +48,9 @@ def reference_source(name: str) -> Path | None:
 
 
 def reference_repo(name: str, backends: tuple[str, ...] = ()) -> Path | None:
-    """The kernel repository of the reference kernel ``name``, or ``None`` if there is none.
-
-    ``name`` is the kernel name as in ``metadata.json`` (``"activation"``); a Hub-style
-    id such as ``"kernels-community/activation"`` is not a name and returns ``None``. The
-    repository (``build/torch-<backend>/`` for every backend in :data:`BACKENDS`) lives in
-    a cache folder and is created on the first call; it loads with ``kernel_plugins.load``
-    and with HF ``kernels`` (``get_local_kernel``). ``backends`` names more backends (a
-    third-party one) to build a ``torch-<backend>`` variant for.
+    """The kernel repository (``build/torch-<backend>/`` for each of :data:`BACKENDS` and
+    ``backends``) of the reference kernel ``name`` (as in ``metadata.json``: ``"activation"``,
+    not a Hub id), or ``None``. It loads with ``kernel_plugins.load`` and HF ``kernels``.
 
     :raises OSError: the cache folder cannot be written (see ``_layout.materialize``).
     """

@@ -1,31 +1,11 @@
 """Materialise the bundled reference kernels as kernel repositories with noarch variants.
 
-The package ships each reference kernel's Python sources once, in
-``<name>/torch-ext/``, plus the files every kernel shares in ``_common/``. A kernel
-repository needs one self-contained ``build/torch-<backend>/`` folder per backend (each
-is imported as a package on its own, by kernel-plugins and by HF ``kernels``), with a
-``metadata.json`` naming that backend and its Python dependencies. Shipping those folders
-would put nine copies of the same code in the wheel, so they are created on first use
-instead, in a cache folder keyed by a fingerprint of the sources:
-
-``<cache>/<fingerprint>/<name>/build/torch-<backend>/``
-    every source file (a copy: the loader refuses links that lead out of a variant) and
-    ``metadata.json``, with a ``digest`` of those files.
-
-What runs is always the packaged code. The whole repository (which files and folders
-exist, no links, every byte, ``metadata.json`` and its digest) is computed in this
-process from the packaged sources, and every :func:`materialize` compares the cached copy
-with it; a copy that differs in anything (an edited file with a rewritten digest, a
-missing ``metadata.json``, a planted variant) is rebuilt, atomically, before its path is
-returned. The loader then imports exactly the bytes that digest names.
-
-The cache is ``$KERNEL_PLUGINS_REFERENCE_CACHE`` when set, else
-``$XDG_CACHE_HOME/kernel-plugins/reference`` (``~/.cache/...`` without XDG), never a
-temporary folder. The cache folder, the fingerprint folder in it (and, by default, the
-``kernel-plugins`` folder above it) must belong to the current user (POSIX), and only
-that user may write them: they are created with mode 0700, write access for others is
-removed from them, and a folder of another user, or a link, is refused. Creation is atomic (a finished repository is renamed into place), so concurrent
-processes never see a partial one. It uses only the standard library.
+The package ships each kernel's sources once (``<name>/torch-ext/`` plus the shared
+``_common/``); :func:`materialize` assembles ``<cache>/<fingerprint>/<name>/build/torch-<backend>/``
+(copies of every source file and a ``metadata.json`` with their ``digest``) on first use,
+and on every use compares the whole cached copy with the repository computed from the
+packaged sources, rebuilding it atomically when anything differs. The cache folders must
+be the user's own and writable by no one else (see docs/loading.md).
 """
 
 from __future__ import annotations
@@ -40,33 +20,13 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = [
-    "BACKENDS",
-    "CACHE_ENV",
-    "SOURCE_DIR",
-    "cache_root",
-    "expected_files",
-    "fingerprint",
-    "kernel_info",
-    "materialize",
-    "source_files",
-    "variant_id",
-]
+__all__ = ["BACKENDS", "CACHE_ENV", "SOURCE_DIR", "cache_root", "expected_files", "fingerprint",
+           "kernel_info", "materialize", "source_files", "variant_id"]
 
-#: Noarch backends the reference kernels are built for, each with the ``python-depends``
-#: its variant declares. The kernels are plain PyTorch, so none needs a package beyond
-#: torch and the device's own PyTorch extension (which the backend plugin provides).
+#: Noarch backends the reference kernels are built for -> the ``python-depends`` each
+#: variant declares (none: the kernels are plain PyTorch).
 BACKENDS: dict[str, tuple[str, ...]] = {
-    "cpu": (),
-    "cuda": (),
-    "rocm": (),
-    "xpu": (),
-    "metal": (),
-    "mlu": (),
-    "musa": (),
-    "npu": (),
-    "neuron": (),
-    "tpu": (),
+    b: () for b in ("cpu", "cuda", "rocm", "xpu", "metal", "mlu", "musa", "npu", "neuron", "tpu")
 }
 
 #: Environment variable that overrides the cache folder.
@@ -82,10 +42,7 @@ _LAYOUT_VERSION = "3"  # 3: checked against the packaged sources on every use
 
 def kernel_info(name: str) -> dict[str, object]:
     """The ``kernel.json`` of reference kernel ``name``: name, version and license."""
-    info = json.loads((_ROOT / name / "kernel.json").read_text("utf-8"))
-    if not isinstance(info, dict):
-        raise ValueError(f"{_ROOT / name / 'kernel.json'} must hold a JSON object")
-    return info
+    return json.loads((_ROOT / name / "kernel.json").read_text("utf-8"))  # type: ignore[no-any-return]
 
 
 def source_files(name: str) -> dict[str, Path]:
@@ -106,11 +63,7 @@ def _backends(extra: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
 
 @functools.cache
 def fingerprint(name: str, extra_backends: tuple[str, ...] = ()) -> str:
-    """12 hex digits identifying the sources, metadata and backends of ``name``.
-
-    Computed once per process (the packaged sources do not change while it runs), so a
-    fallback load does not read and hash every source file again.
-    """
+    """12 hex digits identifying the sources, metadata and backends of ``name`` (once per process)."""
     digest = hashlib.sha256(f"layout {_LAYOUT_VERSION}\n".encode())
     digest.update(json.dumps(kernel_info(name), sort_keys=True).encode())
     digest.update(json.dumps(_backends(extra_backends), sort_keys=True).encode())
@@ -153,13 +106,11 @@ def expected_files(name: str, extra_backends: tuple[str, ...] = ()) -> dict[str,
 
 
 def cache_root() -> Path:
-    """The folder that holds materialised reference repositories (see the module doc)."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
+    """``$KERNEL_PLUGINS_REFERENCE_CACHE``, else ``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/kernel-plugins/reference``."""
+    if explicit := os.environ.get(CACHE_ENV):
         return Path(explicit).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "kernel-plugins" / "reference"
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kernel-plugins" / "reference"
 
 
 def _matches(repo: Path, expected: dict[str, bytes]) -> bool:
@@ -200,21 +151,12 @@ def _private_dir(path: Path) -> None:
     try:
         st = os.fstat(fd)
         if st.st_uid != os.getuid():
-            raise PermissionError(
-                f"{path} belongs to another user (uid {st.st_uid}), who could change what runs "
-                "as the reference kernel"
-            )
+            raise PermissionError(f"{path} belongs to another user (uid {st.st_uid}), who could change "
+                                  "what runs as the reference kernel")
         if st.st_mode & 0o022:
             os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~0o022)
     finally:
         os.close(fd)
-
-
-def _write(dest: Path, files: dict[str, bytes]) -> None:
-    for rel, data in files.items():
-        path = dest / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
 
 
 def _materialize_in(root: Path, name: str, extra: tuple[str, ...]) -> Path:
@@ -231,7 +173,9 @@ def _materialize_in(root: Path, name: str, extra: tuple[str, ...]) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder))
     trash = Path(tempfile.mkdtemp(prefix=f".{name}-old-", dir=folder))
     try:
-        _write(staging, expected)
+        for rel, data in expected.items():
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            (staging / rel).write_bytes(data)
         if repo.exists() or repo.is_symlink():  # damaged or changed: move it out of the way
             try:
                 os.replace(repo, trash / name)
@@ -249,12 +193,10 @@ def _materialize_in(root: Path, name: str, extra: tuple[str, ...]) -> Path:
 
 
 def materialize(name: str, extra_backends: tuple[str, ...] = ()) -> Path:
-    """The kernel repository of reference kernel ``name``, created or repaired as needed.
+    """The kernel repository of reference kernel ``name``, created or repaired as needed;
+    ``extra_backends`` (third-party ones) get a ``torch-<backend>`` variant too.
 
-    :param extra_backends: backends besides :data:`BACKENDS` (a third-party backend) that
-        get a ``torch-<backend>`` variant too.
-    :raises OSError: the cache folder cannot be written or belongs to another user (the
-        message names the folder and the variable that moves the cache).
+    :raises OSError: the cache folder cannot be written or is not yours (naming :data:`CACHE_ENV`).
     """
     root = cache_root()
     try:
@@ -262,7 +204,5 @@ def materialize(name: str, extra_backends: tuple[str, ...] = ()) -> Path:
         extra = tuple(dict.fromkeys(b for b in extra_backends if b not in BACKENDS))
         return _materialize_in(root, name, extra)
     except OSError as e:
-        raise OSError(
-            f"cannot create the reference kernel {name!r} under {root} ({e}); set {CACHE_ENV} "
-            "to a folder that only you can write"
-        ) from e
+        raise OSError(f"cannot create the reference kernel {name!r} under {root} ({e}); set {CACHE_ENV} "
+                      "to a folder that only you can write") from e

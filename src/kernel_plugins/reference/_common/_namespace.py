@@ -1,8 +1,5 @@
-"""The ``torch.ops`` namespace of one reference kernel build: its metadata ``id``.
-
-Shared by every reference kernel (each variant folder holds a copy of this file), so the
-``metadata.json`` beside it names the build whose operators are registered.
-"""
+"""The ``torch.ops`` namespace of one reference kernel build: the ``id`` of the ``metadata.json``
+beside this file (shared by every reference kernel; each variant folder holds a copy)."""
 
 from __future__ import annotations
 
@@ -30,13 +27,9 @@ def has_op(name: str) -> bool:
 
 
 def define_composite(operators: Iterable[tuple[str, str, Callable[..., Any]]]) -> Any:
-    """Register ``(name, schema, kernel)`` operators of this build; return ``torch.ops.<id>``.
-
-    Each kernel is ``CompositeImplicitAutograd`` (a composition of native ops, so autograd,
-    fake tensors and ``torch.compile`` trace through it) and tagged pt2-compliant. An
-    operator already registered in this process is left as it is (importing the build
-    again registers nothing).
-    """
+    """Register ``(name, schema, kernel)`` operators of this build, each
+    ``CompositeImplicitAutograd`` (autograd, fake tensors and ``torch.compile`` trace through
+    it) and pt2-compliant, unless already registered; return ``torch.ops.<id>``."""
     for name, schema, kernel in operators:
         if not has_op(name):
             qualname = add_op_namespace_prefix(name)

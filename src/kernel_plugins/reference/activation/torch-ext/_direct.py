@@ -1,10 +1,6 @@
-"""The activations written straight into ``out``: the same native ops as ``_native``, in place.
-
-Each function here performs the operations of its ``_native`` formula in the same order,
-on operands of the same layout, but writes into the caller's ``out`` (and one scratch
-buffer for the longer formulas) instead of allocating a tensor per step, so the results
-are bitwise equal to the formula: every element meets the same ATen code. Multiplication and addition are commutative in IEEE
-arithmetic, which lets ``b * act(a)`` be computed as ``act(a)`` then ``*= b``.
+"""The activations written straight into ``out``: the ops of each ``_native`` formula, in the
+same order on operands of the same layout (bitwise equal), into ``out`` and at most one
+scratch buffer. IEEE multiplication is commutative, so ``b * act(a)`` is ``act(a)``, ``*= b``.
 """
 
 from __future__ import annotations
@@ -22,18 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["INTO", "WIDE_ONLY", "act_into"]
 
 aten = torch.ops.aten
-
-
-def _silu(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
-    aten.silu.out(x, out=out)
-
-
-def _gelu(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
-    aten.gelu.out(x, approximate="none", out=out)
-
-
-def _gelu_tanh(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
-    aten.gelu.out(x, approximate="tanh", out=out)
 
 
 def _fatrelu(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
@@ -70,9 +54,9 @@ def _gelu_quick(x: Tensor, out: Tensor, params: tuple[float, ...]) -> None:
 
 
 INTO: dict[Callable[..., Tensor], Callable[[Tensor, Tensor, tuple[float, ...]], None]] = {
-    N.silu: _silu,
-    N.gelu: _gelu,
-    N.gelu_tanh: _gelu_tanh,
+    N.silu: lambda x, out, params: aten.silu.out(x, out=out),
+    N.gelu: lambda x, out, params: aten.gelu.out(x, approximate="none", out=out),
+    N.gelu_tanh: lambda x, out, params: aten.gelu.out(x, approximate="tanh", out=out),
     N.fatrelu: _fatrelu,
     N.gelu_fast: _gelu_fast,
     N.gelu_new: _gelu_new,
@@ -81,10 +65,9 @@ INTO: dict[Callable[..., Tensor], Callable[[Tensor, Tensor, tuple[float, ...]], 
 """Native activation formula -> the same formula written into ``out``."""
 
 WIDE_ONLY = frozenset({N.gelu_fast, N.gelu_new})
-"""Formulas of many element-wise ops that gain nothing in 16-bit types: there each op
-converts to float32 and back, which costs more than the memory traffic the direct path
-saves (measured by ``benchmarks/reference_speed.py``), so such inputs take the plain
-formula."""
+"""Formulas of many element-wise ops that take the plain formula in 16-bit types: there each op
+converts to float32 and back, which costs more than the direct path saves
+(``benchmarks/reference_speed.py``)."""
 
 
 def act_into(spec: N.Activation, out: Tensor, x: Tensor, params: tuple[float, ...]) -> None:

@@ -1,11 +1,8 @@
 """Activation formulas and their derivatives, written with native PyTorch ops only.
 
-The forward formulas are the definitions: the custom operators in ``_ops`` return
-exactly what these functions return (bitwise), in the input's dtype, on the input's
-device. The derivatives compute ``grad * act'(x)``; where PyTorch has a native
-backward op (``silu_backward``, ``gelu_backward``) it is used so gradients match
-native autograd, otherwise the derivative is evaluated in at least float32 and cast
-back to the input dtype.
+The forward formulas are the definitions: the operators in ``_ops`` return exactly what
+they return (bitwise). The derivatives compute ``grad * act'(x)`` with PyTorch's native
+backward op where there is one, else in at least float32, cast back to the input dtype.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ import torch.nn.functional as F
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = ["Activation", "ACTIVATIONS", "GATED", "UNARY"]
+__all__ = ["Activation", "ACTIVATIONS"]
 
 _GELU_FAST_COEF = 0.7978845608
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -118,14 +115,10 @@ def fatrelu_grad(x: Tensor, grad: Tensor, threshold: float) -> Tensor:
 
 @dataclass(frozen=True)
 class Activation:
-    """One activation kernel: its name, layer class, shape kind, formula and derivative.
-
-    ``kind`` is ``"unary"`` (``out = act(x)``), ``"act_and_mul"``
-    (``out = act(x[..., :d]) * x[..., d:]``) or ``"mul_and_act"``
-    (``out = x[..., :d] * act(x[..., d:])``). ``params`` names the extra float
-    arguments (with their defaults) that follow ``x``; ``formula`` is the one-line
-    description the function and the layer class show.
-    """
+    """One activation kernel: name, layer class, ``kind`` (``"unary"``: ``act(x)``,
+    ``"act_and_mul"``: ``act(x[..., :d]) * x[..., d:]``, ``"mul_and_act"``: ``x[..., :d] *
+    act(x[..., d:])``), formula and derivative; ``params``: the float arguments after ``x``
+    (with defaults); ``formula``: the description the function and the layer class show."""
 
     name: str
     layer: str
@@ -163,9 +156,3 @@ ACTIVATIONS: tuple[Activation, ...] = (
                "x * sigmoid(1.702 * x)"),
 )
 """Every activation this kernel provides, in the order of the Hub kernel's API."""
-
-GATED: tuple[str, ...] = tuple(a.name for a in ACTIVATIONS if a.kind != "unary")
-"""Names of the functions that split the last dimension in half."""
-
-UNARY: tuple[str, ...] = tuple(a.name for a in ACTIVATIONS if a.kind == "unary")
-"""Names of the element-wise functions (output shape = input shape)."""

@@ -1,22 +1,15 @@
-"""PyTorch custom operators of the reference activation kernel.
-
-The namespace is the ``id`` in this variant's ``metadata.json``, so two builds can be
-loaded side by side. Per activation ``<name>`` there are three operators:
+"""PyTorch custom operators of the reference activation kernel, in the namespace of this
+variant's metadata ``id`` (so two builds load side by side). Per activation ``<name>``:
 
 * ``<name>(Tensor(a!) out, Tensor x[, float threshold]) -> ()``: the Hub kernel's
-  out-variant. A ``CompositeImplicitAutograd`` kernel that computes
-  ``<name>_functional`` and copies it into ``out``, so autograd and ``torch.compile``
-  see through it. On large inputs outside autograd and tracing it writes the same
-  native ops straight into ``out`` instead (``_direct``, ``_fast``): the same bits.
-* ``<name>_functional(Tensor x[, float threshold]) -> Tensor``: an opaque
-  ``torch.library.custom_op`` with a fake (meta) implementation and a registered
-  autograd formula.
-* ``<name>_backward(Tensor grad, Tensor x[, float threshold]) -> Tensor``: the
-  gradient with respect to ``x``, an opaque op with a fake implementation (no double
-  backward).
+  out-variant, ``CompositeImplicitAutograd`` over ``<name>_functional`` copied into ``out``
+  (on large inputs outside autograd and tracing: the same ops straight into ``out``);
+* ``<name>_functional(Tensor x[, float threshold]) -> Tensor``: an opaque custom op with a
+  fake implementation and an autograd formula;
+* ``<name>_backward(Tensor grad, Tensor x[, float threshold]) -> Tensor``: the gradient
+  (opaque, with a fake implementation; no double backward).
 
-Registration is idempotent: importing this module again in the same process (for
-instance under another module name) finds the operators and registers nothing.
+Importing this module again in the same process registers nothing.
 """
 
 from __future__ import annotations
@@ -39,10 +32,7 @@ __all__ = ["NAMESPACE", "ops", "add_op_namespace_prefix"]
 def _split(x: Tensor) -> tuple[Tensor, Tensor]:
     """Split the last dimension of ``x`` into two equal halves."""
     size = x.shape[-1]
-    torch._check(
-        size % 2 == 0,
-        lambda: f"the last dimension of the input must be even to split it in half, got {size}",
-    )
+    torch._check(size % 2 == 0, lambda: f"the last dimension of the input must be even to split it in half, got {size}")
     d = size // 2
     return x[..., :d], x[..., d:]
 
@@ -80,39 +70,26 @@ def _out_shape(spec: Activation, x: Tensor) -> list[Any]:
 
 def _schema_params(spec: Activation, *, defaults: bool) -> str:
     """The float parameters of ``spec`` as a schema fragment, e.g. ``", float threshold=0.0"``."""
-    parts = [f", float {n}={d}" if defaults else f", float {n}" for n, d in spec.params]
-    return "".join(parts)
+    return "".join(f", float {n}={d}" if defaults else f", float {n}" for n, d in spec.params)
 
 
 def _direct_ok(spec: Activation, out: Tensor, x: Tensor) -> bool:
-    """Whether the fast path may write ``spec`` of ``x`` straight into ``out``.
-
-    It needs a large input outside autograd and tracing (``_fast.route``), contiguous
-    ``x`` and ``out`` of the result's shape and dtype (then ATen walks the elements as in
-    the plain formula, whose result is contiguous too: a strided input would take ATen's
-    scalar loops, which round some functions differently), and no shared memory.
-    """
+    """Whether the fast path may write ``spec`` of ``x`` straight into ``out``: a large input
+    outside autograd and tracing (``_fast.route``), contiguous ``x`` and ``out`` of the result's
+    shape and dtype (a strided input would take ATen's scalar loops, which round some
+    functions differently from the plain formula's contiguous result), no shared memory."""
     if route(x, out) == "eager" or x.dim() == 0 or not x.is_contiguous():
         return False
-    if spec.kind != "unary" and x.shape[-1] % 2:
+    if (spec.kind != "unary" and x.shape[-1] % 2) or (spec.act in WIDE_ONLY and x.element_size() < 4):
         return False
-    if spec.act in WIDE_ONLY and x.element_size() < 4:
-        return False
-    return (
-        out.dtype == x.dtype
-        and out.device == x.device
-        and out.is_contiguous()
-        and list(out.shape) == _out_shape(spec, x)
-        and not may_alias(out, x)
-    )
+    return (out.dtype == x.dtype and out.device == x.device and out.is_contiguous()
+            and list(out.shape) == _out_shape(spec, x) and not may_alias(out, x))
 
 
 def _params(spec: Activation, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[float, ...]:
     """The float parameters of ``spec`` from positional/keyword arguments, defaults filled."""
-    values = list(args)
-    for name, default in spec.params[len(values) :]:
-        values.append(kwargs.get(name, default))
-    return tuple(float(v) for v in values)
+    rest = [kwargs.get(name, default) for name, default in spec.params[len(args) :]]
+    return tuple(float(v) for v in (*args, *rest))
 
 
 def _register(spec: Activation) -> None:
@@ -127,11 +104,8 @@ def _register(spec: Activation) -> None:
             return _backward(spec, grad, x, _params(spec, args, kwargs))
 
         backward_op = torch.library.custom_op(
-            add_op_namespace_prefix(f"{name}_backward"),
-            backward_impl,
-            mutates_args=(),
-            schema=f"(Tensor grad, Tensor x{_schema_params(spec, defaults=False)}) -> Tensor",
-        )
+            add_op_namespace_prefix(f"{name}_backward"), backward_impl, mutates_args=(),
+            schema=f"(Tensor grad, Tensor x{_schema_params(spec, defaults=False)}) -> Tensor")
 
         @backward_op.register_fake
         def _(grad: Tensor, x: Tensor, *args: float, **kwargs: float) -> Tensor:
@@ -145,11 +119,8 @@ def _register(spec: Activation) -> None:
             return _forward(spec, x, _params(spec, args, kwargs))
 
         functional_op = torch.library.custom_op(
-            add_op_namespace_prefix(f"{name}_functional"),
-            functional_impl,
-            mutates_args=(),
-            schema=f"(Tensor x{params_sig}) -> Tensor",
-        )
+            add_op_namespace_prefix(f"{name}_functional"), functional_impl, mutates_args=(),
+            schema=f"(Tensor x{params_sig}) -> Tensor")
 
         @functional_op.register_fake
         def _(x: Tensor, *args: float, **kwargs: float) -> Tensor:
@@ -177,21 +148,14 @@ def _register(spec: Activation) -> None:
                 act_into(spec, out, x, params)
                 return
             result = functional(x, *params)
-            torch._check(
-                tuple(out.shape) == tuple(result.shape),
-                lambda: (
-                    f"{name}: `out` has shape {tuple(out.shape)} but the result has shape "
-                    f"{tuple(result.shape)}; allocate `out` with the result's shape"
-                ),
-            )
+            torch._check(tuple(out.shape) == tuple(result.shape), lambda: (
+                f"{name}: `out` has shape {tuple(out.shape)} but the result has shape "
+                f"{tuple(result.shape)}; allocate `out` with the result's shape"))
             out.copy_(result)
 
         qualname = add_op_namespace_prefix(name)
-        torch.library.define(
-            qualname,
-            f"(Tensor(a!) out, Tensor x{params_sig}) -> ()",
-            tags=(torch.Tag.pt2_compliant_tag,),
-        )
+        torch.library.define(qualname, f"(Tensor(a!) out, Tensor x{params_sig}) -> ()",
+                             tags=(torch.Tag.pt2_compliant_tag,))
         torch.library.impl(qualname, "CompositeImplicitAutograd", out_impl)
 
 

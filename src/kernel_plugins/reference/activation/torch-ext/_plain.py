@@ -1,10 +1,6 @@
-"""The activations as plain PyTorch computes them: the benchmark reference of this kernel.
-
-Each function has the kernel function's name and signature, evaluates the native formula
-(``_native``) op by op, allocating every intermediate, and copies the result into
-``out``: what the kernel replaces. ``kernel-plugins benchmark`` times the kernel against
-these (see ``__benchmark__`` in the package).
-"""
+"""The activations as plain PyTorch computes them (``kernel-plugins benchmark``'s reference):
+each kernel function's name and signature, the ``_native`` formula op by op with every
+intermediate allocated, copied into ``out``."""
 
 from __future__ import annotations
 

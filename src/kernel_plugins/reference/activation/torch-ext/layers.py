@@ -1,13 +1,9 @@
 """Kernel layers of the reference activation kernel, one per row of ``_native.ACTIVATIONS``.
 
-Each class replaces the ``forward`` of a model layer of the same name (see
-``kernelize``) or is used as a layer directly. The classes define only ``forward`` and
-the flags ``has_backward`` / ``can_torch_compile``: no ``__init__`` and no other
-members, which is what kernel loaders (kernel-plugins and HF ``kernels``) check.
-``FatreluAndMul(threshold)`` still takes the community kernel's constructor argument:
-its metaclass stores it as ``self.threshold``, the attribute ``forward`` reads (a model's
-own ``FatreluAndMul`` has the same attribute). Guarantees are declared in the module
-table ``__kernel_properties__`` keyed by class name.
+Each defines only ``forward`` and the flags ``has_backward`` / ``can_torch_compile`` (no
+``__init__``, as kernel loaders check). ``FatreluAndMul(threshold)`` still takes the
+community constructor argument: its metaclass stores it as ``self.threshold``, which
+``forward`` reads (as on a model's own ``FatreluAndMul``).
 """
 
 from __future__ import annotations
@@ -47,22 +43,16 @@ __kernel_properties__: dict[str, frozenset[str]] = {
 
 
 class _ParamsConstructor(type):
-    """Metaclass giving a layer with float parameters the community constructor, e.g.
-    ``FatreluAndMul(threshold=0.0)``.
-
-    The class itself keeps ``nn.Module.__init__`` (kernel layers must not define one);
-    calling the class builds the module and stores each parameter on the instance.
-    """
+    """Metaclass giving a layer with float parameters the community constructor
+    (``FatreluAndMul(threshold=0.0)``) while the class keeps ``nn.Module.__init__``."""
 
     _params: tuple[tuple[str, float], ...] = ()
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         names = [n for n, _ in cls._params]
         if len(args) > len(names) or set(kwargs) - set(names[len(args) :]):
-            raise TypeError(
-                f"{cls.__name__}() takes the optional arguments {', '.join(names)} (floats); "
-                f"got {args!r} {kwargs!r}"
-            )
+            raise TypeError(f"{cls.__name__}() takes the optional arguments {', '.join(names)} (floats); "
+                            f"got {args!r} {kwargs!r}")
         layer = super().__call__()
         for i, (name, default) in enumerate(cls._params):
             setattr(layer, name, args[i] if i < len(args) else kwargs.get(name, default))
@@ -85,19 +75,10 @@ def _layer(spec: Activation) -> type[nn.Module]:
         return out
 
     forward.__qualname__ = f"{spec.layer}.forward"
-    forward.__doc__ = "Apply the activation to ``x``" + (
-        f" with ``self.{', self.'.join(names)}``." if names else "."
-    )
-    members = {
-        "__module__": __name__,
-        "__qualname__": spec.layer,
-        "__doc__": f"``{spec.formula}`` with ``d = x.shape[-1] // 2``."
-        if gated
-        else f"``{spec.formula}``.",
-        "forward": forward,
-        "has_backward": True,
-        "can_torch_compile": True,
-    }
+    forward.__doc__ = "Apply the activation to ``x``" + (f" with ``self.{', self.'.join(names)}``." if names else ".")
+    doc = f"``{spec.formula}`` with ``d = x.shape[-1] // 2``." if gated else f"``{spec.formula}``."
+    members = {"__module__": __name__, "__qualname__": spec.layer, "__doc__": doc, "forward": forward,
+               "has_backward": True, "can_torch_compile": True}
     if not names:
         return type(spec.layer, (nn.Module,), members)
     meta = type(f"_{spec.layer}Constructor", (_ParamsConstructor,), {"_params": spec.params})

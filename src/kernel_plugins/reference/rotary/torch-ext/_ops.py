@@ -1,15 +1,7 @@
-"""PyTorch custom operators of the reference rotary-embedding kernel.
-
-In the namespace named by this variant's metadata ``id``:
-
-* ``apply_rotary(Tensor x1, Tensor x2, Tensor cos, Tensor sin, Tensor(a!) out1,
-  Tensor(b!) out2, bool conj) -> ()``: the Hub kernel's out-variant.
-* ``apply_rotary_transformers(Tensor q, Tensor k, Tensor cos, Tensor sin,
-  int unsqueeze_dim=1) -> (Tensor, Tensor)``: the ``transformers`` convention.
-
-Both kernels are ``CompositeImplicitAutograd`` compositions of native ops, so
-autograd, fake tensors and ``torch.compile`` trace through them on every device.
-Registration is idempotent per process.
+"""PyTorch custom operators of the reference rotary-embedding kernel (namespace: this
+variant's metadata ``id``; ``CompositeImplicitAutograd``, registered once per process):
+``apply_rotary`` (the Hub kernel's out-variant) and ``apply_rotary_transformers`` (the
+``transformers`` convention); schemas in ``_OPERATORS``.
 """
 
 from __future__ import annotations
@@ -24,25 +16,12 @@ from ._namespace import NAMESPACE, add_op_namespace_prefix, define_composite
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = [
-    "NAMESPACE",
-    "add_op_namespace_prefix",
-    "apply_rotary_native",
-    "apply_rotary_transformers_native",
-    "ops",
-    "rotate_half",
-]
+__all__ = ["NAMESPACE", "add_op_namespace_prefix", "apply_rotary_native", "apply_rotary_transformers_native",
+           "ops", "rotate_half"]
 
 
-def apply_rotary_native(
-    x1: Tensor,
-    x2: Tensor,
-    cos: Tensor,
-    sin: Tensor,
-    out1: Tensor,
-    out2: Tensor,
-    conj: bool,
-) -> None:
+def apply_rotary_native(x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor,
+                        conj: bool) -> None:
     """Write ``x1*cos - x2*sin`` to ``out1`` and ``x2*cos + x1*sin`` to ``out2``.
 
     ``conj`` negates ``sin`` (the inverse rotation). Both results are computed before
@@ -54,21 +33,14 @@ def apply_rotary_native(
     s = -sin if conj else sin
     r1, r2 = x1 * cos - x2 * s, x2 * cos + x1 * s
     for label, out, result in (("out1", out1, r1), ("out2", out2, r2)):
-        torch._check(
-            tuple(out.shape) == tuple(result.shape),
-            lambda label=label, out=out, result=result: (
-                f"apply_rotary: `{label}` has shape {tuple(out.shape)} but the rotated values "
-                f"have shape {tuple(result.shape)}; allocate it with the broadcast shape of "
-                "x1/x2 and cos/sin"
-            ),
-        )
+        torch._check(tuple(out.shape) == tuple(result.shape), lambda label=label, out=out, result=result: (
+            f"apply_rotary: `{label}` has shape {tuple(out.shape)} but the rotated values have shape "
+            f"{tuple(result.shape)}; allocate it with the broadcast shape of x1/x2 and cos/sin"))
     out1.copy_(r1)
     out2.copy_(r2)
 
 
-def _common_shape(
-    x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor
-) -> torch.Size | None:
+def _common_shape(x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor) -> torch.Size | None:
     """The broadcast shape of the inputs when all six tensors share one dtype and device
     and both outputs have that shape (what the blocked path needs), else ``None``."""
     tensors = (x1, x2, cos, sin, out1, out2)
@@ -78,9 +50,7 @@ def _common_shape(
         shape = torch.broadcast_shapes(x1.shape, x2.shape, cos.shape, sin.shape)
     except RuntimeError:
         return None
-    if tuple(out1.shape) != tuple(shape) or tuple(out2.shape) != tuple(shape):
-        return None
-    return shape
+    return shape if tuple(out1.shape) == tuple(shape) == tuple(out2.shape) else None
 
 
 def _no_self_overlap(t: Tensor) -> bool:
@@ -95,41 +65,26 @@ def _no_self_overlap(t: Tensor) -> bool:
 
 
 def _rows_apart(views: list[Tensor], dim: int) -> bool:
-    """Whether index ``k`` of ``dim`` of every view lies in its own stretch of memory.
-
-    True when all views step by the same stride ``S`` along ``dim`` and, for each index,
-    everything they hold lies within ``S`` elements of the lowest start: then the blocks
-    along ``dim`` occupy disjoint memory, and writing one block never changes what
-    another block reads.
-    """
+    """Whether index ``k`` of ``dim`` of every view lies in its own stretch of memory: all step
+    by the same stride ``S`` along ``dim`` and hold nothing beyond ``S`` elements of the lowest
+    start, so writing one block never changes what another block reads."""
     strides = {v.stride(dim) for v in views}
     if len(strides) != 1:
         return False
     (step,) = strides
     starts, ends = [], []
     for v in views:
-        extent = 1 + sum(
-            (n - 1) * st
-            for i, (n, st) in enumerate(zip(v.shape, v.stride(), strict=True))
-            if i != dim
-        )
+        extent = 1 + sum((n - 1) * st for i, (n, st) in enumerate(zip(v.shape, v.stride(), strict=True)) if i != dim)
         starts.append(v.storage_offset())
         ends.append(v.storage_offset() + extent)
     return step > 0 and max(ends) - min(starts) <= step
 
 
-def _blocked(
-    x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool
-) -> bool:
-    """The rotation done in blocks that stay in the CPU cache; False when it does not apply.
-
-    Each element goes through the same exactly rounded products, differences and sums as
-    in the plain formula, and both results of a block are computed before either output
-    is written, as the plain formula does for the whole: the bits are the same. Each
-    operand is read from memory once and no full-size temporary is made. Declined (the
-    plain formula runs) unless every output is free of self-overlap and each block of the
-    outputs shares memory only with the same block of the operands.
-    """
+def _blocked(x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool) -> bool:
+    """The rotation in blocks that stay in the CPU cache (the same exactly rounded operations,
+    both results of a block computed before either is written: the same bits); False (the
+    plain formula runs) unless no output overlaps itself and each block of the outputs shares
+    memory only with the same block of the operands."""
     if x1.numel() < _fast.BLOCKED_MIN_ELEMENTS:  # the size first: the checks cost more
         return False
     if _fast.route(x1, x2, cos, sin, out1, out2) != "blocked":
@@ -172,38 +127,21 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x[..., d:], x[..., :d]), dim=-1)
 
 
-def apply_rotary_transformers_native(
-    q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, unsqueeze_dim: int = 1
-) -> tuple[Tensor, Tensor]:
-    """``transformers``' ``apply_rotary_pos_emb``: returns ``(q_embed, k_embed)``.
-
-    ``cos``/``sin`` cover the whole head dimension (``transformers`` repeats the angles:
-    ``q*cos + rotate_half(q)*sin``) or only its first half, as the community kernel also
-    accepts; both give the same bits when the two halves of a full ``cos`` are equal.
-    """
-    cos = cos.unsqueeze(unsqueeze_dim)
-    sin = sin.unsqueeze(unsqueeze_dim)
-    head_dim = q.shape[-1]
-    if cos.shape[-1] * 2 == head_dim:
-        cos = torch.cat((cos, cos), dim=-1)
-        sin = torch.cat((sin, sin), dim=-1)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
-    k_embed = (k * cos) + (rotate_half(k) * sin)
-    return q_embed, k_embed
+def apply_rotary_transformers_native(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor,
+                                     unsqueeze_dim: int = 1) -> tuple[Tensor, Tensor]:
+    """``transformers``' ``apply_rotary_pos_emb``: ``(q_embed, k_embed)``; ``cos``/``sin`` cover the
+    whole head dimension (the angles repeated) or, as the community kernel accepts, its first half."""
+    cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    if cos.shape[-1] * 2 == q.shape[-1]:
+        cos, sin = torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1)
+    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
 
 
 _OPERATORS = (
-    (
-        "apply_rotary",
-        "(Tensor x1, Tensor x2, Tensor cos, Tensor sin, Tensor(a!) out1, Tensor(b!) out2, "
-        "bool conj) -> ()",
-        apply_rotary_native,
-    ),
-    (
-        "apply_rotary_transformers",
-        "(Tensor q, Tensor k, Tensor cos, Tensor sin, int unsqueeze_dim=1) -> (Tensor, Tensor)",
-        apply_rotary_transformers_native,
-    ),
+    ("apply_rotary", "(Tensor x1, Tensor x2, Tensor cos, Tensor sin, Tensor(a!) out1, Tensor(b!) out2, "
+     "bool conj) -> ()", apply_rotary_native),
+    ("apply_rotary_transformers", "(Tensor q, Tensor k, Tensor cos, Tensor sin, int unsqueeze_dim=1) -> "
+     "(Tensor, Tensor)", apply_rotary_transformers_native),
 )
 
 ops = define_composite(_OPERATORS)

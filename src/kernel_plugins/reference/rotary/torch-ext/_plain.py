@@ -1,10 +1,5 @@
-"""Rotary embeddings as plain PyTorch computes them: the benchmark reference of this kernel.
-
-``apply_rotary`` evaluates the formula op by op on whole tensors (every intermediate
-allocated), what the kernel's blocked path replaces on large CPU inputs; ``apply_rotary_transformers``
-is the ``transformers`` formula. ``kernel-plugins benchmark`` times the kernel against
-them (see ``__benchmark__`` in the package).
-"""
+"""Rotary embeddings as plain PyTorch computes them (``kernel-plugins benchmark``'s reference):
+op by op on whole tensors, every intermediate allocated."""
 
 from __future__ import annotations
 
@@ -18,19 +13,15 @@ if TYPE_CHECKING:
 __all__ = ["apply_rotary", "apply_rotary_transformers"]
 
 
-def apply_rotary(
-    x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool
-) -> None:
+def apply_rotary(x1: Tensor, x2: Tensor, cos: Tensor, sin: Tensor, out1: Tensor, out2: Tensor, conj: bool) -> None:
     """Write ``x1*cos - x2*sin`` / ``x2*cos + x1*sin`` (``sin`` negated when ``conj``)."""
     s = -sin if conj else sin
-    r1 = x1 * cos - x2 * s
-    r2 = x2 * cos + x1 * s
+    r1, r2 = x1 * cos - x2 * s, x2 * cos + x1 * s
     out1.copy_(r1)
     out2.copy_(r2)
 
 
-def apply_rotary_transformers(
-    q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, unsqueeze_dim: int = 1
-) -> tuple[Tensor, Tensor]:
+def apply_rotary_transformers(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor,
+                              unsqueeze_dim: int = 1) -> tuple[Tensor, Tensor]:
     """``transformers``' ``apply_rotary_pos_emb`` with plain native ops."""
     return apply_rotary_transformers_native(q, k, cos, sin, unsqueeze_dim)

@@ -1,11 +1,5 @@
-"""Kernel layer of the reference rotary kernel.
-
-``apply_rotary_transformers`` (lower-case, as in the community kernel) is an
-``nn.Module`` whose ``forward(q, k, cos, sin, unsqueeze_dim=1)`` returns ``(q_embed,
-k_embed)`` like ``transformers``' ``apply_rotary_pos_emb``. It has no ``__init__`` and
-no members besides ``forward`` and the flags; guarantees are declared in
-``__kernel_properties__``.
-"""
+"""Kernel layer of the reference rotary kernel: ``apply_rotary_transformers`` (lower-case, as in
+the community kernel), ``transformers``' ``apply_rotary_pos_emb`` as a stateless layer."""
 
 from __future__ import annotations
 
@@ -32,9 +26,7 @@ class apply_rotary_transformers(nn.Module):  # noqa: N801 - the community kernel
     has_backward = True
     can_torch_compile = True
 
-    def forward(
-        self, q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, unsqueeze_dim: int = 1
-    ) -> tuple[Tensor, Tensor]:
+    def forward(self, q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, unsqueeze_dim: int = 1) -> tuple[Tensor, Tensor]:
         """Return ``(q*cos + rotate_half(q)*sin, k*cos + rotate_half(k)*sin)``."""
         q_embed, k_embed = ops.apply_rotary_transformers(q, k, cos, sin, int(unsqueeze_dim))
         return q_embed, k_embed
