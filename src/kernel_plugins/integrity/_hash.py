@@ -1,9 +1,6 @@
-"""The one hasher: every hash kernel-plugins needs of a file, in a single read.
-
-``git`` is the git blob id (``sha1(b"blob <size>\\0" + content)``), which the Hub lists for
-ordinary files; ``sha256`` is the plain SHA-256 (the Hub's LFS hash and the usual metadata
-digest); ``sha512`` is computed only when a metadata digest asks for it. All are lowercase
-hex.
+"""The one hasher: every hash kernel-plugins needs of a file, in a single read (lowercase hex):
+``git`` (the git blob id the Hub lists for ordinary files), ``sha256`` (the LFS hash, the usual
+metadata digest) and ``sha512`` (when a metadata digest names it).
 """
 
 from __future__ import annotations
@@ -19,11 +16,7 @@ ALGORITHMS: tuple[str, ...] = ("git", "sha256", "sha512")
 
 
 class Hasher:
-    """Feed a file's content once; read every requested hash at the end.
-
-    :param size: the content length (the git blob id hashes it first).
-    :param algorithms: names from :data:`ALGORITHMS`.
-    """
+    """Feed a file's content (``size`` bytes) once; read every hash of ``algorithms`` at the end."""
 
     def __init__(self, size: int, algorithms: Iterable[str]) -> None:
         self._h: dict[str, Any] = {}

@@ -1,15 +1,9 @@
 """The one walker of a build-variant folder: every entry is seen, links included.
 
-:func:`walk_variant` lists the files of a variant without following links blindly: a
-link is accepted only when it leads to a regular file inside the variant folder or inside
-one of the folders the caller allows (huggingface_hub's cache stores a snapshot's files
-as links to its ``blobs/`` folder). A link to a folder, a link leading anywhere else, and
-anything that is not a regular file (a FIFO, a device) are refused with
-:class:`~kernel_plugins.errors.IntegrityError`.
-
-Python bytecode (``*.pyc`` files, ``__pycache__`` folders) is listed apart: it never counts
-for a hash and is never executed by kernel-plugins, which imports kernels from their
-verified source only.
+A link is accepted only when it leads to a regular file inside the variant folder or a
+folder the caller allows (huggingface_hub's ``blobs/``); any other link, and anything but a
+regular file, is an :class:`~kernel_plugins.errors.IntegrityError`. Python bytecode is
+listed apart: it never counts for a hash and is never executed.
 """
 
 from __future__ import annotations
@@ -32,14 +26,8 @@ MAX_DEPTH = 32
 
 @dataclass(frozen=True)
 class WalkEntry:
-    """One file of a variant.
-
-    Attributes:
-        rel: path relative to the variant folder, POSIX form.
-        path: the path in the folder (not resolved: a link stays a link).
-        link_target: for a link, the name of the file it points to (huggingface_hub names
-            blobs by their hash), else None.
-    """
+    """One file of a variant: ``rel`` (POSIX, relative to the variant folder), ``path`` (not
+    resolved) and, for a link, ``link_target``: the name of the file it points to (a blob's hash)."""
 
     rel: str
     path: Path
@@ -73,40 +61,26 @@ def _link(entry: os.DirEntry[str], rel: str, roots: Sequence[Path]) -> str:
         target = Path(os.path.realpath(where, strict=True))
         mode = os.stat(target).st_mode
     except (OSError, RuntimeError) as e:
-        raise IntegrityError(
-            f"{where}: the link cannot be followed ({e}); replace it with the file itself"
-        ) from None
+        raise IntegrityError(f"{where}: the link cannot be followed ({e}); replace it with the file itself") from None
     if not inside(target, roots):
-        raise IntegrityError(
-            f"{where}: a link that points outside the variant folder (to {target}); refusing "
-            "to read code from there. Replace the link with the file itself."
-        )
+        raise IntegrityError(f"{where}: a link that points outside the variant folder (to {target}); refusing "
+                             "to read code from there. Replace the link with the file itself.")
     if stat.S_ISDIR(mode):
-        raise IntegrityError(
-            f"{where}: a link to a folder ({target}); variant folders may not contain folder "
-            "links. Replace the link with the folder itself."
-        )
+        raise IntegrityError(f"{where}: a link to a folder ({target}); variant folders may not contain folder "
+                             "links. Replace the link with the folder itself.")
     if not stat.S_ISREG(mode):
         raise IntegrityError(f"{where}: the link leads to {target}, which is not a regular file")
     return os.readlink(where).replace("\\", "/").rsplit("/", 1)[-1] or rel
 
 
-def walk_variant(
-    root: Path,
-    *,
-    link_roots: Sequence[Path] = (),
-    problems: list[IntegrityError] | None = None,
-) -> VariantTree:
-    """List every file of the variant folder ``root``, checking each link.
+def walk_variant(root: Path, *, link_roots: Sequence[Path] = (),
+                 problems: list[IntegrityError] | None = None) -> VariantTree:
+    """Every file of the variant folder ``root`` (sorted by path) and its bytecode, each link
+    checked; links may also lead into ``link_roots``. With ``problems``, a refused entry is
+    appended there and skipped instead of raised (``kernel-plugins check`` reports them all).
 
-    :param root: the ``build/<variant>`` folder.
-    :param link_roots: folders (besides ``root``) that links may lead into.
-    :param problems: when given, a refused link or entry is appended here and skipped
-        instead of raised (``kernel-plugins check`` reports them all).
-    :return: the files that count, sorted by path, and the bytecode paths found.
-    :raises IntegrityError: ``root`` is not a folder; a link leads outside the allowed
-        folders, to a folder, or nowhere; an entry is not a regular file; the folder is
-        nested deeper than :data:`MAX_DEPTH` or holds more than :data:`MAX_FILES` files.
+    :raises IntegrityError: ``root`` is not a folder; a refused link or entry; nested deeper
+        than :data:`MAX_DEPTH` or more than :data:`MAX_FILES` files.
     """
     base = Path(root)
     try:
@@ -134,10 +108,8 @@ def walk_variant(
                 if entry.is_dir(follow_symlinks=False):
                     stack.append((Path(entry.path), rel + "/", depth + 1))
                 elif not (link or entry.is_file(follow_symlinks=False)):
-                    raise IntegrityError(
-                        f"{entry.path}: not a regular file, folder or link; a variant folder "
-                        "holds only files"
-                    )
+                    raise IntegrityError(f"{entry.path}: not a regular file, folder or link; a variant folder "
+                                         "holds only files")
                 else:
                     target = _link(entry, rel, roots) if link else None
                     if is_bytecode(rel):

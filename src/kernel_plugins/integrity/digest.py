@@ -1,19 +1,10 @@
-"""Per-file digests of a build variant (the ``digest`` key of ``metadata.json``).
+"""Per-file digests of a build variant: ``metadata.json``'s
+``"digest": {"algorithm": "sha256", "files": {"__init__.py": "<base64>", ...}}``.
 
-A kernel builder records, in a variant's ``metadata.json``, the hash of every file of
-the variant::
-
-    "digest": {"algorithm": "sha256", "files": {"__init__.py": "<base64>", ...}}
-
-Which files are covered: every file the walker lists (see ``_walk``: links must stay in
-the variant, bytecode never counts), with paths relative to the variant folder in POSIX
-form, except the top-level ``metadata.json`` and ``metadata.json.sigstore`` (the digest
-lives in the first; the second signs it). Hashes are standard base64 of the raw digest
-bytes; URL-safe and unpadded base64 are accepted when comparing.
-
-The functions take a variant folder or an already-read
-:class:`~kernel_plugins.integrity.snapshot.VariantSnapshot`, so a load checks the very
-bytes it is about to import.
+It covers every file the walker lists (POSIX paths relative to the variant folder) except
+the top-level :data:`EXCLUDED_TOP_LEVEL`; hashes are base64 of the raw digest (URL-safe and
+unpadded accepted). The functions take a folder or an already-read ``VariantSnapshot``, so a
+load checks the very bytes it is about to import.
 """
 
 from __future__ import annotations
@@ -21,27 +12,17 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from ..errors import IntegrityError
-from ._hash import Hasher
 from ._walk import is_bytecode
 from .snapshot import VariantSnapshot, read_variant
 
-__all__ = [
-    "DIGEST_ALGORITHMS",
-    "EXCLUDED_TOP_LEVEL",
-    "DigestMismatch",
-    "digest_file_paths",
-    "hash_file",
-    "compute_digest",
-    "check_digest",
-    "verify_digest",
-]
+__all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "DigestMismatch", "compute_digest", "check_digest",
+           "verify_digest"]
 
 #: Hash algorithms a ``digest`` may name.
 DIGEST_ALGORITHMS: tuple[str, ...] = ("sha256", "sha512")
@@ -53,18 +34,9 @@ MismatchKind = Literal["missing", "changed", "unexpected", "malformed"]
 
 @dataclass(frozen=True)
 class DigestMismatch:
-    """One difference between a recorded digest and the files on disk.
-
-    Attributes:
-        path: the file's path relative to the variant folder (POSIX), as recorded or found.
-        kind: ``missing`` (recorded, not on disk), ``changed`` (content differs),
-            ``unexpected`` (on disk, not recorded) or ``malformed`` (the recorded entry is
-            unusable: a path escaping the folder, a hash that is not base64 of the right
-            length, or an unknown algorithm).
-        expected: the recorded hash (base64), or None.
-        actual: the hash of the file on disk (base64), or None.
-        detail: what was wrong for ``malformed`` entries, else "".
-    """
+    """One difference between a recorded digest and the files: the file's relative ``path``,
+    ``kind`` (``missing``, ``changed``, ``unexpected`` or ``malformed``: an escaping path, a bad
+    hash, an unknown algorithm, said in ``detail``), the ``expected`` and ``actual`` base64 hashes."""
 
     path: str
     kind: MismatchKind
@@ -79,10 +51,8 @@ class DigestMismatch:
         if self.kind == "unexpected":
             return f"{self.path}: present in the variant folder but not listed in the digest"
         if self.kind == "changed":
-            return (
-                f"{self.path}: content does not match the digest (recorded {self.expected}, "
-                f"file hashes to {self.actual})"
-            )
+            return (f"{self.path}: content does not match the digest (recorded {self.expected}, "
+                    f"file hashes to {self.actual})")
         return f"{self.path}: unusable digest entry: {self.detail}"
 
 
@@ -92,15 +62,11 @@ def _covered(rel: str) -> bool:
 
 def _check_algorithm(algorithm: object) -> str:
     if algorithm not in DIGEST_ALGORITHMS:
-        raise IntegrityError(
-            f"unsupported digest algorithm {algorithm!r}; use one of {', '.join(DIGEST_ALGORITHMS)}"
-        )
+        raise IntegrityError(f"unsupported digest algorithm {algorithm!r}; use one of {', '.join(DIGEST_ALGORITHMS)}")
     return str(algorithm)
 
 
-def _snapshot(
-    variant: Path | VariantSnapshot, algorithm: str, link_roots: Sequence[Path] = ()
-) -> VariantSnapshot:
+def _snapshot(variant: Path | VariantSnapshot, algorithm: str, link_roots: Sequence[Path] = ()) -> VariantSnapshot:
     if isinstance(variant, VariantSnapshot):
         if any(algorithm not in f.hashes for f in variant.files.values()):
             raise IntegrityError(f"{variant.root} was read without {algorithm} hashes")
@@ -115,37 +81,11 @@ def _b64(hex_digest: str) -> str:
     return base64.b64encode(bytes.fromhex(hex_digest)).decode("ascii")
 
 
-def digest_file_paths(variant: Path | VariantSnapshot) -> list[str]:
-    """The relative POSIX paths of the files a digest covers, sorted.
-
-    :raises IntegrityError: not a folder, or a file or link is refused.
-    """
-    return sorted(rel for rel in _snapshot(variant, "sha256").files if _covered(rel))
-
-
-def hash_file(path: Path, algorithm: str = "sha256") -> str:
-    """The base64 digest of one file's content.
-
-    :raises IntegrityError: unknown algorithm.
-    """
-    algorithm = _check_algorithm(algorithm)
-    with open(path, "rb") as f:
-        h = Hasher(os.fstat(f.fileno()).st_size, (algorithm,))
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return _b64(h.hexdigests()[algorithm])
-
-
-def compute_digest(
-    variant: Path | VariantSnapshot, algorithm: str = "sha256", *, link_roots: Sequence[Path] = ()
-) -> dict[str, str]:
-    """Hash every covered file of a variant: relative POSIX path -> base64 digest.
-
-    :param variant: the ``build/<variant>`` folder, or a snapshot read with ``algorithm``.
-    :param algorithm: ``sha256`` or ``sha512``.
-    :param link_roots: folders besides the variant that its links may lead into.
-    :raises IntegrityError: unknown algorithm, not a folder, or a refused file.
-    """
+def compute_digest(variant: Path | VariantSnapshot, algorithm: str = "sha256", *,
+                   link_roots: Sequence[Path] = ()) -> dict[str, str]:
+    """Relative path -> base64 ``algorithm`` hash of every covered file of a variant folder (its
+    links may also lead into ``link_roots``) or of a snapshot read with ``algorithm``.
+    :raises IntegrityError: unknown algorithm, not a folder, or a refused file."""
     algorithm = _check_algorithm(algorithm)
     snap = _snapshot(variant, algorithm, link_roots)
     return {rel: _b64(f.hashes[algorithm]) for rel, f in sorted(snap.files.items()) if _covered(rel)}
@@ -187,29 +127,16 @@ def digest_algorithm(digest: object) -> str | None:
     return algorithm if algorithm in DIGEST_ALGORITHMS else None  # type: ignore[return-value]
 
 
-def check_digest(
-    variant: Path | VariantSnapshot, digest: object, *, link_roots: Sequence[Path] = ()
-) -> list[DigestMismatch]:
-    """Compare a recorded digest with the files of a variant.
-
-    :param variant: the ``build/<variant>`` folder, or a snapshot of it that holds the
-        digest's algorithm among its hashes.
-    :param digest: the metadata ``digest`` (a :class:`~kernel_plugins.metadata.Digest` or a
-        mapping with ``algorithm`` and ``files``).
-    :return: every difference, sorted by path (empty when the files match): each recorded
-        file that is missing or changed, each file on disk that is not recorded, and each
-        recorded entry that is unusable. Recorded paths that would leave the folder are
-        reported as ``malformed`` and never read.
-    :raises IntegrityError: not a folder, or a file or link is refused.
-    """
+def check_digest(variant: Path | VariantSnapshot, digest: object, *,
+                 link_roots: Sequence[Path] = ()) -> list[DigestMismatch]:
+    """Every difference (sorted by path; none: the files match) between a metadata ``digest``
+    (a :class:`~kernel_plugins.metadata.Digest` or a mapping) and a variant folder or a snapshot
+    holding the digest's algorithm; recorded paths that would leave the folder are never read.
+    :raises IntegrityError: not a folder, or a file or link is refused."""
     algorithm, files = _unpack(digest)
     if not isinstance(algorithm, str) or algorithm not in DIGEST_ALGORITHMS:
-        return [
-            DigestMismatch(
-                "(digest)", "malformed",
-                detail=f"algorithm {algorithm!r} is not one of {', '.join(DIGEST_ALGORITHMS)}",
-            )
-        ]
+        return [DigestMismatch("(digest)", "malformed",
+                               detail=f"algorithm {algorithm!r} is not one of {', '.join(DIGEST_ALGORITHMS)}")]
     if not isinstance(files, Mapping):
         return [DigestMismatch("(digest)", "malformed", detail="'files' is not a mapping")]
     snap = _snapshot(variant, algorithm, link_roots)
@@ -242,21 +169,13 @@ def check_digest(
     return sorted(out, key=lambda m: (m.path, m.kind))
 
 
-def verify_digest(
-    variant: Path | VariantSnapshot, digest: object, *, where: str | None = None
-) -> None:
-    """Raise :class:`IntegrityError` listing every mismatch, or return when the files match.
-
-    :param where: how to name the variant in the message (default: the folder path).
-    """
-    mismatches = check_digest(variant, digest)
-    if mismatches:
-        root = variant.root if isinstance(variant, VariantSnapshot) else variant
-        label = where or str(root)
+def verify_digest(variant: Path | VariantSnapshot, digest: object, *, where: str | None = None) -> None:
+    """Raise :class:`IntegrityError` listing every mismatch (naming the variant ``where``, default
+    its folder), or return when the files match."""
+    if mismatches := check_digest(variant, digest):
+        label = where or str(variant.root if isinstance(variant, VariantSnapshot) else variant)
         listed = "; ".join(m.describe() for m in mismatches[:20])
         more = f" (and {len(mismatches) - 20} more)" if len(mismatches) > 20 else ""
-        raise IntegrityError(
-            f"{label}: files do not match the metadata digest: {listed}{more}. The download "
-            "may be incomplete or the files were modified: delete the folder and fetch it "
-            "again, or rebuild the kernel."
-        )
+        raise IntegrityError(f"{label}: files do not match the metadata digest: {listed}{more}. The download "
+                             "may be incomplete or the files were modified: delete the folder and fetch it "
+                             "again, or rebuild the kernel.")

@@ -1,18 +1,11 @@
 """Read a build variant once, into memory, hashing every byte as it is read.
 
-:func:`read_variant` is the only place that reads a variant's files for loading. Each
-file is opened without following a final link (a link is opened at the target the walker
-approved), checked again through the descriptor where the platform tells which file was
-really opened, read to the end, and hashed in the same pass. What was read is kept:
-
-- Python sources, ``metadata.json`` and other small files stay in memory, so the importer
-  (:mod:`kernel_plugins.importer`) executes exactly the bytes that were hashed; a file
-  swapped on disk after this point is never read again;
-- native extension modules are copied, while they are hashed, into a private sealed
-  in-memory file (Linux ``memfd``) or a private temporary folder elsewhere, and imported
-  from that copy;
-- larger data files are hashed and not kept (kernel code that opens them by path reads
-  them from disk; see ``docs/loading.md``).
+:func:`read_variant` is the only place that reads a variant's files for loading: each is
+opened at the target the walker approved, checked again through the descriptor, read to the
+end and hashed in the same pass. Python sources and small files stay in memory (the importer
+executes exactly the bytes hashed), native extensions are copied into a private sealed file
+(Linux ``memfd``, else a private temporary folder) to be imported from, and larger data
+files are hashed only (see ``docs/loading.md``).
 """
 
 from __future__ import annotations
@@ -43,17 +36,9 @@ _private_fds: list[int] = []  # kept open for the life of the process (modules u
 
 @dataclass(frozen=True)
 class SnapshotFile:
-    """One file of a variant as it was read.
-
-    Attributes:
-        rel: path relative to the variant folder (POSIX).
-        path: where it was read from (the path in the folder).
-        size: bytes read.
-        hashes: hex digests by name (``git``, ``sha256``, ``sha512``; see ``_hash``).
-        data: the content, when kept in memory.
-        private_path: a private copy of the content (native extensions), else None.
-        link_target: for a link, the name of the file it points to.
-    """
+    """One file of a variant as read: ``rel`` (POSIX), ``path`` (in the folder), ``size``,
+    ``hashes`` (hex by name, see ``_hash``), ``data`` (when kept in memory), ``private_path``
+    (the private copy of a native extension) and, for a link, ``link_target``."""
 
     rel: str
     path: Path
@@ -66,11 +51,7 @@ class SnapshotFile:
 
 @dataclass(frozen=True)
 class VariantSnapshot:
-    """A variant folder read once: every file that counts, and the bytecode found beside.
-
-    ``files`` never holds ``*.pyc`` files or ``__pycache__`` folders; those are listed in
-    ``bytecode`` and never read.
-    """
+    """A variant folder read once: every file that counts, and the bytecode found beside (never read)."""
 
     root: Path
     files: Mapping[str, SnapshotFile]
@@ -88,9 +69,7 @@ def _open_checked(path: Path, roots: Sequence[Path]) -> int:
     """Open ``path`` for reading, refusing anything that is not a regular file in ``roots``."""
     real = Path(os.path.realpath(path))
     if not inside(real, roots):
-        raise IntegrityError(
-            f"{path}: leads outside the variant folder (to {real}); refusing to read it"
-        )
+        raise IntegrityError(f"{path}: leads outside the variant folder (to {real}); refusing to read it")
     try:
         fd = os.open(real, _OPEN_FLAGS)
         try:
@@ -100,10 +79,8 @@ def _open_checked(path: Path, roots: Sequence[Path]) -> int:
             if os.path.exists(proc):  # which file was really opened, whatever changed meanwhile
                 opened = Path(os.readlink(proc))
                 if not inside(opened, roots):
-                    raise IntegrityError(
-                        f"{path}: it changed while being opened and now leads outside the "
-                        f"variant folder (to {opened}); refusing to read it"
-                    )
+                    raise IntegrityError(f"{path}: it changed while being opened and now leads outside the "
+                                         f"variant folder (to {opened}); refusing to read it")
             return fd
         except BaseException:
             os.close(fd)
@@ -129,9 +106,7 @@ def _seal(fd: int, path: str) -> None:
     """Make a private copy read-only: seal a memfd, else take the write bits away."""
     import fcntl
 
-    seals = sum(
-        getattr(fcntl, n, 0) for n in ("F_SEAL_WRITE", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL")
-    )
+    seals = sum(getattr(fcntl, n, 0) for n in ("F_SEAL_WRITE", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_SEAL"))
     if path.startswith("/proc/self/fd/") and hasattr(fcntl, "F_ADD_SEALS"):
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
@@ -168,10 +143,8 @@ def _read_one(entry: WalkEntry, roots: Sequence[Path], algorithms: Iterable[str]
             _seal(*sink)
             _private_fds.append(sink[0])
             private, sink = sink[1], None
-        return SnapshotFile(
-            entry_rel, path, size, hasher.hexdigests(),
-            b"".join(chunks) if keep else None, private, entry.link_target,
-        )
+        return SnapshotFile(entry_rel, path, size, hasher.hexdigests(), b"".join(chunks) if keep else None,
+                            private, entry.link_target)
     except OSError as e:
         raise IntegrityError(f"cannot read {path}: {e}") from None
     finally:
@@ -181,13 +154,9 @@ def _read_one(entry: WalkEntry, roots: Sequence[Path], algorithms: Iterable[str]
 
 
 def read_small_file(path: Path, *, max_bytes: int, roots: Sequence[Path]) -> bytes:
-    """Read one small file of a variant (``metadata.json``) with the same checks.
-
-    At most ``max_bytes + 1`` bytes are read, so a caller can tell an oversized file by the
-    length of what it got, without reading the rest.
-
-    :raises IntegrityError: it cannot be read, or is not a regular file inside ``roots``.
-    """
+    """At most ``max_bytes + 1`` bytes (more: oversized) of one small file of a variant
+    (``metadata.json``), with the same checks.
+    :raises IntegrityError: it cannot be read, or is not a regular file inside ``roots``."""
     fd = _open_checked(path, [Path(r).resolve() for r in roots])
     try:
         return read_capped(fd, max_bytes)
@@ -195,23 +164,14 @@ def read_small_file(path: Path, *, max_bytes: int, roots: Sequence[Path]) -> byt
         os.close(fd)
 
 
-def read_variant(
-    root: Path,
-    *,
-    link_roots: Sequence[Path] = (),
-    algorithms: Iterable[str] = ("sha256",),
-    preread: Mapping[str, bytes] | None = None,
-) -> VariantSnapshot:
-    """Read every file of a variant folder once, hashing it (see the module docs).
+def read_variant(root: Path, *, link_roots: Sequence[Path] = (), algorithms: Iterable[str] = ("sha256",),
+                 preread: Mapping[str, bytes] | None = None) -> VariantSnapshot:
+    """Read every file of the variant folder ``root`` once, hashing it with ``algorithms`` (and
+    ``sha256``); links may also lead into ``link_roots``; ``preread`` (relative path -> content,
+    e.g. ``metadata.json``) is hashed from those bytes, not read again.
 
-    :param root: the ``build/<variant>`` folder.
-    :param link_roots: folders besides ``root`` that links may lead into.
-    :param algorithms: hashes to compute for every file (``sha256`` is always computed).
-    :param preread: files already read by the caller (``metadata.json``): relative path ->
-        content; they are hashed from those bytes, not read again.
-    :raises IntegrityError: a link or entry is refused (see
-        :func:`~kernel_plugins.integrity._walk.walk_variant`), or a file cannot be read or
-        changed while it was read.
+    :raises IntegrityError: a refused link or entry (see ``_walk.walk_variant``), or a file that
+        cannot be read or changed while it was read.
     """
     algos = tuple(dict.fromkeys(("sha256", *algorithms)))
     tree = walk_variant(root, link_roots=link_roots)
@@ -219,10 +179,8 @@ def read_variant(
     files: dict[str, SnapshotFile] = {}
     for entry in tree.files:
         if (given := (preread or {}).get(entry.rel)) is not None:
-            hashes = hash_bytes(given, algos)
-            files[entry.rel] = SnapshotFile(
-                entry.rel, entry.path, len(given), hashes, given, None, entry.link_target
-            )
+            files[entry.rel] = SnapshotFile(entry.rel, entry.path, len(given), hash_bytes(given, algos), given, None,
+                                            entry.link_target)
         else:
             files[entry.rel] = _read_one(entry, roots, algos)
     return VariantSnapshot(Path(root), files, tree.bytecode)

@@ -1,30 +1,12 @@
-"""The ``git_lfs_concat`` hash of a build variant, from the Hub's file listing or from a snapshot.
+"""The ``git_lfs_concat`` hash of a build variant (what ``kernels.lock`` pins per variant).
 
-This is the hash ``kernels.lock`` pins per variant (the format other tools write too):
-
-1. take every file below ``build/<variant>/`` except ``*.pyc`` files and anything inside a
-   ``__pycache__`` folder;
-2. for each, the pair (path relative to the variant folder, POSIX, UTF-8 bytes; the raw
-   bytes of the file's hash), where the hash is the LFS sha256 of the content for a file
-   stored with git LFS and the git blob id (``sha1(b"blob <size>\\0" + content)``) for any
-   other file;
-3. sort the pairs by path bytes and take sha256 over ``path + hash`` of every pair;
-4. write it as ``sha256-<hex>``.
-
-From the Hub, the hashes come from the commit's file listing (``oid`` and ``lfs.sha256``
-of each entry). On disk the content is hashed again, and one question remains: was a file
-an LFS file (hash it with sha256) or not (hash it as a git blob)? The answer is taken,
-in order, from
-
-- the commit's file listing that huggingface_hub caches next to the snapshot
-  (``<repo cache>/trees/<sha>.json``, written by every download), or a listing passed in;
-- the name of the blob a cached file links to: huggingface_hub names blobs by their ETag,
-  which is the LFS sha256 (64 hex digits) for LFS files and the git blob id (40) otherwise;
-- else the file is hashed as a git blob.
-
-The choice only says *how* to hash: the result still has to match the pinned hash, so a
-wrong hint can only make a check fail, never make a changed file pass. Both hashes are
-computed in the one read of each file (see ``snapshot``), so the choice costs nothing.
+It is ``sha256-<hex>`` of sha256 over ``path + hash`` of every file below
+``build/<variant>/`` but bytecode, sorted by path bytes (POSIX, UTF-8), where ``hash`` is
+the raw LFS sha256 of a file stored with git LFS, else its git blob id. The Hub's listing
+gives both; on disk, whether a file was an LFS file is taken from the commit's cached file
+listing (``<repo cache>/trees/<sha>.json``) or one passed in, else from the name of the blob
+a cached file links to (64 hex: LFS, 40: git), else git. A wrong hint can only make a check
+fail, never pass a changed file; both hashes come from the one read of each file.
 """
 
 from __future__ import annotations
@@ -40,20 +22,9 @@ from ._hash import git_blob_id
 from ._walk import is_bytecode
 from .snapshot import VariantSnapshot, read_variant
 
-__all__ = [
-    "HASH_TYPE",
-    "FileHash",
-    "FileMismatch",
-    "git_blob_id",
-    "is_hashed_path",
-    "variant_hash",
-    "hash_variant_dir",
-    "snapshot_file_hashes",
-    "split_listing",
-    "listing_entry_hash",
-    "blob_name_hashes",
-    "compare_files",
-]
+__all__ = ["HASH_TYPE", "FileHash", "FileMismatch", "git_blob_id", "is_hashed_path", "variant_hash",
+           "hash_variant_dir", "snapshot_file_hashes", "split_listing", "listing_entry_hash", "blob_name_hashes",
+           "compare_files"]
 
 #: The ``hash_type`` of the variant hashes this module computes.
 HASH_TYPE = "git_lfs_concat"
@@ -66,10 +37,8 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 @dataclass(frozen=True)
 class FileHash:
-    """The hash of one file: a git blob id (``kind="git"``) or an LFS sha256 (``"lfs"``).
-
-    Attributes: kind, hex (lowercase hex digits), size (bytes, when known).
-    """
+    """The hash of one file: a git blob id (``kind="git"``) or an LFS sha256 (``"lfs"``), as
+    lowercase ``hex``, with its ``size`` when known."""
 
     kind: HashKind
     hex: str
@@ -81,21 +50,11 @@ class FileHash:
         size = f" ({self.size} bytes)" if self.size is not None else ""
         return f"{label} {self.hex}{size}"
 
-    def same_content(self, other: FileHash) -> bool:
-        """Whether both describe the same content (same kind and hash)."""
-        return self.kind == other.kind and self.hex == other.hex
-
 
 @dataclass(frozen=True)
 class FileMismatch:
-    """One difference between the expected files of a variant and those on disk.
-
-    Attributes:
-        path: relative POSIX path inside the variant folder.
-        kind: ``missing`` (expected, not on disk), ``changed`` (content differs) or
-            ``unexpected`` (on disk, not expected).
-        expected / actual: the hashes on each side (None where the file is absent).
-    """
+    """One difference between the expected files of a variant and those on disk: the relative
+    ``path``, ``kind`` and the ``expected`` / ``actual`` hashes (None where the file is absent)."""
 
     path: str
     kind: Literal["missing", "changed", "unexpected"]
@@ -109,15 +68,9 @@ class FileMismatch:
             return f"{self.path}: missing (expected {self.expected.describe()})"
         if self.kind == "unexpected":
             assert self.actual is not None
-            return (
-                f"{self.path}: unexpected file, not part of the published variant "
-                f"(found {self.actual.describe()})"
-            )
+            return f"{self.path}: unexpected file, not part of the published variant (found {self.actual.describe()})"
         assert self.expected is not None and self.actual is not None
-        return (
-            f"{self.path}: content changed (expected {self.expected.describe()}, "
-            f"found {self.actual.describe()})"
-        )
+        return f"{self.path}: content changed (expected {self.expected.describe()}, found {self.actual.describe()})"
 
 
 def is_hashed_path(rel: str) -> bool:
@@ -126,11 +79,8 @@ def is_hashed_path(rel: str) -> bool:
 
 
 def variant_hash(files: Mapping[str, FileHash]) -> str:
-    """The ``git_lfs_concat`` hash (``sha256-<hex>``) of a variant's files.
-
-    :param files: path relative to the variant folder (POSIX) -> its hash; paths that do not
-        count (``*.pyc``, ``__pycache__``) are skipped.
-    """
+    """The ``git_lfs_concat`` hash (``sha256-<hex>``) of a variant's files (relative path -> hash;
+    bytecode skipped)."""
     h = hashlib.sha256()
     for rel in sorted(filter(is_hashed_path, files), key=lambda rel: rel.encode("utf-8")):
         h.update(rel.encode("utf-8") + bytes.fromhex(files[rel].hex))
@@ -143,21 +93,13 @@ def _blob_hint(link_target: str | None) -> FileHash | None:
         return None
     if _HEX64.fullmatch(link_target):
         return FileHash("lfs", link_target)
-    if _HEX40.fullmatch(link_target):
-        return FileHash("git", link_target)
-    return None
+    return FileHash("git", link_target) if _HEX40.fullmatch(link_target) else None
 
 
-def snapshot_file_hashes(
-    snapshot: VariantSnapshot, expected: Mapping[str, FileHash] | None = None
-) -> dict[str, FileHash]:
-    """The hash of every file of a snapshot, each taken the way the Hub would list it.
-
-    :param snapshot: read with the ``git`` and ``sha256`` hashes.
-    :param expected: the published hashes (e.g. from the commit's file listing); a file
-        listed there is taken the same way (git blob or LFS). Other files follow their
-        blob name (see the module docs), else count as git blobs.
-    """
+def snapshot_file_hashes(snapshot: VariantSnapshot,
+                         expected: Mapping[str, FileHash] | None = None) -> dict[str, FileHash]:
+    """The hash of every file of a snapshot (read with ``git`` and ``sha256``) as the Hub would
+    list it: of the kind ``expected`` (the published hashes) gives, else its blob name's, else git."""
     out: dict[str, FileHash] = {}
     for rel, f in snapshot.files.items():
         hint = (expected or {}).get(rel) or _blob_hint(f.link_target)
@@ -173,29 +115,21 @@ def hash_variant_dir(variant_dir: Path, expected: Mapping[str, FileHash] | None 
 
 
 def blob_name_hashes(snapshot: VariantSnapshot) -> dict[str, FileHash]:
-    """What the blob names of a cached variant's linked files claim: path -> hash.
-
-    Only files stored as links to a blob named by a 40- or 64-hex ETag are listed. Used to
-    name the changed file when no file listing of the commit is at hand.
-    """
+    """Path -> the hash its blob name claims, for the files of a cached variant that link to a
+    blob named by a 40- or 64-hex ETag (names the changed file without the commit's listing)."""
     hints = {rel: _blob_hint(f.link_target) for rel, f in snapshot.files.items()}
     return {rel: hint for rel, hint in hints.items() if hint is not None}
 
 
-def compare_files(
-    expected: Mapping[str, FileHash], actual: Mapping[str, FileHash], *, complete: bool = True
-) -> list[FileMismatch]:
-    """Differences between expected and found files, sorted by path.
-
-    :param complete: ``expected`` lists every file of the variant, so files missing from
-        ``actual`` and files only in ``actual`` are reported too; with False only files
-        present on both sides are compared.
-    """
+def compare_files(expected: Mapping[str, FileHash], actual: Mapping[str, FileHash], *,
+                  complete: bool = True) -> list[FileMismatch]:
+    """Differences between expected and found files, sorted by path; with ``complete`` (``expected``
+    lists every file) missing and unexpected files too, else only files on both sides."""
     out: list[FileMismatch] = []
     for rel in sorted(set(expected) | set(actual)):
         exp, act = expected.get(rel), actual.get(rel)
         if exp is not None and act is not None:
-            if not exp.same_content(act):
+            if (exp.kind, exp.hex) != (act.kind, act.hex):
                 out.append(FileMismatch(rel, "changed", exp, act))
         elif complete:
             out.append(FileMismatch(rel, "missing" if act is None else "unexpected", exp, act))
@@ -213,12 +147,8 @@ def listing_entry_hash(blob_id: object, lfs_sha256: object, size: object) -> Fil
 
 
 def split_listing(entries: Iterable[tuple[str, FileHash]]) -> dict[str, dict[str, FileHash]]:
-    """Group a repository file listing by variant.
-
-    :param entries: (path in the repository, hash) pairs; only ``build/<variant>/...`` paths
-        are kept.
-    :return: variant -> {path relative to the variant folder -> hash}, counting files only.
-    """
+    """Variant -> {path in the variant -> hash} of the counting files of a repository listing's
+    ``(path, hash)`` pairs (only ``build/<variant>/...`` paths)."""
     out: dict[str, dict[str, FileHash]] = {}
     for path, fh in entries:
         parts = path.split("/")

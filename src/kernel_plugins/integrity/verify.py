@@ -1,14 +1,7 @@
-"""Check a variant snapshot against everything that pins its content.
-
-:func:`verify_snapshot` compares the files that were read (see ``snapshot``) with
-
-- a per-file listing (the commit's file listing on the Hub, or the record of the first
-  verification), naming each missing, changed or unexpected file;
-- the ``git_lfs_concat`` hash a lock file pins for the variant;
-- the ``digest`` of its ``metadata.json``, when it has one.
-
-It makes no request and reads nothing: the snapshot already holds every hash. The result,
-a :class:`VariantCheck`, says what passed and raises one error listing every problem.
+"""Check a variant snapshot (no request, nothing read: it holds every hash) against a per-file
+listing (the commit's on the Hub, or the record of the first verification), the
+``git_lfs_concat`` hash a lock pins and the ``digest`` of its ``metadata.json``; the
+:class:`VariantCheck` says what passed and raises one error listing every problem.
 """
 
 from __future__ import annotations
@@ -34,22 +27,11 @@ __all__ = ["VariantCheck", "verify_snapshot"]
 
 @dataclass
 class VariantCheck:
-    """The outcome of checking one variant (see :func:`verify_snapshot`).
-
-    Attributes:
-        label: how the variant is named in messages (``org/name@sha variant``).
-        variant, path: what was checked.
-        computed_hash: the ``git_lfs_concat`` hash of the files read.
-        pinned_hash: the lock's hash, when pinned. pinned_by: the lock file.
-        files: per-file differences from the reference listing.
-        digest: differences from the metadata ``digest`` (empty when it has none).
-        listing_source: where the per-file reference came from ("" when none was at hand).
-        notes: further findings (e.g. the listing disagreeing with the lock).
-        has_digest: whether ``metadata.json`` carries a digest (it was checked).
-        actual: the hashes of the files read.
-        bytecode: Python bytecode found in the folder (never executed, never hashed).
-        repair: how to repair the variant when a check failed.
-    """
+    """The outcome of checking one variant (:func:`verify_snapshot`): its ``label`` in messages,
+    the ``computed_hash`` of the files read and the ``pinned_hash`` (by ``pinned_by``), per-file
+    differences (``files``) from the listing of ``listing_source`` ("": none at hand) and from
+    the metadata ``digest`` (when ``has_digest``), ``notes``, the ``actual`` hashes, the
+    ``bytecode`` found (never executed) and how to ``repair`` a failure."""
 
     label: str
     variant: str
@@ -80,23 +62,17 @@ class VariantCheck:
         """One line per problem: file, both hashes."""
         lines = [m.describe() for m in self.files]
         if self.lock_mismatch:
-            lines.append(
-                f"variant hash: {self.pinned_by or 'the lock'} pins {self.pinned_hash}, the files "
-                f"on disk hash to {self.computed_hash}"
-            )
+            lines.append(f"variant hash: {self.pinned_by or 'the lock'} pins {self.pinned_hash}, the files "
+                         f"on disk hash to {self.computed_hash}")
         lines += [f"metadata digest: {m.describe()}" for m in self.digest]
         return lines
 
     def summary(self) -> str:
         """A one-line outcome, for ``kernel-plugins verify``."""
         if self.ok:
-            how = ["files" if self.listing_source else "", "lock" if self.pinned_hash else ""]
-            how.append("digest" if self.has_digest else "")
-            checked = ", ".join(h for h in how if h) or "hash computed"
-            extra = (
-                f"; {len(self.bytecode)} bytecode file(s) present, never executed"
-                if self.bytecode else ""
-            )
+            how = {"files": self.listing_source, "lock": self.pinned_hash, "digest": self.has_digest}
+            checked = ", ".join(h for h, done in how.items() if done) or "hash computed"
+            extra = f"; {len(self.bytecode)} bytecode file(s) present, never executed" if self.bytecode else ""
             return f"OK {self.computed_hash} ({checked}){extra}"
         return "FAILED: " + "; ".join(self.problems())
 
@@ -109,68 +85,33 @@ class VariantCheck:
         if len(problems) > 30:
             listed += f"\n  - ... and {len(problems) - 30} more"
         notes = "".join(f"\n{n}" for n in self.notes)
-        raise IntegrityError(
-            f"{self.label} variant {self.variant} in {self.path} failed its integrity check, "
-            f"so nothing from it was imported:\n{listed}{notes}\n{self.repair}".rstrip()
-        )
+        raise IntegrityError(f"{self.label} variant {self.variant} in {self.path} failed its integrity check, "
+                             f"so nothing from it was imported:\n{listed}{notes}\n{self.repair}".rstrip())
 
 
-def verify_snapshot(
-    snapshot: VariantSnapshot,
-    *,
-    label: str,
-    variant: str,
-    expected: Mapping[str, FileHash] | None = None,
-    expected_source: str = "",
-    pinned_hash: str | None = None,
-    pinned_by: object = None,
-    digest: object | None = None,
-    repair: str = "",
-) -> VariantCheck:
-    """Check a snapshot against a listing, a pinned hash and a metadata digest.
-
-    :param snapshot: the variant as read, hashed with ``git`` and ``sha256`` (and the
-        digest's algorithm when ``digest`` is given).
-    :param expected: every file the variant should hold, with its published hash; None
-        when no listing is at hand (then only files whose cached blob name claims a hash
-        are compared with it).
-    :param expected_source: where ``expected`` came from, for messages.
-    :param pinned_hash: the lock's ``git_lfs_concat`` hash of the variant, if pinned.
-    :param digest: the metadata ``digest`` (already parsed), if any.
-    :param repair: how to repair a failing variant (the last line of the error).
-    """
+def verify_snapshot(snapshot: VariantSnapshot, *, label: str, variant: str,
+                    expected: Mapping[str, FileHash] | None = None, expected_source: str = "",
+                    pinned_hash: str | None = None, pinned_by: object = None, digest: object | None = None,
+                    repair: str = "") -> VariantCheck:
+    """Check a snapshot (hashed with ``git``, ``sha256`` and the ``digest``'s algorithm) against
+    ``expected`` (every file with its published hash, from ``expected_source``; None: only files
+    whose cached blob name claims a hash are compared), the lock's ``pinned_hash`` and the
+    parsed metadata ``digest``; ``repair`` is the error's last line."""
     notes: list[str] = []
     if expected is not None and pinned_hash is not None and variant_hash(expected) != pinned_hash:
-        notes.append(
-            f"The {expected_source} does not match the lock's hash either, so it was not used "
-            "to name files; the lock was written for other files, or the listing was changed "
-            "too."
-        )
+        notes.append(f"The {expected_source} does not match the lock's hash either, so it was not used "
+                     "to name files; the lock was written for other files, or the listing was changed too.")
         expected = None
     actual = snapshot_file_hashes(snapshot, expected)
-    if expected is not None:
-        files = compare_files(expected, actual)
-    else:
-        files = compare_files(blob_name_hashes(snapshot), actual, complete=False)
+    reference = expected if expected is not None else blob_name_hashes(snapshot)
+    files = compare_files(reference, actual, complete=expected is not None)
     check = VariantCheck(
-        label=label,
-        variant=variant,
-        path=Path(snapshot.root),
-        computed_hash=variant_hash(actual),
-        pinned_hash=pinned_hash,
-        pinned_by=pinned_by,
-        files=files,
+        label=label, variant=variant, path=Path(snapshot.root), computed_hash=variant_hash(actual),
+        pinned_hash=pinned_hash, pinned_by=pinned_by, files=files,
         digest=check_digest(snapshot, digest) if digest is not None else [],
-        listing_source=expected_source if expected is not None else "",
-        notes=notes,
-        actual=actual,
-        bytecode=snapshot.bytecode,
-        has_digest=digest is not None,
-        repair=repair,
-    )
+        listing_source=expected_source if expected is not None else "", notes=notes, actual=actual,
+        bytecode=snapshot.bytecode, has_digest=digest is not None, repair=repair)
     if check.lock_mismatch and not files and expected is None:
-        check.notes.append(
-            "No file listing of the commit is cached, so the changed file cannot be named."
-        )
+        check.notes.append("No file listing of the commit is cached, so the changed file cannot be named.")
     return check
 
