@@ -1,14 +1,9 @@
-"""One capability-range type for every backend that reports a capability.
+"""One capability-range type for every backend that reports a ``(major, minor)`` capability.
 
-A backend's :class:`~kernel_plugins.device.DeviceInfo` may carry ``capability`` as a
-``(major, minor)`` tuple (CUDA compute capability, MUSA arch 2.1 / 2.2, MLU 3.0 / 5.0, ...)
-or None. A mapping entry keyed by a :class:`CapabilityRange` applies only to devices whose
-capability lies in the range (bounds inclusive); a device without a capability matches only
-entries without a range. Among matching ranges the narrowest wins.
-
-Width is measured on the ordinal ``major * 1000 + minor`` (exact for any minor below 1000);
-an open bound counts as ``(0, 0)`` below and as infinitely far above. Ties between ranges of
-equal width go to the higher lower bound, then to the range registered last.
+A mapping entry keyed by a :class:`CapabilityRange` applies only to devices whose capability
+lies in the range (bounds inclusive; a device without one matches no range). Among matching
+ranges the narrowest wins (width on ``major * 1000 + minor``, an open lower bound counting as
+``(0, 0)``, an open upper one as infinite), then the higher lower bound, then the last registered.
 """
 
 from __future__ import annotations
@@ -34,10 +29,8 @@ def parse_capability(value: object, *, what: str = "capability") -> Capability:
     A float is refused (``8.10`` and ``8.1`` would be equal); pass a string or a tuple.
     Raises :class:`~kernel_plugins.layers.MappingError` naming the bad value.
     """
-    if isinstance(value, bool) or isinstance(value, float):
-        raise MappingError(
-            f"{what} {value!r} is ambiguous: give a (major, minor) tuple or a string like '8.9'"
-        )
+    if isinstance(value, (bool, float)):
+        raise MappingError(f"{what} {value!r} is ambiguous: give a (major, minor) tuple or a string like '8.9'")
     if isinstance(value, int):
         value = (value, 0)
     if isinstance(value, str):
@@ -47,19 +40,10 @@ def parse_capability(value: object, *, what: str = "capability") -> Capability:
         return (int(m.group(1)), int(m.group(2) or 0))
     if isinstance(value, (tuple, list)) and len(value) == 2:
         major, minor = value
-        if (
-            isinstance(major, int)
-            and isinstance(minor, int)
-            and not isinstance(major, bool)
-            and not isinstance(minor, bool)
-            and 0 <= major
-            and 0 <= minor < _BASE
-        ):
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in value) and 0 <= major and 0 <= minor < _BASE:
             return (major, minor)
-    raise MappingError(
-        f"{what} {value!r} must be a (major, minor) pair of non-negative integers "
-        f"(minor below {_BASE}) or a string like '7.5'"
-    )
+    raise MappingError(f"{what} {value!r} must be a (major, minor) pair of non-negative integers "
+                       f"(minor below {_BASE}) or a string like '7.5'")
 
 
 def format_capability(cap: Capability | None) -> str:
@@ -73,11 +57,8 @@ def _ordinal(cap: Capability) -> int:
 
 @dataclass(frozen=True, init=False)
 class CapabilityRange:
-    """An inclusive range of device capabilities, for any backend.
-
-    Args:
-        min: lowest capability served, e.g. ``(7, 5)`` or ``"7.5"``; None = no lower bound.
-        max: highest capability served, inclusive; None = no upper bound.
+    """An inclusive range of device capabilities (``min``/``max``: e.g. ``(7, 5)`` or ``"7.5"``;
+    None: no bound), for any backend.
 
     Example::
 
@@ -94,10 +75,8 @@ class CapabilityRange:
         lo = None if min is None else parse_capability(min, what="CapabilityRange min")
         hi = None if max is None else parse_capability(max, what="CapabilityRange max")
         if lo is not None and hi is not None and lo > hi:
-            raise MappingError(
-                f"CapabilityRange min {format_capability(lo)} is above max "
-                f"{format_capability(hi)}; bounds are inclusive, so min <= max"
-            )
+            raise MappingError(f"CapabilityRange min {format_capability(lo)} is above max "
+                               f"{format_capability(hi)}; bounds are inclusive, so min <= max")
         object.__setattr__(self, "min", lo)
         object.__setattr__(self, "max", hi)
 
@@ -106,15 +85,11 @@ class CapabilityRange:
         if capability is None:
             return False
         cap = (int(capability[0]), int(capability[1]))
-        if self.min is not None and cap < self.min:
-            return False
-        return not (self.max is not None and cap > self.max)
+        return (self.min is None or cap >= self.min) and (self.max is None or cap <= self.max)
 
     def width(self) -> float:
         """Size of the range on the ``major * 1000 + minor`` scale (``inf`` when open above)."""
-        if self.max is None:
-            return math.inf
-        return _ordinal(self.max) - _ordinal(self.min or (0, 0))
+        return math.inf if self.max is None else _ordinal(self.max) - _ordinal(self.min or (0, 0))
 
     def sort_key(self) -> tuple[float, int]:
         """Narrowest first; for equal widths the higher lower bound first."""

@@ -1,23 +1,12 @@
 """Marking model layers and functions whose forward a kernel may replace.
 
-* On an ``nn.Module`` class, :func:`use_kernel_forward_from_hub` records the name on the
-  class (``kernel_layer_name``) and returns the class unchanged: instances behave exactly
-  as before until :func:`~kernel_plugins.layers.kernelize` replaces their forward.
-* On a plain function it returns a small ``nn.Module`` instance that calls the function
-  (its class ``forward`` *is* the function, so a call costs one ``nn.Module.__call__``).
-  Keep it as an attribute of a model, or kernelize it directly; kernelize then makes the
-  mapped kernel function (a :class:`~kernel_plugins.layers.FuncRepository` entry) its
-  forward. The instance carries the function's ``__name__``, ``__doc__`` and
-  ``__wrapped__``, so ``inspect.signature`` shows the original signature. There is one
-  instance per decorated function: kernelizing any model that holds it changes it for
-  every caller (as for any module shared between models).
-* :func:`use_kernelized_func` attaches marked functions to every instance of a module
-  class (in the instance's ``_kernel_funcs`` dict, not as submodules), so kernelizing a
-  model that holds the class also serves the functions its ``forward`` calls.
-
-The marks are the ones the Hub ``kernels`` package places (``kernel_layer_name`` and an
-optional ``kernel_condition`` on the class, ``_kernel_funcs`` on instances), so
-:func:`~kernel_plugins.layers.kernelize` serves layers marked by either package.
+:func:`use_kernel_forward_from_hub` records the name on a layer class (``kernel_layer_name``,
+the class is otherwise unchanged) or turns a function into one shared ``nn.Module`` instance
+whose class ``forward`` *is* the function (it keeps ``__name__``, ``__doc__``, ``__wrapped__``;
+kernelizing it changes it for every caller). :func:`use_kernelized_func` attaches marked
+functions to every instance of a class (``_kernel_funcs``, not submodules), so kernelize also
+serves what its ``forward`` calls. These are the Hub ``kernels`` package's marks (with
+``kernel_condition``), so kernelize serves layers marked by either package.
 """
 
 from __future__ import annotations
@@ -29,15 +18,8 @@ from typing import Any, TypeVar
 
 from ..errors import LayerError
 
-__all__ = [
-    "use_kernel_forward_from_hub",
-    "use_kernel_func_from_hub",
-    "replace_kernel_forward_from_hub",
-    "use_kernelized_func",
-    "kernel_funcs",
-    "marked_name",
-    "original_function",
-]
+__all__ = ["use_kernel_forward_from_hub", "use_kernel_func_from_hub", "replace_kernel_forward_from_hub",
+           "use_kernelized_func", "kernel_funcs", "marked_name", "original_function"]
 
 T = TypeVar("T")
 
@@ -55,30 +37,18 @@ Condition = Callable[[Any], bool]
 
 def _check_condition(condition: object) -> None:
     if condition is not None and not callable(condition):
-        raise LayerError(
-            f"condition must be a callable taking the module instance and returning a bool, "
-            f"got {condition!r}"
-        )
+        raise LayerError(f"condition must be a callable taking the module instance and returning a bool, "
+                         f"got {condition!r}")
 
 
-def replace_kernel_forward_from_hub(
-    cls: type, layer_name: str, condition: Condition | None = None
-) -> None:
-    """Mark an existing layer class (e.g. a third-party one) as kernelizable in place.
-
-    Prefer :func:`use_kernel_forward_from_hub` on your own classes: marking a class you do
-    not own depends on its attributes and forward signature staying the same.
-
-    :param condition: called with each module instance at kernelize time; an instance
-        for which it returns False keeps its original forward.
-    """
+def replace_kernel_forward_from_hub(cls: type, layer_name: str, condition: Condition | None = None) -> None:
+    """Mark an existing (e.g. third-party) layer class as kernelizable in place; ``condition``
+    as for :func:`use_kernel_forward_from_hub`."""
     _check_name(layer_name)
     _check_condition(condition)
     if not inspect.isclass(cls) or not callable(getattr(cls, "forward", None)):
-        raise LayerError(
-            f"{cls!r} cannot be marked as kernel layer `{layer_name}`: it is not a class "
-            f"with a forward method"
-        )
+        raise LayerError(f"{cls!r} cannot be marked as kernel layer `{layer_name}`: it is not a class "
+                         "with a forward method")
     cls.kernel_layer_name = layer_name  # type: ignore[attr-defined]
     if condition is not None:
         cls.kernel_condition = staticmethod(condition)  # type: ignore[attr-defined]
@@ -122,16 +92,10 @@ def _wrap_function(func: Callable[..., Any], name: str, condition: Condition | N
     return inst
 
 
-def use_kernel_forward_from_hub(
-    layer_name: str, condition: Condition | None = None
-) -> Callable[[T], T]:
-    """Mark a layer class or a function as replaceable by the kernel mapped to ``layer_name``.
-
-    :param layer_name: the name mappings use (e.g. ``"SiluAndMul"``).
-    :param condition: optional; called with each module instance at kernelize time, and
-        an instance for which it returns False keeps its original forward.
-    :return: a decorator; for a class it returns the class, for a function a module
-        instance calling the function (see the module doc).
+def use_kernel_forward_from_hub(layer_name: str, condition: Condition | None = None) -> Callable[[T], T]:
+    """Mark a layer class (returned as it is) or a function (returned as a module instance)
+    as replaceable by the kernel mapped to ``layer_name``; an instance for which
+    ``condition(instance)`` is False at kernelize time keeps its original forward.
 
     Example::
 
@@ -154,10 +118,8 @@ def use_kernel_forward_from_hub(
             return obj
         if callable(obj):
             return _wrap_function(obj, layer_name, condition)  # type: ignore[no-any-return]
-        raise LayerError(
-            f"use_kernel_forward_from_hub({layer_name!r}) decorates an nn.Module class or a "
-            f"function, got {obj!r}"
-        )
+        raise LayerError(f"use_kernel_forward_from_hub({layer_name!r}) decorates an nn.Module class or a "
+                         f"function, got {obj!r}")
 
     return decorator
 
@@ -168,26 +130,17 @@ def use_kernel_func_from_hub(func_name: str) -> Callable[[Callable[..., Any]], A
 
     def decorator(func: Callable[..., Any]) -> Any:
         if inspect.isclass(func) or not callable(func):
-            raise LayerError(
-                f"use_kernel_func_from_hub({func_name!r}) decorates a function, got {func!r}; "
-                f"use use_kernel_forward_from_hub for layer classes"
-            )
+            raise LayerError(f"use_kernel_func_from_hub({func_name!r}) decorates a function, got {func!r}; "
+                             "use use_kernel_forward_from_hub for layer classes")
         return _wrap_function(func, func_name)
 
     return decorator
 
 
 def use_kernelized_func(*funcs: Any) -> Callable[[type[T]], type[T]]:
-    """Attach marked functions to every instance of a module class, for kernelize.
-
-    Decorate the class whose ``forward`` calls the functions: each instance gets an
-    ``_kernel_funcs`` dict (name -> marked-function module) in its ``__dict__``, not as
-    submodules (state dicts and ``named_modules`` are unchanged). kernelize visits these
-    functions for every module that holds them. A list of functions is accepted too
-    (transformers passes one).
-
-    :param funcs: functions marked with :func:`use_kernel_forward_from_hub`.
-    :return: a class decorator returning the class (its ``__init__`` is wrapped).
+    """A class decorator giving each instance of the class whose ``forward`` calls ``funcs``
+    (marked functions, or lists of them) an ``_kernel_funcs`` dict in its ``__dict__`` (state
+    dicts and ``named_modules`` unchanged), which kernelize visits.
 
     Example::
 
@@ -204,11 +157,9 @@ def use_kernelized_func(*funcs: Any) -> Callable[[type[T]], type[T]]:
         flat.extend(f if isinstance(f, (list, tuple)) else [f])
     for f in flat:
         if marked_name(f) is None:
-            raise LayerError(
-                f"Function `{getattr(f, '__name__', f)}` is not decorated with "
-                f"@use_kernel_forward_from_hub and cannot be used with @use_kernelized_func; "
-                f"decorate it with @use_kernel_forward_from_hub(name) first"
-            )
+            raise LayerError(f"Function `{getattr(f, '__name__', f)}` is not decorated with "
+                             "@use_kernel_forward_from_hub and cannot be used with @use_kernelized_func; "
+                             "decorate it with @use_kernel_forward_from_hub(name) first")
     named = {getattr(f, "__name__", None) or marked_name(f): f for f in flat}
 
     def decorator(cls: type[T]) -> type[T]:

@@ -17,16 +17,11 @@ A mapping has this shape::
         },
     }
 
-Device keys are the device type or the backend name of ANY installed backend (``"mps"``
-and ``"metal"`` both work; ``"rocm"`` selects ROCm devices only while ``"cuda"`` serves
-every backend whose device type is ``cuda``). An unknown key raises the same
-:class:`~kernel_plugins.errors.UnknownDeviceError` as the loader, which names the
-distribution to install when the name is a known backend.
-
-Registering merges into the active mapping: for the same layer, device key and capability
-range, the new mode entries replace those of the same mode and keep the others.
-:func:`use_kernel_mapping` scopes a mapping to a ``with`` block (stackable, per thread and
-per asyncio task, through a :class:`contextvars.ContextVar`).
+Device keys are the device type or the backend name of any installed backend (``"rocm"``
+selects ROCm devices only, ``"cuda"`` every backend of device type ``cuda``); an unknown key
+raises the loader's :class:`~kernel_plugins.errors.UnknownDeviceError`. Registering merges
+into the active mapping (new mode entries replace those of the same mode);
+:func:`use_kernel_mapping` scopes a mapping to a ``with`` block (per thread and asyncio task).
 """
 
 from __future__ import annotations
@@ -43,16 +38,8 @@ from .capability import Capability, CapabilityRange, format_capability
 from .mode import Mode, candidate_modes, check_mapping_mode, describe_mode
 from .repositories import KernelRepository
 
-__all__ = [
-    "Candidate",
-    "KernelMapping",
-    "register_kernel_mapping",
-    "use_kernel_mapping",
-    "current_mapping",
-    "find_candidates",
-    "validate_device_key",
-    "describe_device",
-]
+__all__ = ["Candidate", "KernelMapping", "register_kernel_mapping", "use_kernel_mapping", "current_mapping",
+           "validate_device_key", "describe_device"]
 
 _SEQ = itertools.count()
 
@@ -75,13 +62,8 @@ class _Entry:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One mapping entry that may serve a layer, in the order kernelize tries them.
-
-    Attributes:
-        layer_name: the mapped name. repo: where the kernel lives. mode: the mode the entry
-        was registered for. device_key: the mapping key that matched. capability_range:
-        the range that matched, or None.
-    """
+    """One mapping entry that may serve ``layer_name``: ``repo``, the ``mode`` it was registered
+    for, the ``device_key`` and ``capability_range`` (or None) that matched."""
 
     layer_name: str
     repo: KernelRepository
@@ -91,10 +73,8 @@ class Candidate:
 
     def describe(self) -> str:
         """``layer `X` of `org/repo` [cuda, capability 8.0..8.9, mode INFERENCE]``."""
-        parts = [self.device_key]
-        if self.capability_range is not None:
-            parts.append(str(self.capability_range))
-        parts.append(f"mode {describe_mode(self.mode)}")
+        rng = [] if self.capability_range is None else [str(self.capability_range)]
+        parts = [self.device_key, *rng, f"mode {describe_mode(self.mode)}"]
         return f"{self.repo.describe()} [{', '.join(parts)}]"
 
 
@@ -118,19 +98,15 @@ class KernelMapping:
     def merged(self, mapping: Mapping[str, Any]) -> KernelMapping:
         """A new snapshot with ``mapping`` (user shape, validated here) merged in."""
         if not isinstance(mapping, Mapping):
-            raise MappingError(
-                f"a kernel mapping must be a dict of layer name -> device dict, got "
-                f"{type(mapping).__name__}"
-            )
+            raise MappingError(f"a kernel mapping must be a dict of layer name -> device dict, "
+                               f"got {type(mapping).__name__}")
         data = {layer: dict(devs) for layer, devs in self._data.items()}
         for layer, devices in mapping.items():
             if not isinstance(layer, str) or not layer:
                 raise MappingError(f"mapping keys must be layer names (str), got {layer!r}")
             if not isinstance(devices, Mapping):
-                raise MappingError(
-                    f"mapping[{layer!r}] must be a dict of device type -> repository, got "
-                    f"{type(devices).__name__}"
-                )
+                raise MappingError(f"mapping[{layer!r}] must be a dict of device type -> repository, got "
+                                   f"{type(devices).__name__}")
             per_layer = data.setdefault(layer, {})
             for key, value in devices.items():
                 validate_device_key(key)
@@ -151,18 +127,12 @@ class KernelMapping:
         :mod:`~kernel_plugins.layers.capability`), the entry without a range last; within
         an entry, modes in the order of :func:`~kernel_plugins.layers.mode.candidate_modes`.
         """
-        per_layer = self._data.get(layer_name, {})
-        keys = [device.backend]
-        if device.device_type != device.backend:
-            keys.append(device.device_type)
-        wanted = candidate_modes(mode)
+        per_layer, wanted = self._data.get(layer_name, {}), candidate_modes(mode)
         out: list[Candidate] = []
-        for key in keys:
+        for key in dict.fromkeys((device.backend, device.device_type)):
             for rng, entry in _ordered_entries(per_layer.get(key, {}), device.capability):
                 modes = dict(entry.modes)
-                for m in wanted:
-                    if m in modes:
-                        out.append(Candidate(layer_name, modes[m], m, key, rng))
+                out += [Candidate(layer_name, modes[m], m, key, rng) for m in wanted if m in modes]
         return out
 
     def __repr__(self) -> str:
@@ -174,28 +144,21 @@ def _ordered_entries(
 ) -> list[tuple[RangeKey, _Entry]]:
     ranged = [(r, e) for r, e in ranges.items() if r is not None and r.contains(capability)]
     ranged.sort(key=lambda re: (*re[0].sort_key(), -re[1].seq))
-    matching: list[tuple[RangeKey, _Entry]] = list(ranged)
-    if None in ranges:
-        matching.append((None, ranges[None]))
-    return matching
+    return [*ranged, *([(None, ranges[None])] if None in ranges else [])]
 
 
 def _split_modes(value: object, where: str) -> dict[Mode, KernelRepository]:
     if isinstance(value, KernelRepository):
         return {Mode.FALLBACK: value}
     if not isinstance(value, Mapping):
-        raise MappingError(
-            f"{where} must be a repository (LayerRepository, ...) or a dict of Mode -> "
-            f"repository, got {type(value).__name__}"
-        )
+        raise MappingError(f"{where} must be a repository (LayerRepository, ...) or a dict of Mode -> "
+                           f"repository, got {type(value).__name__}")
     out: dict[Mode, KernelRepository] = {}
     for m, repo in value.items():
         check_mapping_mode(m)
         if not isinstance(repo, KernelRepository):
-            raise MappingError(
-                f"{where}[{describe_mode(m)}] must be a repository (LayerRepository, "
-                f"LocalLayerRepository, FuncRepository, ...), got {type(repo).__name__}"
-            )
+            raise MappingError(f"{where}[{describe_mode(m)}] must be a repository (LayerRepository, "
+                               f"LocalLayerRepository, FuncRepository, ...), got {type(repo).__name__}")
         out[m] = repo
     return out
 
@@ -219,39 +182,22 @@ def _split_device_value(value: object, where: str) -> dict[RangeKey, dict[Mode, 
 
 
 def validate_device_key(key: object) -> None:
-    """Check a mapping's device key against the installed backends.
-
-    Accepts any installed backend's name or device type, and the known plugin backends
-    (mlu, musa, npu, neuron, tpu) even when not installed. Raises the loader's
-    :class:`~kernel_plugins.errors.UnknownDeviceError` (from
-    :func:`kernel_plugins.detection.unknown_device_error`) otherwise.
-    """
+    """Accept an installed backend's name or device type, or a known plugin backend not
+    installed (so a library can map every device at import time); else raise the loader's
+    :class:`~kernel_plugins.errors.UnknownDeviceError`."""
     if not isinstance(key, str):
-        raise MappingError(
-            f"device keys of a mapping must be strings like 'cuda' or 'mlu', got {key!r}"
-        )
-    from ..plugins import get_manager
-
-    known: set[str] = set()
-    for name, rec in get_manager().backends().items():
-        known.add(name)
-        known.add(rec.spec.device_type)
+        raise MappingError(f"device keys of a mapping must be strings like 'cuda' or 'mlu', got {key!r}")
     from ..detection import unknown_device_error
     from ..known_plugins import INSTALL_HINTS
+    from ..plugins import get_manager
 
-    # Known plugin backends that are not installed are accepted, so that a library can
-    # register mappings for every device at import time; they never match a device here.
-    if key in known or key in INSTALL_HINTS:
-        return
-
-    raise unknown_device_error(key)
+    known = {k for name, rec in get_manager().backends().items() for k in (name, rec.spec.device_type)}
+    if key not in known and key not in INSTALL_HINTS:
+        raise unknown_device_error(key)
 
 
-# ------------------------------------------------------------------ active mappings
 _EMPTY = KernelMapping()
 _global: KernelMapping = _EMPTY
-
-
 _ACTIVE: contextvars.ContextVar[KernelMapping | None] = contextvars.ContextVar(
     "kernel_plugins_kernel_mapping", default=None
 )
@@ -260,22 +206,18 @@ _ACTIVE: contextvars.ContextVar[KernelMapping | None] = contextvars.ContextVar(
 def current_mapping() -> KernelMapping:
     """The mapping in effect here: the innermost ``use_kernel_mapping`` block, else the
     process-wide one built by :func:`register_kernel_mapping`."""
-    scoped = _ACTIVE.get()
-    return _global if scoped is None else scoped
+    return _global if (scoped := _ACTIVE.get()) is None else scoped
 
 
 def register_kernel_mapping(mapping: Mapping[str, Any], inherit_mapping: bool = True) -> None:
-    """Register kernels for layer names, devices and modes.
-
-    Outside any :func:`use_kernel_mapping` block this changes the process-wide mapping;
-    inside one, it changes that block's mapping only (undone when the block exits).
+    """Register kernels for layer names, devices and modes: in the process-wide mapping, or
+    inside a :func:`use_kernel_mapping` block in that block's only.
 
     :param mapping: ``{layer name: {device key: repository | {Mode: repository} |
         {CapabilityRange: repository | {Mode: repository}}}}`` (see the module doc).
     :param inherit_mapping: True merges into the current mapping; False replaces it.
-    Raises :class:`~kernel_plugins.layers.MappingError` for a malformed mapping and
-    :class:`~kernel_plugins.errors.UnknownDeviceError` for a device no backend provides;
-    nothing is registered when it raises.
+    :raises MappingError: malformed; :raises UnknownDeviceError: a device no backend
+        provides (nothing is registered).
 
     Example::
 
@@ -283,8 +225,7 @@ def register_kernel_mapping(mapping: Mapping[str, Any], inherit_mapping: bool = 
             "kernels-community/activation", layer_name="SiluAndMul", version=1)}})
     """
     global _global
-    base = current_mapping() if inherit_mapping else _EMPTY
-    new = base.merged(mapping)
+    new = (current_mapping() if inherit_mapping else _EMPTY).merged(mapping)
     if _ACTIVE.get() is None:
         _global = new
     else:
@@ -295,13 +236,8 @@ def register_kernel_mapping(mapping: Mapping[str, Any], inherit_mapping: bool = 
 def use_kernel_mapping(
     mapping: Mapping[str, Any], *, inherit_mapping: bool = True
 ) -> Iterator[KernelMapping]:
-    """Use ``mapping`` inside a ``with`` block; the previous mapping returns on exit.
-
-    Blocks nest. With ``inherit_mapping=False`` the mappings of outer blocks and the
-    process-wide mapping are hidden inside the block.
-
-    :param mapping: same shape as for :func:`register_kernel_mapping`.
-    :return: (as the ``with`` target) the mapping in effect inside the block.
+    """Use ``mapping`` (as for :func:`register_kernel_mapping`) inside a ``with`` block, which
+    nests; ``inherit_mapping=False`` hides the outer ones. The ``with`` target: the mapping in effect.
 
     Example::
 
@@ -309,18 +245,12 @@ def use_kernel_mapping(
                                                       layer_name="RMSNorm")}}):
             kernelize(model, mode=Mode.INFERENCE, device="mlu")
     """
-    base = current_mapping() if inherit_mapping else _EMPTY
-    new = base.merged(mapping)
+    new = (current_mapping() if inherit_mapping else _EMPTY).merged(mapping)
     token = _ACTIVE.set(new)
     try:
         yield new
     finally:
         _ACTIVE.reset(token)
-
-
-def find_candidates(layer_name: str, device: DeviceLike, mode: Mode) -> list[Candidate]:
-    """:meth:`KernelMapping.candidates` on the current mapping."""
-    return current_mapping().candidates(layer_name, device, mode)
 
 
 def _reset_for_tests() -> None:
@@ -331,13 +261,8 @@ def _reset_for_tests() -> None:
 
 def describe_device(device: DeviceLike) -> str:
     """``cuda (backend rocm, capability 9.4)``: how messages name a device."""
-    extra = []
-    if device.backend != device.device_type:
-        extra.append(f"backend {device.backend}")
-    if device.capability is None:
-        extra.append("no capability reported")
-    else:
-        extra.append(f"capability {format_capability(device.capability)}")
-    if getattr(device, "emulated", False):
-        extra.append("emulated")
+    extra = [f"backend {device.backend}"] if device.backend != device.device_type else []
+    extra.append("no capability reported" if device.capability is None else
+                 f"capability {format_capability(device.capability)}")
+    extra += ["emulated"] if getattr(device, "emulated", False) else []
     return f"{device.device_type} ({', '.join(extra)})"

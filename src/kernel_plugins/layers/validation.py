@@ -1,21 +1,12 @@
 """Checks on kernel layers and kernel functions before they replace a forward.
 
-A kernel layer class must:
-
-* be a ``torch.nn.Module`` subclass that does not define ``__init__`` (it is stateless:
-  its forward runs on the original module instance and uses that instance's attributes);
-* add no members beyond ``forward`` and the declared class attributes ``has_backward``
-  (bool, default True), ``can_torch_compile`` (bool, default False) and
-  ``kernel_properties`` (a set of property names, default empty);
-* have a ``forward`` whose signature matches the original's: the same number of
-  parameters, the same kinds (positional, keyword-only, ``*args``, ``**kwargs``) in the
-  same order, and the same names for keyword-only parameters. Names of positional
-  parameters may differ (as in the Hub ``kernels`` package).
-
-A kernel function (for a marked function) must be callable with a signature matching the
-original function's by the same rule; it declares ``has_backward`` / ``can_torch_compile``
-as function attributes (same defaults) and its properties through the kernel module's
-``__kernel_properties__`` (see :mod:`kernel_plugins.contracts`).
+A kernel layer class is a stateless ``torch.nn.Module`` subclass (no ``__init__``: its forward
+runs on the original instance) with no members beyond ``forward`` and :data:`ALLOWED_MEMBERS`
+(``has_backward``, default True; ``can_torch_compile``, default False; ``kernel_properties``).
+Its ``forward``, like a kernel function, must match the original's signature: as many
+parameters, of the same kinds in the same order, keyword-only ones of the same names
+(positional names may differ, as in the Hub ``kernels`` package). A kernel function declares
+the flags as attributes and its properties in ``__kernel_properties__`` (:mod:`..contracts`).
 """
 
 from __future__ import annotations
@@ -34,15 +25,8 @@ from .mode import Mode, describe_mode
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = [
-    "KernelTraits",
-    "ALLOWED_MEMBERS",
-    "validate_layer",
-    "validate_function",
-    "check_signature",
-    "missing_for",
-    "check_registered_mode",
-]
+__all__ = ["KernelTraits", "ALLOWED_MEMBERS", "validate_layer", "validate_function", "check_signature",
+           "missing_for", "check_registered_mode"]
 
 #: Class attributes a kernel layer may declare besides ``forward``.
 ALLOWED_MEMBERS = frozenset({"has_backward", "can_torch_compile", "kernel_properties"})
@@ -50,10 +34,7 @@ ALLOWED_MEMBERS = frozenset({"has_backward", "can_torch_compile", "kernel_proper
 
 @dataclass(frozen=True)
 class KernelTraits:
-    """What a validated kernel layer or function declares.
-
-    Attributes: has_backward, can_torch_compile, properties (declared property names).
-    """
+    """What a validated kernel layer or function declares: the two flags and its properties."""
 
     has_backward: bool
     can_torch_compile: bool
@@ -74,17 +55,10 @@ def _signature(fn: Callable[..., object], where: str) -> inspect.Signature:
         raise LayerError(f"{where}: cannot read the signature of {fn!r}: {e}") from e
 
 
-def check_signature(
-    kernel_fn: Callable[..., object],
-    original_fn: Callable[..., object],
-    *,
-    where: str,
-    original: str,
-) -> None:
-    """Raise :class:`~kernel_plugins.errors.LayerError` unless the signatures match.
-
-    :param where: names the kernel side in the message; ``original``: the original side.
-    """
+def check_signature(kernel_fn: Callable[..., object], original_fn: Callable[..., object], *, where: str,
+                    original: str) -> None:
+    """Raise :class:`~kernel_plugins.errors.LayerError` unless the signatures match (``where``
+    and ``original`` name the two sides in the message)."""
     got = list(_signature(kernel_fn, where).parameters.values())
     want = list(_signature(original_fn, original).parameters.values())
 
@@ -97,70 +71,38 @@ def check_signature(
     else:
         for g, w in zip(got, want, strict=True):
             if g.kind != w.kind:
-                problem = f"parameter `{g.name}` is {g.kind.description}, `{w.name}` is " + (
-                    w.kind.description
-                )
+                problem = f"parameter `{g.name}` is {g.kind.description}, `{w.name}` is {w.kind.description}"
                 break
             if w.kind is inspect.Parameter.KEYWORD_ONLY and g.name != w.name:
                 problem = f"keyword-only parameter `{g.name}` should be `{w.name}`"
                 break
     if problem:
-        raise LayerError(
-            f"{where}: forward signature {show(got)} does not match {original} {show(want)}: "
-            f"{problem}"
-        )
+        raise LayerError(f"{where}: forward signature {show(got)} does not match {original} {show(want)}: {problem}")
 
 
-def validate_layer(
-    kernel_cls: object,
-    original_cls: type[nn.Module],
-    *,
-    where: str,
-    original_forward: Callable[..., object] | None = None,
-) -> KernelTraits:
-    """Check a kernel layer class against the class whose forward it replaces.
-
-    :param kernel_cls: the class found in the kernel's ``layers`` module.
-    :param original_cls: the marked model class.
-    :param where: how messages name the kernel layer.
-    :param original_forward: for a marked function, the function: the kernel's
-        ``forward`` without ``self`` must match its signature.
-    :return: its :class:`KernelTraits`.
-    Raises :class:`~kernel_plugins.errors.LayerError` naming the rule that is broken.
-    """
+def validate_layer(kernel_cls: object, original_cls: type[nn.Module], *, where: str,
+                   original_forward: Callable[..., object] | None = None) -> KernelTraits:
+    """The :class:`KernelTraits` of a kernel layer class (``where`` names it) checked against the
+    marked model class, or for a marked function against ``original_forward`` (the kernel's
+    ``forward`` without ``self``). :raises LayerError: naming the rule that is broken."""
     import torch.nn as nn
 
     if not inspect.isclass(kernel_cls) or not issubclass(kernel_cls, nn.Module):
         raise LayerError(f"{where} is not a torch.nn.Module subclass (got {kernel_cls!r})")
     if kernel_cls.__init__ is not nn.Module.__init__:
-        raise LayerError(
-            f"{where} defines __init__; kernel layers must be stateless: their forward runs "
-            f"on the original `{original_cls.__name__}` instance and reads its attributes"
-        )
-    extra = sorted(
-        n
-        for n in set(dir(kernel_cls)) - set(dir(nn.Module)) - ALLOWED_MEMBERS
-        if not (n.startswith("__") and n.endswith("__"))
-    )
+        raise LayerError(f"{where} defines __init__; kernel layers must be stateless: their forward runs "
+                         f"on the original `{original_cls.__name__}` instance and reads its attributes")
+    extra = sorted(n for n in set(dir(kernel_cls)) - set(dir(nn.Module)) - ALLOWED_MEMBERS
+                   if not (n.startswith("__") and n.endswith("__")))
     if extra:
-        raise LayerError(
-            f"{where} adds members {', '.join(extra)}; a kernel layer may only define "
-            f"forward and the class attributes {', '.join(sorted(ALLOWED_MEMBERS))}"
-        )
+        raise LayerError(f"{where} adds members {', '.join(extra)}; a kernel layer may only define "
+                         f"forward and the class attributes {', '.join(sorted(ALLOWED_MEMBERS))}")
     if original_forward is None:
-        check_signature(
-            kernel_cls.forward,
-            original_cls.forward,
-            where=where,
-            original=f"`{original_cls.__name__}.forward`",
-        )
+        check_signature(kernel_cls.forward, original_cls.forward, where=where,
+                        original=f"`{original_cls.__name__}.forward`")
     else:
-        check_signature(
-            functools.partial(kernel_cls.forward, None),
-            original_forward,
-            where=where,
-            original=f"`{_name_of(original_forward)}`",
-        )
+        check_signature(functools.partial(kernel_cls.forward, None), original_forward, where=where,
+                        original=f"`{_name_of(original_forward)}`")
     return KernelTraits(
         has_backward=_flag(kernel_cls, "has_backward", True, where),
         can_torch_compile=_flag(kernel_cls, "can_torch_compile", False, where),
@@ -168,21 +110,10 @@ def validate_layer(
     )
 
 
-def validate_function(
-    func: object,
-    original: Callable[..., object],
-    *,
-    where: str,
-    module: ModuleType,
-    name: str,
-) -> KernelTraits:
-    """Check a kernel function against the marked function it replaces.
-
-    :param func: the kernel module's attribute ``name``.
-    :param original: the marked function.
-    :param module: the kernel module (for ``__kernel_properties__``).
-    :return: its :class:`KernelTraits`.
-    """
+def validate_function(func: object, original: Callable[..., object], *, where: str, module: ModuleType,
+                      name: str) -> KernelTraits:
+    """The :class:`KernelTraits` of ``func`` (attribute ``name`` of the kernel ``module``) checked
+    against the marked function ``original``."""
     if not callable(func) or inspect.isclass(func):
         raise LayerError(f"{where} is not a function (got {func!r})")
     check_signature(func, original, where=where, original=f"`{_name_of(original)}`")
@@ -206,30 +137,21 @@ def missing_for(traits: KernelTraits, mode: Mode, require: frozenset[str]) -> li
         lacks.append("backward support (has_backward is False), needed for TRAINING")
     if Mode.TORCH_COMPILE in mode and not traits.can_torch_compile:
         lacks.append("torch.compile support (can_torch_compile is False), needed for TORCH_COMPILE")
-    missing = require - traits.properties
-    if missing:
-        lacks.append(
-            f"required propert{'y' if len(missing) == 1 else 'ies'} "
-            f"{format_properties(missing)} (declares: {format_properties(traits.properties)})"
-        )
+    if missing := require - traits.properties:
+        lacks.append(f"required propert{'y' if len(missing) == 1 else 'ies'} {format_properties(missing)} "
+                     f"(declares: {format_properties(traits.properties)})")
     return lacks
 
 
 def check_registered_mode(traits: KernelTraits, registered: Mode, *, where: str) -> None:
-    """Refuse a mapping entry registered for a mode its kernel cannot serve.
-
-    An entry under ``Mode.TRAINING`` must have backward support and one under
-    ``... | Mode.TORCH_COMPILE`` must declare ``can_torch_compile``; entries under
-    ``Mode.FALLBACK`` or ``Mode.INFERENCE`` promise nothing. Raises
-    :class:`~kernel_plugins.errors.LayerError`: the mapping is wrong, not the device.
-    """
+    """Refuse (:class:`~kernel_plugins.errors.LayerError`: the mapping is wrong) an entry
+    registered under ``Mode.TRAINING`` without backward support, or under ``Mode.TORCH_COMPILE``
+    without ``can_torch_compile``."""
     if Mode.TRAINING in registered and not traits.has_backward:
         problem = "has no backward (has_backward is False)"
     elif Mode.TORCH_COMPILE in registered and not traits.can_torch_compile:
         problem = "does not support torch.compile (can_torch_compile is False)"
     else:
         return
-    raise LayerError(
-        f"{where} is registered for mode {describe_mode(registered)} but {problem}; "
-        f"register it under a mode it supports (e.g. Mode.INFERENCE or Mode.FALLBACK)"
-    )
+    raise LayerError(f"{where} is registered for mode {describe_mode(registered)} but {problem}; "
+                     "register it under a mode it supports (e.g. Mode.INFERENCE or Mode.FALLBACK)")
