@@ -1,10 +1,6 @@
-"""Checks of what a backend's hooks return, before the plugin manager trusts the answer.
-
-Each function takes what one plugin's hook returned and either gives back the value the
-core may use or says what is wrong, naming the plugin (:meth:`BackendRecord.origin`), the
-hook and what was expected; :func:`marked_hooks` says which hooks a plugin object offers.
-The plugin manager (:mod:`kernel_plugins.plugins`) calls the hooks; this module never
-touches pluggy.
+"""Checks of what a backend's hooks return, before the plugin manager (which calls them; this
+module never touches pluggy) trusts the answer: the value the core may use, or what is wrong,
+naming the plugin, the hook and what was expected.
 """
 
 from __future__ import annotations
@@ -21,71 +17,50 @@ from .errors import PluginError
 
 
 def backend_spec_problem(spec: object, name: str) -> str | None:
-    """What is wrong with a ``backend_spec`` answer for a plugin registered as ``name``.
-
-    :return: the message for the plugin's failure record, or ``None`` when ``spec`` is a
-        :class:`BackendSpec` naming the backend ``name``.
-    """
+    """What is wrong with a ``backend_spec`` answer for a plugin registered as ``name`` (None: a
+    :class:`BackendSpec` naming that backend)."""
     if not isinstance(spec, BackendSpec):
         return f"returned {type(spec).__name__}, expected kernel_plugins.BackendSpec"
     if spec.name != name:
-        return (
-            f"declares backend {spec.name!r} but is registered as {name!r}; the entry-point "
-            "name must be the backend name"
-        )
+        return (f"declares backend {spec.name!r} but is registered as {name!r}; the entry-point name must be "
+                "the backend name")
     return None
 
 
 def detect_outcome(rec: BackendRecord, result: object) -> DetectOutcome:
-    """Turn what ``detect_device`` of ``rec`` returned into a :class:`DetectOutcome`.
+    """What ``detect_device`` of ``rec`` returned as a :class:`DetectOutcome`: None (or ``[]``) and
+    ``count == 0`` are no device, anything but a valid :class:`DeviceInfo` of this backend an
+    error outcome (:raises PluginError: instead, under ``KERNEL_PLUGINS_STRICT=1``); a device
+    type under emulation is marked emulated."""
+    def failed(msg: str, cause: Exception | None = None) -> DetectOutcome:
+        if strict_mode():
+            raise PluginError(f"{rec.origin()}: {msg}") from cause
+        return DetectOutcome(rec.name, None, msg)
 
-    ``None`` (or an empty hook result list) and a device with ``count == 0`` mean no
-    device. Anything but a valid :class:`DeviceInfo` of this backend and device type is an
-    error outcome. A device type under emulation is marked emulated.
-
-    :raises PluginError: instead of an error outcome when ``KERNEL_PLUGINS_STRICT=1``.
-    """
     result = result[0] if isinstance(result, list) and result else (None if result == [] else result)
     if result is None:
         return DetectOutcome(rec.name, None)
     if not isinstance(result, DeviceInfo):
-        msg = f"detect_device returned {type(result).__name__}, expected DeviceInfo or None"
-        if strict_mode():
-            raise PluginError(f"{rec.origin()}: {msg}")
-        return DetectOutcome(rec.name, None, msg)
+        return failed(f"detect_device returned {type(result).__name__}, expected DeviceInfo or None")
     try:  # validate again: a plugin may have bypassed the constructor
         result = result.replace()
     except (ValueError, TypeError) as e:
-        msg = f"detect_device returned an invalid DeviceInfo: {e}"
-        if strict_mode():
-            raise PluginError(f"{rec.origin()}: {msg}") from e
-        return DetectOutcome(rec.name, None, msg)
+        return failed(f"detect_device returned an invalid DeviceInfo: {e}", e)
     if result.backend != rec.name or result.device_type != rec.spec.device_type:
-        msg = (
-            f"detect_device returned backend {result.backend!r} / device type "
-            f"{result.device_type!r}, expected {rec.name!r} / {rec.spec.device_type!r}"
-        )
-        if strict_mode():
-            raise PluginError(f"{rec.origin()}: {msg}")
-        return DetectOutcome(rec.name, None, msg)
+        return failed(f"detect_device returned backend {result.backend!r} / device type {result.device_type!r}, "
+                      f"expected {rec.name!r} / {rec.spec.device_type!r}")
     if emulation_registry.is_emulated(result.device_type) and not result.emulated:
         result = result.replace(emulated=True)
-    if result.count == 0:
-        return DetectOutcome(rec.name, None)
-    return DetectOutcome(rec.name, result)
+    return DetectOutcome(rec.name, result if result.count else None)
 
 
 def variant_names(rec: BackendRecord, names: object) -> list[str]:
-    """Validate what ``list_variants`` of ``rec`` returned; the names without duplicates.
-
-    :raises PluginError: not a list or tuple, or a name that is not a valid variant name.
-    """
+    """The names ``list_variants`` of ``rec`` returned, without duplicates.
+    :raises PluginError: not a list or tuple, or a name that is not a valid variant name."""
     from .variants import validate_variant_name
 
     if not isinstance(names, (list, tuple)):
-        raise PluginError(
-            f"{rec.origin()}: list_variants returned {type(names).__name__}, expected list[str]"
-        )
+        raise PluginError(f"{rec.origin()}: list_variants returned {type(names).__name__}, expected list[str]")
     out: list[str] = []
     for n in names:
         try:
@@ -96,14 +71,9 @@ def variant_names(rec: BackendRecord, names: object) -> list[str]:
 
 
 def kernel_module(rec: BackendRecord, module: object) -> ModuleType | None:
-    """Check that ``load_kernel`` of ``rec`` returned a module or ``None``.
-
-    :raises PluginError: anything else was returned.
-    """
+    """What ``load_kernel`` of ``rec`` returned. :raises PluginError: neither a module nor None."""
     if module is not None and not isinstance(module, ModuleType):
-        raise PluginError(
-            f"{rec.origin()}: load_kernel returned {type(module).__name__}, expected a module"
-        )
+        raise PluginError(f"{rec.origin()}: load_kernel returned {type(module).__name__}, expected a module")
     return module
 
 
@@ -122,11 +92,8 @@ def marked_hooks(plugin: object) -> set[str]:
 
 
 def hooks_problem(plugin: object, known: set[str]) -> str | None:
-    """What is wrong with the hooks ``plugin`` offers, or None (see :func:`marked_hooks`).
-
-    A hook no specification knows, or no ``backend_spec`` at all (an entry point naming a
-    module whose hooks were never defined, say), is the plugin's failure.
-    """
+    """What is wrong with the hooks ``plugin`` offers (one no specification knows, or no
+    ``backend_spec``: an entry point naming the wrong object, say), or None."""
     hooks = marked_hooks(plugin)
     unknown = sorted(hooks - known)
     if not unknown and "backend_spec" in hooks:

@@ -33,13 +33,8 @@ def strict_mode() -> bool:
 
 @dataclass(frozen=True)
 class BackendRecord:
-    """An installed backend: its spec and where it comes from.
-
-    Attributes:
-        spec: what the backend declared. plugin: the registered hooks module.
-        distribution: distribution name (``kernel-plugins`` for built-ins).
-        version: distribution version, or None. builtin: shipped with the core.
-    """
+    """An installed backend: its ``spec``, the registered hooks ``plugin``, the ``distribution``
+    (``kernel-plugins`` for built-ins) and its ``version``; ``builtin``: shipped with the core."""
 
     spec: BackendSpec
     plugin: object = field(repr=False)
@@ -59,11 +54,8 @@ class BackendRecord:
 
 @dataclass(frozen=True)
 class PluginFailure:
-    """A plugin problem that was reported and skipped.
-
-    Attributes: name (plugin / entry-point name), distribution, version, stage (``import``,
-    ``register``, ``backend_spec``, ``detect_device``, ...), message (with the original error).
-    """
+    """A plugin problem that was reported and skipped: who (``name``, ``distribution``,
+    ``version``), the ``stage`` (``import``, ``register``, a hook name) and the ``message``."""
 
     name: str
     distribution: str | None
@@ -73,8 +65,7 @@ class PluginFailure:
 
     def describe(self) -> str:
         """One line naming who failed, where, and the original error."""
-        who = origin(self.name, self.distribution, self.version)
-        return f"{who} failed in {self.stage}: {self.message}"
+        return f"{origin(self.name, self.distribution, self.version)} failed in {self.stage}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -120,12 +111,8 @@ def _describe_exc(e: BaseException) -> str:
 
 
 class HookFailure(Exception):
-    """A backend's hook raised (anything but a real Ctrl-C; ``SystemExit`` and its own
-    ``KeyboardInterrupt`` included).
-
-    Attributes: origin (who, :meth:`BackendRecord.origin`), hook (its name), error (what
-    the hook raised).
-    """
+    """A backend's ``hook`` raised ``error`` (anything but a real Ctrl-C; ``SystemExit`` and its
+    own ``KeyboardInterrupt`` included); ``origin``: who (:meth:`BackendRecord.origin`)."""
 
     def __init__(self, origin: str, hook: str, error: BaseException) -> None:
         self.origin, self.hook, self.error = origin, hook, error
@@ -137,11 +124,8 @@ class HookFailure(Exception):
         return f"{self.origin} failed in {self.hook}: {_describe_exc(self.error)}"
 
     def plugin_error(self, *, keep_ours: bool = False) -> KernelPluginsError:
-        """The error to raise for it: a :class:`PluginError` chained to the original.
-
-        :param keep_ours: give back an error of this library that the hook raised as it
-            is (a plugin helper's own :class:`PluginError` or ``KernelImportError``).
-        """
+        """The error to raise for it: a :class:`PluginError` chained to the original, or with
+        ``keep_ours`` an error of this library the hook raised, as it is."""
         if keep_ours and isinstance(self.error, KernelPluginsError):
             return self.error
         err = PluginError(self.message)
@@ -157,19 +141,14 @@ class HookFailure(Exception):
 def allowlist() -> set[str] | None:
     """The backend names ``KERNEL_PLUGINS_LOAD`` allows (empty: built-ins only; None: all)."""
     raw = os.environ.get("KERNEL_PLUGINS_LOAD")
-    if raw is None:
-        return None
-    return {part.strip() for part in raw.split(",") if part.strip()}
+    return None if raw is None else {part.strip() for part in raw.split(",") if part.strip()}
 
 
 def check_allowlist(allow: set[str], installed: set[str], builtins: set[str]) -> None:
     """Refuse a ``KERNEL_PLUGINS_LOAD`` entry that names no installed backend (a typo)."""
     known = installed | builtins
-    unknown = sorted(allow - known)
-    if unknown:
+    if unknown := sorted(allow - known):
         hints = "".join(did_you_mean(name, known) for name in unknown)
-        raise PluginError(
-            f"KERNEL_PLUGINS_LOAD names {', '.join(map(repr, unknown))}, which no installed "
-            f"backend provides;{hints} installed plugins: {', '.join(sorted(installed)) or 'none'}. "
-            "Fix the variable (empty: built-in backends only) or install the plugin"
-        )
+        raise PluginError(f"KERNEL_PLUGINS_LOAD names {', '.join(map(repr, unknown))}, which no installed "
+                          f"backend provides;{hints} installed plugins: {', '.join(sorted(installed)) or 'none'}. "
+                          "Fix the variable (empty: built-in backends only) or install the plugin")

@@ -1,23 +1,12 @@
-"""Loading the same kernel on every rank of a ``torch.distributed`` job.
+"""Loading the same kernel on every rank of a ``torch.distributed`` job (any backend).
 
-When a process group is initialised (any backend; gloo works on CPU), a Hub load
-
-1. resolves the revision on global rank 0 only and shares the answer (the commit sha and
-   variant list) with :func:`torch.distributed.broadcast_object_list`, so every rank imports
-   the same build even when a branch moves while the job starts;
-2. fetches the files on one process per node (``LOCAL_RANK == 0`` when the launcher sets
-   it, as ``torchrun`` does; else the lowest rank on each host, learned with
-   :func:`torch.distributed.all_gather_object`) while the others wait in the same
-   collective, then every rank checks and imports from the cache.
-
-Nothing else coordinates the processes: no server, no files besides huggingface_hub's own
-locks. Every rank must make the same loads in the same order (as with any collective).
-Set ``KERNEL_PLUGINS_DISTRIBUTED=0`` to make each process load on its own, e.g. when
-ranks load different kernels. With NCCL, set the CUDA device of each rank first
-(``torch.cuda.set_device``), as object collectives require.
-
-An error on the rank that did the work is raised on every rank (the same exception when
-it can be pickled), so ranks never disagree about whether a load failed.
+With a process group initialised, a Hub load resolves the revision on global rank 0 only
+and broadcasts the answer (every rank imports the same build even when a branch moves),
+then fetches on one process per node (``LOCAL_RANK == 0``, else the lowest rank of each
+host) while the others wait in the same collective; an error on the rank that did the work
+is raised on every rank. Every rank must make the same loads in the same order;
+``KERNEL_PLUGINS_DISTRIBUTED=0`` makes each process load on its own. With NCCL, set each
+rank's CUDA device first, as object collectives require.
 """
 
 from __future__ import annotations
@@ -45,11 +34,8 @@ def _dist() -> Any:
 
 
 def is_active() -> bool:
-    """Whether loads are coordinated: a process group of more than one rank is initialised.
-
-    Reads ``KERNEL_PLUGINS_DISTRIBUTED`` (``0``/``false``/``no``/``off`` disable). torch is
-    not imported here: a job that initialised a group has imported it already.
-    """
+    """Whether loads are coordinated: a process group of more than one rank is initialised
+    (torch is not imported) and ``KERNEL_PLUGINS_DISTRIBUTED`` is not ``0``/``false``/``no``/``off``."""
     if os.environ.get(DISABLE_ENV, "").strip().lower() in ("0", "false", "no", "off"):
         return False
     dist = _dist()
@@ -71,13 +57,8 @@ def _portable(exc: BaseException) -> BaseException:
 
 
 def share_from_rank0(compute: Callable[[], _T], *, what: str = "a value") -> _T:
-    """Run ``compute`` on global rank 0 and return its result on every rank.
-
-    Without an active process group this is just ``compute()``.
-
-    :param what: a description for error messages.
-    :raises: the exception rank 0 raised, on every rank.
-    """
+    """Run ``compute`` on global rank 0 (without an active group: here) and return its result on
+    every rank. :raises: the exception rank 0 raised, on every rank (``what`` names the value)."""
     if not is_active():
         return compute()
     dist = _dist()
@@ -97,12 +78,8 @@ def share_from_rank0(compute: Callable[[], _T], *, what: str = "a value") -> _T:
 
 
 def is_node_leader() -> bool:
-    """Whether this process downloads for its node (see the module docs).
-
-    Without an active process group every process is its own leader. Uses ``LOCAL_RANK``
-    when set (the launcher sets it on every rank); otherwise a collective: every rank must
-    call this together.
-    """
+    """Whether this process downloads for its node (without an active group: yes). Without
+    ``LOCAL_RANK`` this is a collective: every rank must call it together."""
     if not is_active():
         return True
     local = os.environ.get("LOCAL_RANK", "").strip()
@@ -116,13 +93,9 @@ def is_node_leader() -> bool:
 
 
 def once_per_node(work: Callable[[], _T], *, what: str = "the download") -> _T:
-    """Run ``work`` on one process per node first, then on the others.
-
-    The leaders run ``work`` (e.g. download and check a variant) while the other ranks
-    wait in an ``all_gather_object`` that also shares whether each leader succeeded; then
-    the other ranks run ``work`` themselves, which finds the files in the cache. If any
-    leader failed, every rank raises that error. Without an active group: ``work()``.
-    """
+    """Run ``work`` on one process per node (the leaders) while the others wait in an
+    ``all_gather_object`` sharing each leader's outcome, then on the others (which find the
+    files cached); if a leader failed, every rank raises its error. No active group: ``work()``."""
     if not is_active():
         return work()
     dist = _dist()

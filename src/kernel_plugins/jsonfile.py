@@ -1,10 +1,6 @@
-"""Read a JSON file with its size capped before parsing and nesting refused cleanly.
-
-Every JSON input kernel-plugins reads from disk (``metadata.json``, ``kernels.lock``,
-huggingface_hub's cached file listings, the records of verified variants, sigstore trust
-roots) goes through :func:`read_json` or :func:`parse_json`, so a huge or deeply nested file
-gets the same clear error everywhere instead of a ``MemoryError`` or ``RecursionError``. A
-file that decides what is trusted is read with ``follow=False`` and :func:`written_by_others`.
+"""Every JSON input read from disk goes through :func:`read_json` or :func:`parse_json`: size
+capped before parsing, nesting refused cleanly, the same clear error everywhere. A file that
+decides what is trusted is read with ``follow=False`` and :func:`written_by_others`.
 """
 
 from __future__ import annotations
@@ -24,20 +20,13 @@ OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC
 
 
 class JSONFileError(ValueError):
-    """A JSON input is too large, not UTF-8, malformed or nested too deeply.
-
-    The message names the file and what was wrong; callers wrap it into their own error
-    type with the fix that applies.
-    """
+    """A JSON input is too large, not UTF-8, malformed or nested too deeply (callers wrap it into
+    their own error type with the fix that applies)."""
 
 
 def parse_json(data: bytes, *, where: str, max_bytes: int) -> object:
-    """Decode ``data`` (UTF-8 JSON) after checking its size.
-
-    :param where: how to name the input in messages (usually the file path).
-    :param max_bytes: inputs larger than this are refused without parsing.
-    :raises JSONFileError: too large, not UTF-8, malformed, or nested too deeply.
-    """
+    """Decode ``data`` (UTF-8 JSON, named ``where`` in messages) unless larger than ``max_bytes``.
+    :raises JSONFileError: too large, not UTF-8, malformed, or nested too deeply."""
     if len(data) > max_bytes:
         raise JSONFileError(f"{where}: larger than the {max_bytes} allowed")
     try:
@@ -47,9 +36,7 @@ def parse_json(data: bytes, *, where: str, max_bytes: int) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise JSONFileError(
-            f"{where}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}"
-        ) from None
+        raise JSONFileError(f"{where}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except RecursionError:
         raise JSONFileError(f"{where}: malformed JSON: values are nested too deeply") from None
 
@@ -99,14 +86,9 @@ def read_capped(fd: int, max_bytes: int) -> bytes:
 
 
 def read_json(path: str | os.PathLike[str], *, max_bytes: int) -> object:
-    """Read and decode a JSON file (a regular file only), refusing one larger than
-    ``max_bytes`` before reading it.
-
-    :raises OSError: the file cannot be opened or read (callers decide what that means).
-    :raises JSONFileError: see :func:`read_regular_file` and :func:`parse_json`.
-    """
-    data = read_regular_file(path, max_bytes=max_bytes)
-    return parse_json(data, where=str(path), max_bytes=max_bytes)
+    """Read and decode a JSON file (:func:`read_regular_file`, then :func:`parse_json`).
+    :raises OSError: the file cannot be opened or read. :raises JSONFileError: as those two."""
+    return parse_json(read_regular_file(path, max_bytes=max_bytes), where=str(path), max_bytes=max_bytes)
 
 
 def write_atomic(path: Path, text: str, *, mode: int | None = None, fsync: bool = False) -> None:

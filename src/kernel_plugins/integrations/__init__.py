@@ -1,9 +1,4 @@
-"""Integrations with model libraries.
-
-* :mod:`kernel_plugins.integrations.transformers`: mark Hugging Face transformers models
-  for :func:`kernel_plugins.kernelize` and map their layers to kernels on every backend.
-
-Importing this package imports nothing else.
-"""
+"""Integrations with model libraries (importing this package imports nothing else):
+:mod:`.transformers` marks Hugging Face transformers models for :func:`kernel_plugins.kernelize`."""
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Serve Hugging Face transformers models with kernel-plugins, on every backend.
 
-transformers decorates its layers (``LlamaRMSNorm``, the activation classes, ...) with
-``use_kernel_forward_from_hub(name)`` and its attention classes with
-``use_kernelized_func(apply_rotary_pos_emb)``. It places those marks only when a
-compatible release of the Hub ``kernels`` package is importable; otherwise its decorators
-do nothing. :func:`enable` makes them place our marks instead (the same marks:
-``kernel_layer_name`` on classes, marked-function modules in ``_kernel_funcs``) and
-registers :func:`default_mapping` beneath any mapping already there, so that::
+transformers' layer decorators (``use_kernel_forward_from_hub``, ``use_kernelized_func``)
+place marks only when a compatible Hub ``kernels`` package is importable. :func:`enable`
+makes them place the same marks through kernel-plugins and registers :func:`default_mapping`
+beneath any mapping already there, so that::
 
     from kernel_plugins.integrations import transformers as kp_transformers
     kp_transformers.enable()            # before model classes are imported
@@ -16,8 +13,7 @@ registers :func:`default_mapping` beneath any mapping already there, so that::
     model = AutoModelForCausalLM.from_config(config)
     kernel_plugins.kernelize(model)     # RMSNorm, activations, rotary: kernels
 
-When transformers already uses ``kernels`` (a compatible release is installed and
-``USE_HUB_KERNELS`` is not off), its marks are left as they are: kernelize reads them too.
+When transformers already uses ``kernels``, its marks are left as they are (kernelize reads them).
 """
 
 from __future__ import annotations
@@ -44,9 +40,7 @@ KERNEL_REPOS: dict[str, tuple[str, int, str, str]] = {
 
 #: Marked names served for inference only on some device keys, as transformers' own
 #: mapping does (the Hub rotary kernel's backward differs there).
-INFERENCE_ONLY: dict[str, frozenset[str]] = {
-    "rotary_pos_emb": frozenset({"cuda", "rocm", "xpu"}),
-}
+INFERENCE_ONLY: dict[str, frozenset[str]] = {"rotary_pos_emb": frozenset({"cuda", "rocm", "xpu"})}
 
 #: The decorators of ``transformers.integrations.hub_kernels`` that :func:`enable` sets.
 DECORATORS = ("use_kernel_forward_from_hub", "use_kernel_func_from_hub", "use_kernelized_func")
@@ -64,24 +58,17 @@ def _repository(name: str) -> Any:
 
 
 def default_mapping() -> dict[str, dict[str, Any]]:
-    """The mapping :func:`enable` registers: every name of :data:`KERNEL_REPOS` on every
-    installed backend (by backend name), for every mode (inference only where
-    :data:`INFERENCE_ONLY` says so).
-
-    Loading goes through :func:`kernel_plugins.load`, so a backend without a build of
-    the Hub kernel, or no Hub at all, gets the bundled reference kernel with a warning.
-    """
+    """The mapping :func:`enable` registers: every name of :data:`KERNEL_REPOS` on every installed
+    backend, for every mode (inference only where :data:`INFERENCE_ONLY` says so); without a Hub
+    build, the bundled reference kernel serves with a warning."""
     from ..layers import Mode
     from ..plugins import get_manager
 
     backends = sorted(get_manager().backends())
     mapping: dict[str, dict[str, Any]] = {}
     for name in KERNEL_REPOS:
-        repo = _repository(name)
-        only = INFERENCE_ONLY.get(name, frozenset())
-        mapping[name] = {
-            backend: ({Mode.INFERENCE: repo} if backend in only else repo) for backend in backends
-        }
+        repo, only = _repository(name), INFERENCE_ONLY.get(name, frozenset())
+        mapping[name] = {backend: ({Mode.INFERENCE: repo} if backend in only else repo) for backend in backends}
     return mapping
 
 
@@ -108,25 +95,16 @@ def _transformers_uses_kernels(hub_kernels: Any) -> bool:
 
 def _unmarked_modules() -> list[str]:
     """transformers modules imported before :func:`enable` whose classes carry no marks."""
-    return sorted(
-        m
-        for m in sys.modules
-        if m == "transformers.activations"
-        or (m.startswith("transformers.models.") and ".modeling_" in m)
-    )
+    return sorted(m for m in sys.modules if m == "transformers.activations"
+                  or (m.startswith("transformers.models.") and ".modeling_" in m))
 
 
 def enable(*, register_mapping: bool = True) -> None:
-    """Make transformers models built from now on carry kernel marks; register the mapping.
+    """Make transformers models built from now on carry kernel marks (call it before importing
+    or building models; again is safe). ``register_mapping``: also register
+    :func:`default_mapping` beneath the process-wide mapping, where neither the backend nor its
+    device type is mapped for the name yet (so no mapping is ever replaced).
 
-    Call it before importing model classes (``transformers.LlamaForCausalLM``,
-    ``AutoModel...`` resolve them lazily, so before building the first model is enough).
-    Safe to call more than once.
-
-    :param register_mapping: also register :func:`default_mapping` beneath the
-        process-wide kernel mapping: a name's entry for a backend is added only when
-        neither that backend nor its device type is mapped for the name yet, so mappings
-        registered before or after (and another ``enable()``) are never replaced.
     :raises ImportError: transformers is not installed (``pip install transformers``).
     """
     global _ENABLED
@@ -134,13 +112,10 @@ def enable(*, register_mapping: bool = True) -> None:
         import transformers.integrations as integrations
         import transformers.integrations.hub_kernels as hub_kernels
     except ImportError as e:
-        raise ImportError(
-            f"kernel_plugins.integrations.transformers.enable() needs transformers: "
-            f"pip install transformers ({e})"
-        ) from e
+        raise ImportError(f"kernel_plugins.integrations.transformers.enable() needs transformers: "
+                          f"pip install transformers ({e})") from e
     if not _ENABLED:
-        late = _unmarked_modules()
-        if late:
+        if late := _unmarked_modules():
             warn_user(
                 "kernel_plugins.integrations.transformers.enable() was called after "
                 f"{', '.join(late)} were imported: their layers carry no kernel marks. Call "
@@ -167,12 +142,7 @@ def _beneath_current(defaults: dict[str, dict[str, Any]]) -> dict[str, dict[str,
     out: dict[str, dict[str, Any]] = {}
     for name, per_backend in defaults.items():
         taken = set(current.device_keys(name))
-        kept = {
-            backend: repo
-            for backend, repo in per_backend.items()
-            if not taken & {backend, records[backend].spec.device_type}
-        }
-        if kept:
+        if kept := {b: repo for b, repo in per_backend.items() if not taken & {b, records[b].spec.device_type}}:
             out[name] = kept
     return out
 

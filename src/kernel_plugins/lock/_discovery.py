@@ -1,17 +1,11 @@
 """Which ``kernels.lock`` a locked load uses when none is named (``LockedLayerRepository``
 without ``lockfile=``, the compat ``load_kernel`` / ``get_locked_kernel`` with ``None``):
 
-1. the one the calling code's installed distribution ships (found through its ``RECORD``);
-2. in the folder of the calling code's file, then the working directory, each walking up
-   **to its project root only**: the nearest folder holding ``pyproject.toml``, ``setup.py``,
-   ``setup.cfg`` or ``.git``, marker and folder yours or root's; without one the folder only.
-   The temporary folder (where notebooks keep their cells) is never searched.
-
-The file is read once, never through a link, and only when it is a regular file of yours
-(or root's) that neither group nor others may write; the same for its
-``kernels.lock.variants``, missing only from a folder no one else may write. Anything else
-is a :class:`~kernel_plugins.errors.LockfileError`. The file used is logged (INFO) and
-named in the provenance of what it pins.
+the one the calling code's installed distribution ships (its ``RECORD``), else the nearest
+in the folder of the calling code's file, then the working directory, each walking up to its
+project root only (:data:`PROJECT_MARKERS`, yours or root's), never in the temporary folder.
+It is read with ``read_lockfile(private=True)``'s rules, logged (INFO) and named in the
+provenance of what it pins (see docs/loading.md).
 """
 
 from __future__ import annotations

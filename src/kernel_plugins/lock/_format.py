@@ -1,16 +1,12 @@
 """``kernels.lock`` and the variant hashes beside it: entries, strict reading, atomic writing.
 
-``kernels.lock`` is in kernels 0.17's format (kernels reads it, and refuses any other key):
+``kernels.lock`` is in kernels 0.17's format (which refuses any other key):
 ``[{"dependency": {"repo-id": "org/name", "version": 1 | "revision": "main"},
-"lock": {"commit": "<40-hex sha>"}}]``. What kernel-plugins pins on top, the hash of every
-variant of each commit (:mod:`kernel_plugins.integrity.varianthash`) and who signed it,
-is in ``kernels.lock.variants``: ``[{"repo_id", "sha", "variants": {"torch-cpu": {"hash":
-"sha256-<hex>", "hash_type": "git_lfs_concat", "signer": "<identity> (<issuer>)"}}}]``,
-the format of kernel-plugins' earlier lock files (still read as ``kernels.lock``, with
-their own hashes). It must list exactly the commits ``kernels.lock`` pins; without it a
-lock pins commits only. A missing, mistyped or (in kernels' format) unknown key is an
-error naming the entry and key; each file is opened once, never through a link, only when
-regular. Writing is atomic, the hashes first.
+"lock": {"commit": "<40-hex sha>"}}]``. The hash and signer of every variant of each commit
+are in ``kernels.lock.variants`` (exactly the commits pinned; without it a lock pins commits
+only): ``[{"repo_id", "sha", "variants": {"torch-cpu": {"hash": "sha256-<hex>", "hash_type":
+"git_lfs_concat", "signer": "<identity> (<issuer>)"}}}]``, the format of earlier lock files
+(still read as ``kernels.lock``). A bad key is an error naming the entry and key.
 """
 
 from __future__ import annotations

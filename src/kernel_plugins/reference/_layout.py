@@ -106,7 +106,8 @@ def expected_files(name: str, extra_backends: tuple[str, ...] = ()) -> dict[str,
 
 
 def cache_root() -> Path:
-    """``$KERNEL_PLUGINS_REFERENCE_CACHE``, else ``$XDG_CACHE_HOME`` (or ``~/.cache``) ``/kernel-plugins/reference``."""
+    """The cache: ``$KERNEL_PLUGINS_REFERENCE_CACHE``, else ``$XDG_CACHE_HOME/kernel-plugins/reference``
+    (``~/.cache/...`` without XDG)."""
     if explicit := os.environ.get(CACHE_ENV):
         return Path(explicit).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")

@@ -32,7 +32,8 @@ __all__ = ["NAMESPACE", "ops", "add_op_namespace_prefix"]
 def _split(x: Tensor) -> tuple[Tensor, Tensor]:
     """Split the last dimension of ``x`` into two equal halves."""
     size = x.shape[-1]
-    torch._check(size % 2 == 0, lambda: f"the last dimension of the input must be even to split it in half, got {size}")
+    torch._check(size % 2 == 0, lambda: f"the last dimension of the input must be even to split it in half, "
+                                        f"got {size}")
     d = size // 2
     return x[..., :d], x[..., d:]
 

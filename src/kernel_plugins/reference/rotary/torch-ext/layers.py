@@ -26,7 +26,8 @@ class apply_rotary_transformers(nn.Module):  # noqa: N801 - the community kernel
     has_backward = True
     can_torch_compile = True
 
-    def forward(self, q: Tensor, k: Tensor, cos: Tensor, sin: Tensor, unsqueeze_dim: int = 1) -> tuple[Tensor, Tensor]:
+    def forward(self, q: Tensor, k: Tensor, cos: Tensor, sin: Tensor,
+                unsqueeze_dim: int = 1) -> tuple[Tensor, Tensor]:
         """Return ``(q*cos + rotate_half(q)*sin, k*cos + rotate_half(k)*sin)``."""
         q_embed, k_embed = ops.apply_rotary_transformers(q, k, cos, sin, int(unsqueeze_dim))
         return q_embed, k_embed
