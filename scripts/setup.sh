@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
-python -m pip install -q -e ".[test]"
+python -m pip install -q -e ".[test,docs]"
 bash scripts/install-olah.sh
 headers="$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h"
 if ! command -v cc >/dev/null || ! command -v c++ >/dev/null || [ ! -f "$headers" ]; then

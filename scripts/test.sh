@@ -22,6 +22,8 @@ print(ensure_kernels_env(say=lambda m: print(m, file=sys.stderr)).python)' >"$ke
 kernels_env_pid=$!
 ruff check src plugins tests benchmarks
 mypy
+# the docs site (mkdocs.yml): every page builds, links and API references resolve
+NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --quiet
 wait "$kernels_env_pid"
 KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON="$(tail -n 1 "$kernels_env")"
 rm -f "$kernels_env"

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-_BLOCKS = re.findall(r"^```python\n(.*?)^```", README, re.M | re.S)
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+USAGE = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+_BLOCKS = [b for d in DOCUMENTS for b in re.findall(r"^```python\n(.*?)^```", d.read_text(encoding="utf-8"), re.M | re.S)]
 _FENCE = re.compile(r"^(?:<!--(?P<note>[^>]*)-->\n)?```python\n(?P<code>.*?)^```", re.M | re.S)
 _NOT_RUNNABLE = re.compile(r"\s*not runnable: (?P<why>\S.{9,})", re.S)
 MAX_NOT_RUNNABLE = 3
@@ -80,7 +80,7 @@ def test_resolve_variants_for_a_described_device_runs_without_a_gpu() -> None:
     block = next(b for b in _BLOCKS if "resolve_variants(" in b and "DeviceInfo(" in b)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(block, "README.md", "exec"), {})  # noqa: S102 - our own documentation
+        exec(compile(block, "docs/usage.md", "exec"), {})  # noqa: S102 - our own documentation
     lines = out.getvalue().splitlines()
     best_comment = re.search(r"print\(res\.best\)\s+# (\S+)", block)
     assert best_comment is not None and lines[0] == best_comment.group(1)
@@ -93,7 +93,7 @@ def test_resolve_variants_for_a_described_device_runs_without_a_gpu() -> None:
 def test_resolve_variants_in_the_api_tour_needs_no_accelerator() -> None:
     import kernel_plugins
 
-    line = next(x for x in README.splitlines() if x.startswith("res = kernel_plugins.resolve_variants"))
+    line = next(x for x in USAGE.splitlines() if x.startswith("res = kernel_plugins.resolve_variants"))
     names = re.search(r"resolve_variants\((\[.*?\])", line)
     assert names is not None and "device=" not in line
     res = kernel_plugins.resolve_variants(eval(names.group(1)))  # noqa: S307 - a list literal

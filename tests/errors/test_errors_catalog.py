@@ -713,7 +713,7 @@ def test_a_failed_kernel_import_leaves_nothing_behind(env: Env) -> None:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return " ".join(text.split()).replace("|", "\\|").replace("[", "\\[")  # no autorefs link
 
 
 def render(messages: dict[str, str]) -> str:
