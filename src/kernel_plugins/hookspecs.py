@@ -126,7 +126,7 @@ def explain_variant(device: DeviceInfo, system: SystemInfo, variant: Variant) ->
 
         @hookimpl
         def explain_variant(self, device, system, variant):
-            return version_token_reason("MLU runtime", variant, "mlu", device_version, "exact")
+            return MLU_TOKENS.explain(variant, "MLU runtime", parse_version(device.runtime_version))
     """
 
 
