@@ -112,6 +112,19 @@ def test_torch_outside_the_range_names_the_range_and_the_vendors_torch(
     )
 
 
+def test_emulate_without_torch_says_how_to_install_it(
+    installed_plugins: plugins.PluginManager, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import kernel_plugins_testing
+
+    monkeypatch.setattr("kernel_plugins.torch_support.torch_version_string", lambda: None)
+    monkeypatch.setattr(kernel_plugins_testing, "emulate", lambda *a, **k: pytest.fail("emulated"))
+    assert main(["--emulate", "mlu", "list-backends"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: loading a kernel needs torch") and "Traceback" not in err
+
+
 def test_the_torch_range_is_one_constant_that_the_extra_states_too() -> None:
     low, high = SUPPORTED_TORCH
     text = Path("pyproject.toml").read_text()

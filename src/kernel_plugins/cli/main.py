@@ -160,6 +160,9 @@ def _emulate_if_asked(args: argparse.Namespace) -> None:
 
     if not find_backends(name):
         raise CommandError(f"--emulate {clean(name)!r}: {unknown_device_error(name)}")
+    from ..torch_support import require_torch
+
+    require_torch()  # the emulated device is a torch device
     import_tool("kernel_plugins_testing", "kernel-plugins-testing", "--emulate").emulate(name)
     print(f"note: {name!r} is EMULATED on the CPU for this command; nothing here describes real "
           "hardware", file=sys.stderr)
