@@ -85,7 +85,7 @@ def slow_hub(hf_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", 2)  # per read: never reached
+    monkeypatch.setattr(constants, "HF_HUB_ETAG_TIMEOUT", 10)  # per read: never reached, even under load
     monkeypatch.setenv(DEADLINE, "0.5")
 
     def serve(part: str) -> contextlib.AbstractContextManager[str]:
@@ -105,7 +105,7 @@ def test_a_dripping_hub_ends_a_load_at_the_deadline(slow_hub, manager: object, p
         start = time.monotonic()
         with pytest.raises(HubError, match=f"deadline of 0.5 s \\({DEADLINE}\\)"):
             _within(30, lambda: kernel_plugins.load("acme/dripping", device="cpu", trust_remote_code=True))
-        assert time.monotonic() - start < 15  # a few requests (and retries), each cut at 0.5 s
+        assert time.monotonic() - start < 25  # a few requests (and retries), each cut at 0.5 s
 
 
 def test_versions_and_info_end_at_the_deadline_too(slow_hub, manager: object,
