@@ -37,7 +37,9 @@ class Context:
         runs: samples per figure. quick: the CI mode (fewer calls and repeats).
         work: scratch folder. repo_path: the local kernel repository.
         names_file: JSON list of variant names to resolve. hub: the loopback Hub
-        (``tests.support.hub.HubServer``) or None. sha: the commit of branch v1 there.
+        (``tests.support.hub.HubServer``) or None. sha: the commit of branch v1 there;
+        top_shas: the commits of the kernel with a dependency that pin it by ``version``
+        (branch v1) and by ``revision`` (v2).
         profile_dir: where cProfile reports go (None: no profiling).
     """
 
@@ -51,6 +53,7 @@ class Context:
     say: Callable[[str], object] = print
     hub: Any = None
     sha: str | None = None
+    top_shas: dict[str, str] = field(default_factory=dict)
     profile_dir: Path | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -349,6 +352,84 @@ def measure_loads(ctx: Context) -> list[dict[str, Any]]:
     return figs
 
 
+def measure_depends(ctx: Context) -> list[dict[str, Any]]:
+    """A kernel with one dependency: the first local load (the dependency a local folder too,
+    through ``LOCAL_KERNELS``), then per run a cold load (empty cache, loopback Hub,
+    ``version=1``, which pins the dependency to its ``version=1``) and warm loads at the
+    kernel's commit whose ``kernel-depends`` pins the dependency by ``version`` (the Hub is
+    asked where branch v1 is) and at the one pinning it by commit (``revision``)."""
+    from .inputs import BASE_REPO_ID, TOP_REPO_ID, write_local_repo
+
+    assert ctx.hub is not None and ctx.top_shas
+    top = write_local_repo(ctx.work / "dep-local" / "top", TOP_REPO_ID)
+    base = write_local_repo(ctx.work / "dep-local" / "base", BASE_REPO_ID)
+    loads = {"cold": {"version": 1}, **{f"warm-{k}": {"revision": v} for k, v in ctx.top_shas.items()}}
+    if ctx.quick:  # the commit-pinned warm load needs one more load first
+        del loads["warm-revision"]
+    kinds = ("local", "local_cpu", "cold", "warm-version", "warm-revision")
+    data: dict[str, dict[str, list[float]]] = {
+        n: {e.package: [] for e in ctx.envs()} for n in (*kinds, *(f"{k}_req" for k in kinds))
+    }
+    variants: dict[str, set[str]] = {e.package: set() for e in ctx.envs()}
+    for i in range(ctx.runs):
+        for e in ctx.envs():
+            got = probe(e, {"task": "local", "repo_path": str(top)}, {"LOCAL_KERNELS": f"{BASE_REPO_ID}={base}"})
+            data["local"][e.package].append(got["first_s"])
+            data["local_cpu"][e.package].append(got["first_cpu_s"])
+            cache = ctx.work / "caches" / f"dep-{e.package}-{i}"
+            shutil.rmtree(cache, ignore_errors=True)
+            shutil.rmtree(cache.parent / f"{cache.name}-home", ignore_errors=True)
+            cache.mkdir(parents=True)
+            for kind, pin in loads.items():
+                if kind == "warm-revision":  # the cold load fetched the kernel at its v1 commit
+                    probe(e, {"task": "load", "repo_id": TOP_REPO_ID, **pin}, _hub_env(ctx, cache))
+                ctx.hub.clear_requests()
+                got = probe(e, {"task": "load", "repo_id": TOP_REPO_ID, **pin}, _hub_env(ctx, cache))
+                data[kind][e.package].append(got["load_s"])
+                data[f"{kind}_req"][e.package].append(len(ctx.hub.requests))
+                variants[e.package].add(got["variant"])
+    kp, kn = "kernel_plugins", "kernels"
+    target = {"text": "<= 0.4x of kernels", "kind": "ratio", "max": 0.4}
+
+    def requests(kind: str) -> dict[str, Any]:
+        return {"requests": {p: statistics.median(v) for p, v in data[f"{kind}_req"].items()}}
+
+    figs = [
+        figure(
+            "first local load, one dependency",
+            "fresh process: import the package, then load a local kernel whose kernel-depends "
+            "names one kernel (a local folder through LOCAL_KERNELS); excludes the torch import",
+            "s", data["local"][kp], data["local"].get(kn), target=target,
+            extra={"cpu_median_s": {p: statistics.median(v) for p, v in data["local_cpu"].items()}},
+            notes=_variant_notes(variants),
+        ),
+        figure(
+            "cold load, one dependency",
+            "fresh process, empty cache, loopback Hub, version=1 of a kernel whose dependency is "
+            "pinned by version=1; excludes the torch import",
+            "s", data["cold"][kp], data["cold"].get(kn), extra=requests("cold"),
+        ),
+        figure(
+            "warm load, one dependency (pinned by version)",
+            "fresh process, the kernel at its commit sha, both cached, Hub reachable, the "
+            "dependency pinned by version=1: both packages ask the Hub where its branch v1 is "
+            "(kernel-plugins' first request imports huggingface_hub's API client); excludes "
+            "the torch import",
+            "s", data["warm-version"][kp], data["warm-version"].get(kn), target=target,
+            extra=requests("warm-version"),
+        ),
+    ]
+    if data["warm-revision"][kp]:
+        figs.append(figure(
+            "warm load, one dependency (pinned by commit)",
+            "as above, the dependency pinned by revision=<its commit sha>: nothing to ask the "
+            "Hub (not in quick mode)",
+            "s", data["warm-revision"][kp], data["warm-revision"].get(kn), target=target,
+            extra=requests("warm-revision"),
+        ))
+    return figs
+
+
 def _variant_notes(variants: dict[str, set[str]]) -> list[str]:
     chosen = {k: sorted(v) for k, v in variants.items()}
     if len({tuple(v) for v in chosen.values()}) > 1:
@@ -524,6 +605,7 @@ MEASURES: list[tuple[str, Callable[[Context], list[dict[str, Any]]], bool]] = [
     ("first local load", measure_local, False),
     ("in-process (kernelize, call overhead, resolution)", measure_inproc, False),
     ("loads (cold, warm)", measure_loads, True),
+    ("loads with one dependency (first local, cold, warm)", measure_depends, True),
     ("list-backends", measure_list_backends, False),
 ]
 
@@ -533,7 +615,14 @@ def start_hub(ctx: Context) -> None:
     sys.path.insert(0, str(REPO_ROOT))
     from tests.support.hub import HubServer, make_kernel_repo
 
-    from .inputs import REPO_ID, variant_files, variant_names
+    from .inputs import (
+        BASE_REPO_ID,
+        REPO_ID,
+        TOP_REPO_ID,
+        dependency_variant_names,
+        variant_files,
+        variant_names,
+    )
 
     root = ctx.work / "hub"
     shutil.rmtree(root, ignore_errors=True)
@@ -546,6 +635,17 @@ def start_hub(ctx: Context) -> None:
         variants={v: variant_files(v) for v in variant_names()},
         branches=("v1",),
     )
+    names = dependency_variant_names()
+    base = make_kernel_repo(
+        server, BASE_REPO_ID, "kernel", {v: variant_files(v, BASE_REPO_ID) for v in names}
+    ).head()
+    top = make_kernel_repo(  # v1 pins the base by version=1, v2 by its commit
+        server, TOP_REPO_ID, "kernel", {v: variant_files(v, TOP_REPO_ID) for v in names}
+    )
+    ctx.top_shas = {"version": top.head()}
+    make_kernel_repo(server, TOP_REPO_ID, "kernel", branches=("v2",), variants={
+        v: variant_files(v, TOP_REPO_ID, base) for v in names})
+    ctx.top_shas["revision"] = top.head()
     server.start()
     ctx.hub = server
     ctx.sha = repo.head()

@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "load": "loader",
     "resolve_variants": "loader",
     "loaded_kernels": "registry",
+    "get_kernel_dep": "dependencies",
     "Provenance": "provenance",
     "KernelLoad": "provenance",
     # devices
@@ -82,6 +83,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .dependencies import get_kernel_dep
     from .detection import detect_devices, get_device
     from .device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
     from .hookspecs import hookimpl

@@ -19,6 +19,7 @@ __all__ = [
     "MissingDependencyError",
     "KernelsVersionError",
     "KernelImportError",
+    "KernelDependencyError",
     "SourceError",
     "RepoIdError",
     "RevisionError",
@@ -87,6 +88,11 @@ class KernelsVersionError(KernelPluginsError, RuntimeError):
 
 class KernelImportError(KernelPluginsError, ImportError):
     """Importing a kernel variant's Python module failed."""
+
+
+class KernelDependencyError(KernelPluginsError, RuntimeError):
+    """A kernel's ``kernel-depends`` cannot be loaded (the message names the chain from the
+    kernel loaded), form a cycle, or ``get_kernel_dep`` was called outside kernel loading."""
 
 
 class SourceError(KernelPluginsError):

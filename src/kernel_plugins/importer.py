@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from ._warn import warn_user
 from .device import BackendSpec
 from .errors import KernelImportError, MetadataError, MissingDependencyError
-from .metadata import KernelMetadata, check_minver
+from .metadata import KernelMetadata
 from .provenance import KernelLoad, Provenance
 from .registry import NAMESPACE, _Kernel, _kernel_of, _kernels, _lock, module_name, record_loaded
 from .variants import UNIVERSAL
@@ -97,6 +97,13 @@ class _SourceLoader(importlib.abc.InspectLoader):
     def is_package(self, fullname: str) -> bool:
         """Whether the module is a package."""
         return self._package
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Execute the verified code in the module's namespace (with the kernel's builtins)."""
+        kernel = _kernel_of(module.__name__)
+        if kernel is not None and kernel.builtins is not None:
+            module.__dict__["__builtins__"] = kernel.builtins
+        exec(self.get_code(module.__name__), module.__dict__)  # noqa: S102 - the kernel's verified code
 
 
 class _SnapshotFinder(importlib.abc.MetaPathFinder):
@@ -177,8 +184,11 @@ def _drop_modules(name: str) -> None:
         del attrs[name.rpartition(".")[2]]
 
 
-def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
-    """Import the verified ``snapshot`` as package ``load.module_name``.
+def import_snapshot(
+    load: KernelLoad, snapshot: VariantSnapshot, builtins: dict[str, object] | None = None
+) -> ModuleType:
+    """Import the verified ``snapshot`` as package ``load.module_name`` (its modules run
+    with ``builtins``, None: Python's).
 
     The identical build already imported under that name is returned as it is.
 
@@ -204,7 +214,7 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
                 "claim the same build id; remove one copy or rebuild with a unique id."
             )
         base = _package_base(snapshot, load.metadata)
-        kernel = _Kernel(name, snapshot, base, key)
+        kernel = _Kernel(name, snapshot, base, key, builtins)
         _kernels[name] = kernel
         _install_finder()
         try:
@@ -225,18 +235,18 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot) -> ModuleType:
 
 
 def import_verified(
-    verified: VerifiedVariant, device: DeviceInfo, *, notes: tuple[str, ...] = ()
+    verified: VerifiedVariant, device: DeviceInfo, *,
+    dependencies: tuple[Provenance, ...] = (), builtins: dict[str, object] | None = None,
 ) -> ModuleType:
-    """The import step of loading: check ``kernels-minver`` and ``python-depends``, give the
-    device's backend its ``load_kernel`` say, import the verified snapshot, and record
-    provenance."""
+    """The import step of loading: check ``python-depends``, give the device's backend its
+    ``load_kernel`` say, import the verified snapshot (with ``builtins``), and record
+    provenance (with that of the ``dependencies`` imported for it)."""
     from .plugins import get_manager
 
     fetched = verified.fetched
     source = fetched.offer.source
     path, variant, metadata = fetched.path, fetched.variant, verified.metadata
     spec = get_manager().record(device.backend).spec
-    check_minver(metadata, where=str(path / "metadata.json"))  # a newer kernel's names come next
     check_python_depends(metadata, spec, where=str(path / "metadata.json"))
     if metadata.is_dirty:
         warn_user(
@@ -254,29 +264,17 @@ def import_verified(
     load = KernelLoad(source.label, variant, path, metadata, module_name(metadata.id))
     module = get_manager().load_kernel(device, load)
     if module is None:
-        module = import_snapshot(load, verified.snapshot)
-    ref = fetched.offer.ref
+        module = import_snapshot(load, verified.snapshot, builtins)
+    ref, notes = fetched.offer.ref, source.notes
     if fetched.offer.lock is not None:  # say which lock file chose the code, and how
         notes = (*notes, f"locked by {fetched.offer.lockfile}",
                  *(() if fetched.offer.lock.variants else ("the lock pins the commit only (no variant hashes)",)))
-    record_loaded(
-        module,
-        Provenance(
-            source=source.kind,
-            repo_id=source.label,
-            variant=variant,
-            backend=device.backend,
-            device_type=device.device_type,
-            emulated=device.emulated,
-            path=str(path),
-            module_name=module.__name__,
-            revision=None if ref is None else (
-                f"locked:{ref.sha}" if fetched.offer.lock is not None else ref.requested
-            ),
-            sha=None if ref is None else ref.sha,
-            notes=notes,
-            signer=verified.signer,
-            metadata=metadata,
-        ),
+    revision = None if ref is None else (
+        f"locked:{ref.sha}" if fetched.offer.lock is not None else ref.requested
     )
+    record_loaded(module, Provenance(
+        source.kind, source.label, variant, device.backend, device.device_type, device.emulated,
+        str(path), module.__name__, revision, None if ref is None else ref.sha, notes,
+        verified.signer, dependencies, metadata,
+    ))
     return module

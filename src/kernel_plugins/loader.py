@@ -2,10 +2,12 @@
 
 ::
 
-    find  ->  offer  ->  choose  ->  fetch  ->  verify  ->  import  ->  provenance
-   (sources) (fetching) (resolving) (fetching) (verification) (importer)
+    find  ->  offer  ->  choose  ->  fetch  ->  verify  ->  dependencies  ->  import
+   (sources) (fetching) (resolving) (fetching) (verification) (dependencies) (importer)
 
 Each step has one home and hands a value to the next; none calls back into its caller.
+The kernel's ``kernel-depends`` run the same steps up to verify before anything of the
+tree is imported (:mod:`.dependencies`).
 When the source yields no fitting variant or the Hub cannot be used, the reference policy
 (:mod:`.fallback`) picks the next source, a bundled reference kernel, and
 :func:`load_source` runs the same steps on it; when nothing loads, the error lists every
@@ -14,28 +16,23 @@ source tried and why it failed. See ``docs/loading.md``.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable
 from types import ModuleType
 from typing import Literal
 
-from ._warn import warn_user
+from .dependencies import import_tree, verified_tree
 from .detection import get_device, system_info
 from .device import DeviceInfo, SystemInfo
 from .errors import HubError, KernelPluginsError, NoCompatibleVariantError
 from .fallback import ReferencePolicy, check_requirements, requirements_of
-from .fetching import fetch, later_version, offer
-from .importer import import_verified
-from .resolving import choose, device_arch, resolve_variants
+from .resolving import resolve_variants
 from .signatures import requiring
 from .sources import KernelSource, find
 from .torch_support import require_torch
-from .verification import VerifiedVariant, archs_reader, verify
 
 __all__ = ["load", "load_source", "resolve_variants", "system_info", "FallbackPolicy"]
 
-log = logging.getLogger("kernel_plugins")
 
 FallbackPolicy = Literal["reference", "error"]
 
@@ -112,51 +109,33 @@ def load_source(
     fallback: ReferencePolicy | None = None,
     check_arch: bool = True,
 ) -> ModuleType:
-    """Run the pipeline for one source: offer, choose, fetch, verify, import.
+    """Run the pipeline for one source: offer, choose, fetch, verify (with its dependencies),
+    import.
 
     When it fails because no variant fits or the Hub cannot be used, ``fallback`` picks
-    the next source (or raises) and the same steps run on that one. With a ``fallback``,
-    the module must also declare every property its policy requires.
+    the next source (or raises) and the same steps run on that one (a dependency that
+    fails is never a reason). With a ``fallback``, the module must also declare every
+    property its policy requires.
 
     :raises MissingDependencyError: torch is missing or outside the supported releases.
     :raises NoCompatibleVariantError: no variant fits the device (and none stands in).
-    :raises KernelPluginsError: any step failed (trust, pin, fetch, integrity, import).
+    :raises KernelPluginsError: any step failed (trust, pin, fetch, integrity, a dependency,
+        import).
     """
     require_torch()  # before anything is fetched
     try:
-        verified = _verified(source, info, system, trust_remote_code, check_arch)
-        module = import_verified(verified, info, notes=source.notes)
+        tree = verified_tree(source, info, system, trust_remote_code=trust_remote_code, check_arch=check_arch)
     except (NoCompatibleVariantError, HubError) as error:
         if fallback is None:
             raise
         nxt = fallback.next_source(source, info, error)
         try:
-            verified = _verified(nxt, info, system, False)
-            fallback.check(nxt, verified.metadata)
+            tree = verified_tree(nxt, info, system)
+            fallback.check(nxt, tree.verified.metadata)
         except KernelPluginsError as e:
             raise fallback.failed(source, nxt, e, error) from error
-        return fallback.accept(import_verified(verified, info, notes=nxt.notes), source, info, error)
+        return fallback.accept(import_tree(tree, info), source, info, error)
+    module = import_tree(tree, info)
     if fallback is not None:  # the reference path checked them in accept()
         check_requirements(module, fallback.requirements)
     return module
-
-
-def _verified(
-    source: KernelSource, info: DeviceInfo, system: SystemInfo, trust_remote_code: bool,
-    check_arch: bool = True,
-) -> VerifiedVariant:
-    """Offer, choose (the architecture step reads candidates' ``metadata.json`` alone),
-    fetch and verify: everything before the import."""
-    off = offer(source, trust_remote_code=trust_remote_code)
-    seen: dict[str, bytes] = {}
-    archs_of = archs_reader(off, info.backend, seen) if check_arch else None
-    try:
-        best = choose(off.where, off.variants, info, system, kind=source.kind, archs_of=archs_of)
-    except NoCompatibleVariantError as e:
-        raise later_version(e, off, info, system) from None
-    verified = verify(fetch(off, best), metadata_bytes=seen.get(best))
-    if not check_arch and (archs := verified.metadata.backend.archs):
-        warn_user(f"{off.where} {best} is built for architectures {', '.join(archs[:8])}, not checked "
-                  f"against the device's ({device_arch(info) or 'not reported'}) as check_arch=False: "
-                  "if it does not support this device, the kernel may fail or crash the process")
-    return verified

@@ -69,6 +69,11 @@ class KernelDepend:
     version: int | None = None
     revision: str | None = None
 
+    def __str__(self) -> str:
+        """``org/name (version N)`` or ``org/name (revision R)``."""
+        pin = f"version {self.version}" if self.version is not None else f"revision {self.revision}"
+        return f"{self.repo_id} ({pin})"
+
 
 @dataclass(frozen=True)
 class KernelMetadata:
@@ -192,15 +197,6 @@ def _int(value: object) -> int:
     return value
 
 
-def _loose_int(value: object) -> int:
-    """An integer as older builders may have written it (``true``, ``2.0``, ``"2"``)."""
-    if isinstance(value, bool) or (isinstance(value, float) and value.is_integer()):
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
-        return int(value)
-    return _int(value)
-
-
 def _name(value: object) -> str:
     if not _NAME_RE.match(v := _str(value)):
         raise _Bad(f"Value error, {v!r} must match {_NAME_RE.pattern} (lowercase, digits, '-')")
@@ -267,6 +263,27 @@ def _files(value: object) -> dict[str, str]:
     return files
 
 
+def _repo_id(value: object) -> str:
+    if (v := _str(value)).count("/") != 1 or v.startswith("/") or v.endswith("/"):
+        raise _Bad(f"Value error, {v!r} is not a Hub repository id 'org/name'")
+    return v  # hub.validate_repo_id checks the rest when the dependency is looked up
+
+
+_DEPEND = _record(KernelDepend, {
+    "repo-id": (_repo_id, _REQUIRED),
+    "version": (_optional(_version), None),
+    "revision": (_optional(_str), None),
+})
+
+
+def _kernel_depend(value: object) -> KernelDepend:
+    dep: KernelDepend = _DEPEND(value)
+    if (dep.version is None) == (dep.revision is None):
+        raise _Bad(f"Value error, {value!r}: give exactly one of 'version' (an integer N, "
+                   "branch vN) or 'revision' (a branch, tag or commit sha)")
+    return dep
+
+
 _METADATA = _record(KernelMetadata, {
     "name": (_name, _REQUIRED),
     "id": (_id, _REQUIRED),
@@ -275,11 +292,7 @@ _METADATA = _record(KernelMetadata, {
     "upstream": (_optional(_str), None),
     "source": (_optional(_str), None),
     "python-depends": (_items(_str), _REQUIRED),
-    "kernel-depends": (_items(_record(KernelDepend, {
-        "repo-id": (_str, _REQUIRED),
-        "version": (_optional(_loose_int), None),
-        "revision": (_optional(_str), None),
-    })), ()),
+    "kernel-depends": (_items(_kernel_depend), ()),
     "backend": (_record(BackendField, {
         "type": (_backend_type, _REQUIRED),
         "archs": (_archs, ()),

@@ -48,6 +48,7 @@ class Provenance:
         notes: remarks such as "reference fallback: no variant for mlu".
         signer: who signed its ``metadata.json`` (``identity (issuer)``), None when unsigned
             or not checked (see docs/signatures.md).
+        dependencies: the provenance of each kernel its ``kernel-depends`` loaded for it.
         metadata: the ``metadata.json`` verified and imported (not in :meth:`to_dict`).
         op_checks: layer name -> the result of checking its ``torch.compile`` claim with
             ``torch.library.opcheck`` (``kernelize(..., check_ops=True)``), when asked.
@@ -65,13 +66,12 @@ class Provenance:
     sha: str | None = None
     notes: tuple[str, ...] = field(default=())
     signer: str | None = None
+    dependencies: tuple[Provenance, ...] = field(default=())
     metadata: KernelMetadata | None = field(default=None, compare=False, repr=False)
     op_checks: dict[str, str] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (without ``metadata``)."""
-        return {
-            k: (list(v) if isinstance(v, tuple) else v)
-            for k, v in self.__dict__.items()
-            if k != "metadata"
-        }
+        out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        del out["metadata"]
+        return {**out, "dependencies": [d.to_dict() for d in self.dependencies]}

@@ -38,6 +38,7 @@ class _Kernel:
     snapshot: VariantSnapshot
     base: str  # the package folder inside the variant ("" flat, "<python_name>" nested)
     key: str
+    builtins: dict[str, object] | None = None  # of its modules (None: Python's)
     module: ModuleType | None = None
 
 

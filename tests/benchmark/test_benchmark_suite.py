@@ -30,6 +30,8 @@ EXPECTED = {
     "list-backends",
 }
 HUB = {"cold load", "cold load requests", "warm load"}
+DEPENDS = {"first local load, one dependency", "cold load, one dependency",
+           "warm load, one dependency (pinned by version)"}
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,12 @@ def test_quick_mode_runs_every_measurement_and_writes_results(quick_run):
         assert cold["kernel_plugins"]["median"] >= 1  # the proxy counted real requests
         warm = next(f for f in data["figures"] if f["name"] == "warm load")
         assert warm["extra"]["requests"]["kernel_plugins"] == [0]  # sha cached: no request
+        assert DEPENDS <= names
+        figs = {f["name"]: f for f in data["figures"]}
+        pinned = figs["warm load, one dependency (pinned by version)"]
+        assert pinned["extra"]["requests"]["kernel_plugins"] >= 1  # where is branch v1?
+        assert figs["cold load, one dependency"]["extra"]["requests"]["kernel_plugins"] > 11
+        assert "warm load, one dependency (pinned by commit)" not in names  # full mode only
     for f in data["figures"]:
         assert f["kernels"] is None and f["kernel_plugins"]["n"] >= 1
         assert f["kernel_plugins"]["min"] <= f["kernel_plugins"]["median"]

@@ -314,6 +314,30 @@ def _changed_digest(env: Env) -> Any:
     return verify_digest(folder, digest, where="org/name torch-cpu")
 
 
+def _load_depending(*pairs: tuple[str, list[dict[str, Any]]]) -> Callable[[Env], Any]:
+    """Load the first of kernels ``kernels-community/<name>`` (``LOCAL_KERNELS``) with these
+    ``kernel-depends``."""
+    def run(env: Env) -> Any:
+        import kernel_plugins
+
+        entries = []
+        for i, (name, depends) in enumerate(pairs):
+            make_variant(env.tmp / name / "build", "torch-cpu",
+                         metadata(name=name, id=f"_dep_case_{i}_{name.replace('-', '_')}",
+                                  kernel_depends=depends))
+            entries.append(f"kernels-community/{name}={env.tmp / name}")
+        env.monkeypatch.setenv("LOCAL_KERNELS", os.pathsep.join(entries))
+        return kernel_plugins.load(f"kernels-community/{pairs[0][0]}", device="cpu")
+
+    return run
+
+
+def _get_kernel_dep(env: Env) -> Any:
+    import kernel_plugins
+
+    return kernel_plugins.get_kernel_dep("kernels-community/activation")
+
+
 def _python_depends(names: list[str], spec: BackendSpec) -> Callable[[Env], Any]:
     meta = parse_metadata(metadata(python_depends=names), where="metadata.json")
     return lambda env: check_python_depends(meta, spec, where="build/torch-cuda")
@@ -667,6 +691,31 @@ CASES: list[Case] = [
          E.KernelsVersionError, "needs kernels>=0.18.0 (kernels-minver), but this kernel-plugins "
          "reads the format of kernels 0.17.2", "Upgrade kernel-plugins, or load an older version "
          "of the kernel."),
+    Case("kernel-depends-cycle", K, "`ring` depends on `link`, `link` on `ring`",
+         _load_depending(("ring", [{"repo-id": "kernels-community/link", "version": 1}]),
+                         ("link", [{"repo-id": "kernels-community/ring", "version": 1}])),
+         E.KernelDependencyError,
+         "kernel dependencies form a cycle: kernels-community/ring -> kernels-community/link -> "
+         "kernels-community/ring", "Remove one of the entries named."),
+    Case("kernel-depends-untrusted", K, "a dependency from an organisation not trusted",
+         _load_depending(("needs-evil", [{"repo-id": "evil-org/ops", "version": 1}])),
+         E.KernelDependencyError,
+         "kernels-community/needs-evil depends on evil-org/ops (version 1) (kernel-depends), "
+         "which cannot be loaded: TrustError",
+         "Trust the organisation (`KERNEL_PLUGINS_TRUSTED_ORGS`, `trust_remote_code=True`) or "
+         "drop the dependency; the cause is the dependency's own error."),
+    Case("kernel-depends-not-repo-id", M, '`"kernel-depends": [{"repo-id": "ops", "version": 1}]`',
+         _read_meta(json.dumps(metadata(kernel_depends=[{"repo-id": "ops", "version": 1}]))),
+         E.MetadataError, "key 'kernel-depends.0.repo-id': Value error, 'ops' is not a Hub "
+         "repository id 'org/name'", "Name the dependency by its repository id `org/name`."),
+    Case("kernel-depends-two-pins", M, '`{"repo-id": "org/x", "version": 1, "revision": "main"}`',
+         _read_meta(json.dumps(metadata(kernel_depends=[
+             {"repo-id": "org/x", "version": 1, "revision": "main"}]))),
+         E.MetadataError, "give exactly one of 'version' (an integer N, branch vN) or 'revision'",
+         "Pin each dependency by a version or by a revision, not both."),
+    Case("get-kernel-dep-outside-loading", K, "`get_kernel_dep(...)` after the kernel loaded",
+         _get_kernel_dep, E.KernelDependencyError, "`get_kernel_dep` only works during kernel "
+         "loading", "Call it in the kernel's module code, while the kernel is imported."),
     Case("digest-mismatch", K, "a file changed after the build", _changed_digest,
          E.IntegrityError, "files do not match the metadata digest: __init__.py",
          "Delete the folder and fetch it again, or rebuild."),

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     # the Hub, lock files, the bundled reference kernels
     ("hub", "lock", "reference"),
     # the load pipeline (trust asks the Hub about publishers)
-    ("trust", "sources", "fetching", "resolving", "verification", "importer", "fallback",
+    ("trust", "sources", "fetching", "resolving", "verification", "importer", "dependencies", "fallback",
      "loader", "signatures"),
     # what is built on loading
     ("layers", "compat", "integrations"),

@@ -120,9 +120,11 @@ valid_metadata = st.fixed_dictionaries(
             "files": st.dictionaries(_words.map(lambda w: w + ".py"),
                                      st.from_regex(r"[A-Za-z0-9+/]{43}=", fullmatch=True), max_size=3),
         }),
-        "kernel-depends": st.lists(st.fixed_dictionaries(
-            {"repo-id": st.from_regex(r"[a-z][a-z0-9-]{0,8}/[a-z][a-z0-9-]{0,8}", fullmatch=True)},
-            optional={"version": st.none() | st.integers(0, 9), "revision": st.none() | _words},
+        "kernel-depends": st.lists(st.builds(
+            lambda repo, pin: {"repo-id": repo, **pin},
+            st.from_regex(r"[a-z][a-z0-9-]{0,8}/[a-z][a-z0-9-]{0,8}", fullmatch=True),
+            st.fixed_dictionaries({"version": st.integers(1, 9)})
+            | st.fixed_dictionaries({"revision": _words}),
         ), max_size=2),
     },
 )  # fmt: skip

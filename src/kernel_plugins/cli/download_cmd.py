@@ -12,6 +12,7 @@ from ._output import VariantRows
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ..fetching import Fetched
     from ..lock import KernelLock
 
 NAME = "download"
@@ -68,12 +69,31 @@ def run(args: argparse.Namespace) -> int:
                      "`kernel-plugins lock PROJECT_DIR`")
         for variant in list(off.variants) if args.all_variants else _for_device(entry, off.variants, args, rows):
             try:
-                folder = fetch_checked(off, variant, progress=False).path
+                fetched = fetch_checked(off, variant, progress=False)
             except KernelPluginsError as e:
                 rows.add(entry.repo_id, variant, "failed", str(e))
                 continue
-            rows.add(entry.repo_id, variant, "ok", f"OK {getattr(entry.variants.get(variant), 'hash', 'commit ' + entry.sha)} {folder}")
+            rows.add(entry.repo_id, variant, "ok", f"OK {getattr(entry.variants.get(variant), 'hash', 'commit ' + entry.sha)} {fetched.path}")
+            if not args.all_variants:
+                _dependencies(fetched, args, rows)
     return rows.finish(str(locks))
+
+
+def _dependencies(fetched: Fetched, args: argparse.Namespace, rows: VariantRows) -> None:
+    """Fetch and check the ``kernel-depends`` of the variant for the device, as a locked load
+    takes them (a row for each the lock does not pin: the others are entries of their own)."""
+    from ..dependencies import flatten, verified_tree
+    from ..detection import get_device, system_info
+    from ..errors import KernelPluginsError
+
+    label = fetched.offer.source.label
+    try:
+        tree = verified_tree(fetched.offer.source, get_device(args.device), system_info(),
+                             trust_remote_code=args.trust_remote_code)
+    except KernelPluginsError as e:
+        return rows.add(label, fetched.variant, "failed", str(e))
+    for got in (t.verified.fetched for t in flatten(tree.deps) if t.verified.fetched.offer.lock is None):
+        rows.add(got.offer.source.label, got.variant, "ok", f"OK dependency of {label}: {got.path}")
 
 
 def _for_device(entry: KernelLock, names: Sequence[str], args: argparse.Namespace, rows: VariantRows) -> list[str]:

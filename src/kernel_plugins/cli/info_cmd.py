@@ -11,7 +11,8 @@ from ._output import clean, print_json
 
 NAME = "info"
 HELP = ("describe a kernel (Hub repository or local folder): name, version, license, variants and "
-        "the one for this device, functions, layers, python-depends, kernels-minver, digest, signature")
+        "the one for this device, functions, layers, python-depends, kernel-depends, kernels-minver, "
+        "digest, signature")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         "functions": _names(pkg / "__init__.py", roots, (ast.FunctionDef, ast.AsyncFunctionDef)),
         "layers": _names(pkg / "layers.py", roots, ast.ClassDef) or _names(pkg / "layers/__init__.py", roots, ast.ClassDef),
         "python_depends": list(meta.python_depends), "kernels_minver": meta.kernels_minver,
+        "kernel_depends": [str(d) for d in meta.kernel_depends],
         "digest": files_problem(fetched, raw) or "files match the digest",
         "signature": {"state": sig.state, "detail": sig.detail, "signer": sig.signer},
     }
@@ -78,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
     doc[f"for {info.device_type}"] = best or f"none fits; described: {fetched.variant}"
     doc["signature"] = f"{sig.state}: {sig.detail}"
     doc["kernels_minver"] = f"{meta.kernels_minver or '-'} (kernel-plugins reads kernels {KERNELS_VERSION})"
-    for key in ("kernel", "source", "variants", f"for {info.device_type}", "archs", "device_arch",
-                "functions", "layers", "python_depends", "kernels_minver", "digest", "signature"):
+    for key in ("kernel", "source", "variants", f"for {info.device_type}", "archs", "device_arch", "functions",
+                "layers", "python_depends", "kernel_depends", "kernels_minver", "digest", "signature"):
         value = doc[key]
         print(clean(f"{key.replace('_', '-')}: {', '.join(value) or '-' if isinstance(value, list) else value}"))
     return 0

@@ -97,7 +97,9 @@ def run(args: argparse.Namespace) -> int:
         print_json({"provenance": prov.to_dict(), "functions": funcs})
         return 0
     for key, value in prov.to_dict().items():
-        if key != "notes" and value not in (None, [], ()):
+        if key == "dependencies":  # each by repo id and variant (all of it with --json)
+            value = ", ".join(f"{d.repo_id} ({d.variant})" for d in prov.dependencies)
+        if key != "notes" and value not in (None, [], (), ""):
             print(clean(f"{key:12} {value}", one_line=True))
     for note in prov.notes:
         print(clean(f"note: {note}", one_line=True))

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ._output import DEFAULT_WIDTH, clean, print_json, print_table
+
+if TYPE_CHECKING:
+    from ..fetching import Offer
 
 NAME = "variants"
 HELP = "show which build variants of a kernel fit the device, and why the others do not"
@@ -29,9 +33,10 @@ def run(args: argparse.Namespace) -> int:
     source = find(args.target, device=device, revision=args.revision, version=args.version)
     off = offer(source, trust_remote_code=True)  # listing names runs no code
     res = resolve_for(off.variants, device, system_info())
+    depends = _depends(off, res.best) if res.best else []
     where = f"{source.kind}: {off.where}"
     if args.json:
-        print_json({"source": where, "source_kind": source.kind, **res.to_dict()})
+        print_json({"source": where, "source_kind": source.kind, **res.to_dict(), "depends_on": depends})
     else:
         print(clean(f"source: {where}"))
         for note in source.notes:
@@ -47,4 +52,21 @@ def run(args: argparse.Namespace) -> int:
             width=None if args.wide else DEFAULT_WIDTH, wrap_last=True,
         )
         print(clean(f"chosen: {res.best or 'none'}"))
+        if res.best:
+            shown = depends if isinstance(depends, str) else ", ".join(depends) or "no other kernel"
+            print(clean(f"depends on: {shown}"))
     return 0 if res.best else 1
+
+
+def _depends(off: Offer, variant: str) -> list[str] | str:
+    """The chosen variant's ``kernel-depends`` (of a Hub variant only ``metadata.json`` is
+    fetched), or why they are unknown."""
+    from ..errors import KernelPluginsError
+    from ..metadata import parse_metadata_bytes
+    from ..verification import peek_metadata
+
+    try:
+        meta = parse_metadata_bytes(peek_metadata(off, variant), where=f"{off.where} {variant}")
+    except KernelPluginsError as e:
+        return f"unknown ({e})"
+    return [str(d) for d in meta.kernel_depends]

@@ -3,8 +3,6 @@ locked and local kernels, variants and the record of loaded kernels."""
 
 from __future__ import annotations
 
-import contextvars
-import logging
 import os
 import sys
 from contextlib import nullcontext
@@ -13,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..dependencies import get_kernel_dep as get_kernel_dep
 from ._kernels_errors import (
     kernels_advice,
     need_version_or_revision,
@@ -28,8 +27,6 @@ from ._kernels_types import (
     VariantName,
     VariantRejected,
 )
-
-log = logging.getLogger("kernel_plugins.compat.kernels")
 
 
 # ----------------------------------------------------------------------------- loading
@@ -76,9 +73,11 @@ def get_local_kernel(
     trust_remote_code: bool | list[str] = False,
     user_agent: str | dict[str, Any] | None = None,
 ) -> ModuleType:
-    """Import a kernel from a local repository folder (one holding ``build/``)."""
+    """Import a kernel from a local repository folder (one holding ``build/``); its
+    dependencies come from ``LOCAL_KERNELS`` or the Hub (``trust_remote_code=True``: from
+    any organisation)."""
     _check_user_agent(user_agent)
-    return _load(Path(repo_path), backend=backend)
+    return _load(Path(repo_path), backend=backend, trust=trust_remote_code is True)
 
 
 @translated
@@ -247,26 +246,3 @@ def get_loaded_kernels() -> list[LoadedKernel]:
         )
         out.append(LoadedKernel(Metadata(prov.metadata), module, info))
     return out
-
-
-_KERNEL_DEPS: contextvars.ContextVar[dict[str, ModuleType] | None] = contextvars.ContextVar(
-    "kernel_plugins_compat_kernel_deps", default=None
-)
-
-
-def get_kernel_dep(repo_id: str) -> ModuleType:
-    """A kernel's dependency, for use by a kernel while it is being loaded.
-
-    kernel-plugins does not load kernel-to-kernel dependencies yet, so outside such a
-    load (always, today) this raises RuntimeError, as ``kernels`` does outside loading.
-    """
-    deps = _KERNEL_DEPS.get()
-    if deps is None:
-        raise RuntimeError("`get_kernel_dep` only works during kernel loading.")
-    module = deps.get(repo_id)
-    if module is None:
-        raise RuntimeError(
-            f"Dependency '{repo_id}' not found in kernel dependencies. Ensure the dependency "
-            f"is added to `kernel-deps` in build.toml."
-        )
-    return module

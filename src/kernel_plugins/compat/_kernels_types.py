@@ -194,6 +194,11 @@ class Metadata:
         return list(self._data.python_depends)
 
     @property
+    def kernel_depends(self) -> list[Any]:
+        """The kernels this variant depends on (``repo_id``, ``version`` or ``revision``)."""
+        return list(self._data.kernel_depends)
+
+    @property
     def backend(self) -> Any:
         """The backend field."""
         return self._data.backend

@@ -1,0 +1,226 @@
+"""Kernel dependencies (``kernel-depends``): verify a load's whole tree, then import it.
+
+Each entry of the chosen variant's ``kernel-depends`` (the builder writes there the
+``[general]`` entries of ``build.toml`` and those of the variant's backend) is offered,
+chosen, fetched and verified for the same device, found as ``load("hub:<repo id>")`` finds
+it and pinned by the load's lock file where that has an entry for it, before anything of
+the tree is imported. While a kernel imports, :func:`get_kernel_dep` (and HF ``kernels``'
+own, once imported) returns its dependencies, and when HF ``kernels`` is not installed,
+``import kernels`` in its modules gives a stand-in for it. See docs/loading.md and
+docs/compat-kernels.md.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import importlib
+import importlib.util
+import sys
+from collections.abc import Mapping
+from contextvars import ContextVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ._warn import warn_user
+from .device import DeviceInfo, SystemInfo
+from .errors import KernelDependencyError, KernelPluginsError, LockfileError, NoCompatibleVariantError
+from .fetching import fetch, later_version, offer
+from .importer import _drop_modules, import_verified
+from .metadata import KernelDepend, KernelMetadata, check_minver
+from .registry import _kernels, _loaded, _lock, module_name
+from .resolving import choose, device_arch
+from .sources import HUB_PREFIX, KernelSource, find
+from .verification import VerifiedVariant, archs_reader, verify
+
+if TYPE_CHECKING:
+    from .lock import Lockfile
+
+__all__ = ["KernelTree", "verified_tree", "flatten", "import_tree", "get_kernel_dep"]
+
+#: Chains of dependencies longer than this are refused.
+MAX_DEPTH = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelTree:
+    """A verified variant and the trees of its dependencies (by repo id)."""
+
+    verified: VerifiedVariant
+    deps: Mapping[str, KernelTree] = dataclasses.field(default_factory=dict)
+
+
+def flatten(trees: Mapping[str, KernelTree]) -> list[KernelTree]:
+    """Every tree of ``trees`` and below, dependencies first, each once."""
+    out: list[KernelTree] = []
+    for tree in trees.values():
+        out += [n for n in (*flatten(tree.deps), tree) if all(n is not o for o in out)]
+    return out
+
+
+def verified_tree(
+    source: KernelSource, info: DeviceInfo, system: SystemInfo, *, trust_remote_code: bool = False,
+    check_arch: bool = True,
+) -> KernelTree:
+    """``source`` and its dependencies, each offered, chosen, fetched and verified.
+
+    :raises KernelPluginsError: the kernel's own error; :class:`KernelDependencyError`
+        when a dependency cannot be loaded, or for a cycle (both name the chain).
+    """
+    return _Walk(info, system, trust_remote_code, check_arch, source.lockfile).tree(source, (source.label,))
+
+
+@dataclasses.dataclass
+class _Walk:
+    info: DeviceInfo
+    system: SystemInfo
+    trust: bool
+    check_arch: bool
+    lock: Lockfile | None
+    seen: dict[KernelDepend, KernelTree] = dataclasses.field(default_factory=dict)
+
+    def tree(self, source: KernelSource, chain: tuple[str, ...]) -> KernelTree:
+        """Offer, choose (the architecture step reads candidates' ``metadata.json`` alone),
+        fetch and verify ``source``, then its dependencies: everything before the import."""
+        off, info = offer(source, trust_remote_code=self.trust), self.info
+        seen: dict[str, bytes] = {}
+        archs_of = archs_reader(off, info.backend, seen) if self.check_arch else None
+        try:
+            best = choose(off.where, off.variants, info, self.system, kind=source.kind, archs_of=archs_of)
+        except NoCompatibleVariantError as e:
+            raise later_version(e, off, info, self.system) from None
+        verified = verify(fetch(off, best), metadata_bytes=seen.get(best))
+        if not self.check_arch and (archs := verified.metadata.backend.archs):
+            warn_user(f"{off.where} {best} is built for architectures {', '.join(archs[:8])}, not checked "
+                      f"against the device's ({device_arch(info) or 'not reported'}) as check_arch=False: "
+                      "if it does not support this device, the kernel may fail or crash the process")
+        check_minver(verified.metadata, where=str(verified.fetched.path / "metadata.json"))
+        return KernelTree(verified, self.deps(verified.metadata, chain))
+
+    def deps(self, metadata: KernelMetadata, chain: tuple[str, ...]) -> dict[str, KernelTree]:
+        out: dict[str, KernelTree] = {}
+        for dep in metadata.kernel_depends:
+            if dep.repo_id in chain or len(chain) > MAX_DEPTH:
+                why = "form a cycle" if dep.repo_id in chain else f"nest more than {MAX_DEPTH} deep"
+                raise KernelDependencyError(f"kernel dependencies {why}: "
+                                            f"{' -> '.join((*chain, dep.repo_id))}. Remove one of them.")
+            try:
+                if dep not in self.seen:
+                    self.seen[dep] = self.tree(self.source(dep), (*chain, dep.repo_id))
+            except KernelDependencyError:
+                raise
+            except KernelPluginsError as e:
+                via = f" (via {' -> '.join(chain)})" if len(chain) > 1 else ""
+                raise KernelDependencyError(f"{chain[-1]}{via} depends on {dep} (kernel-depends), "
+                                            f"which cannot be loaded: {type(e).__name__}: {e}") from e
+            out[dep.repo_id] = self.seen[dep]
+        return out
+
+    def source(self, dep: KernelDepend) -> KernelSource:
+        """Where ``dep`` comes from, pinned by the lock file when it has an entry for it."""
+        lock = self.lock
+        if lock is not None:
+            try:  # the one place a dependency's lock entry is looked up
+                lock.entry(dep.repo_id, version=dep.version, revision=dep.revision)
+            except LockfileError:
+                lock = None
+        found = find(HUB_PREFIX + dep.repo_id, device=self.info, revision=dep.revision,  # never a folder
+                     version=dep.version, lockfile=lock)
+        if lock is self.lock:
+            return found
+        return dataclasses.replace(found, notes=(*found.notes, f"not in {self.lock}: {dep}"))
+
+
+def import_tree(tree: KernelTree, info: DeviceInfo) -> ModuleType:
+    """Import the dependencies of ``tree``, then its kernel in their scope. When anything
+    fails, each dependency this call imported is forgotten again (``sys.modules``, the
+    registry, :func:`~kernel_plugins.loaded_kernels`)."""
+    new: list[str] = []
+    try:
+        return _import(tree, info, new)
+    except BaseException:
+        with _lock:
+            for name in new:
+                _drop_modules(name)
+                _kernels.pop(name, None)
+                _loaded[:] = [p for p in _loaded if p.module_name != name]
+        raise
+
+
+def _import(tree: KernelTree, info: DeviceInfo, new: list[str]) -> ModuleType:
+    deps: dict[str, ModuleType] = {}
+    for repo_id, sub in tree.deps.items():
+        with _lock:  # no other load may import it between the question and the answer
+            fresh = module_name(sub.verified.metadata.id) not in sys.modules
+            deps[repo_id] = module = _import(sub, info, new)
+        new += [module.__name__] if fresh else []
+    own = {**builtins.__dict__, "__import__": _kernel_import} if deps else None
+    with _Scope(deps):
+        provs = tuple(m.__kernel_provenance__ for m in deps.values())  # type: ignore[attr-defined]
+        return import_verified(tree.verified, info, dependencies=provs, builtins=own)
+
+
+class _Scope:
+    """``with _Scope(deps):`` import a kernel whose dependencies are ``deps`` (by repo id)."""
+
+    def __init__(self, deps: dict[str, ModuleType]) -> None:
+        self.deps = deps
+        self._set: list[tuple[ContextVar[Any], Any]] = []
+
+    def __enter__(self) -> None:
+        self._set.append((_CURRENT, _CURRENT.set(self)))
+        self.share()
+
+    def share(self) -> None:
+        """Give HF kernels' loading context the same dependencies, once it is imported."""
+        var = getattr(sys.modules.get("kernels.deps"), "_KERNEL_DEPS", None)
+        if isinstance(var, ContextVar) and all(v is not var for v, _ in self._set):
+            self._set.append((var, var.set(dict(self.deps))))
+
+    def __exit__(self, *exc: object) -> None:
+        for var, token in reversed(self._set):
+            with contextlib.suppress(ValueError):  # set in another context: not ours to reset
+                var.reset(token)
+
+
+_CURRENT: ContextVar[_Scope | None] = ContextVar("kernel_plugins_deps", default=None)
+
+
+def get_kernel_dep(repo_id: str) -> ModuleType:
+    """The module of the dependency ``repo_id`` (an entry of ``kernel-depends``, loaded
+    for the same device), for a kernel's code while it is being imported.
+
+    :raises KernelDependencyError: outside the import of a kernel, or not a dependency.
+    """
+    scope = _CURRENT.get()
+    if scope is None:
+        raise KernelDependencyError(
+            "`get_kernel_dep` only works during kernel loading: a kernel calls it while its "
+            "code is imported by kernel_plugins.load, not afterwards"
+        )
+    if repo_id not in scope.deps:
+        raise KernelDependencyError(
+            f"Dependency {repo_id!r} not found in kernel dependencies (kernel-depends names: "
+            f"{', '.join(scope.deps) or 'none'}). Ensure the dependency is added to "
+            "`kernel-depends` in build.toml."
+        )
+    return scope.deps[repo_id]
+
+
+def _kernel_import(name: str, globals: Any = None, locals: Any = None,  # noqa: A002
+                   fromlist: Any = (), level: int = 0) -> ModuleType:
+    if level == 0 and name == "kernels" and "kernels" not in sys.modules \
+            and importlib.util.find_spec("kernels") is None:
+        return _KERNELS  # get_kernel_dep at once; the rest of the API imported on first use
+    module = builtins.__import__(name, globals, locals, fromlist, level)
+    if level == 0 and name.partition(".")[0] == "kernels" and (scope := _CURRENT.get()) is not None:
+        scope.share()
+    return module
+
+
+# the rest of the API: kernel_plugins.compat.kernels, imported by name (it is built on loading)
+# on first use only (importing it costs more than a load)
+_KERNELS = ModuleType("kernels", "HF kernels' API for the code of a kernel (kernel_plugins.compat.kernels)")
+_KERNELS.get_kernel_dep = get_kernel_dep  # type: ignore[attr-defined]
+_KERNELS.__getattr__ = lambda name: getattr(importlib.import_module("kernel_plugins.compat.kernels"), name)  # type: ignore[method-assign]
