@@ -1,13 +1,6 @@
-"""Kernel dependencies (``kernel-depends``): verify a load's whole tree, then import it.
-
-Each entry of the chosen variant's ``kernel-depends`` (the builder writes there the
-``[general]`` entries of ``build.toml`` and those of the variant's backend) is offered,
-chosen, fetched and verified for the same device, found as ``load("hub:<repo id>")`` finds
-it and pinned by the load's lock file where that has an entry for it, before anything of
-the tree is imported. While a kernel imports, :func:`get_kernel_dep` (and HF ``kernels``'
-own, once imported) returns its dependencies, and when HF ``kernels`` is not installed,
-``import kernels`` in its modules gives a stand-in for it. See docs/loading.md and
-docs/compat-kernels.md.
+"""Kernel dependencies (``kernel-depends``): verify a load's whole tree for the device, then
+import it; :func:`get_kernel_dep` while a kernel imports, also for code written for HF
+``kernels``. See docs/loading.md (step "depend") and docs/compat-kernels.md.
 """
 
 from __future__ import annotations
@@ -25,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from ._warn import warn_user
 from .device import DeviceInfo, SystemInfo
-from .errors import KernelDependencyError, KernelPluginsError, LockfileError, NoCompatibleVariantError
+from .errors import KernelDependencyError, KernelPluginsError, NoCompatibleVariantError
 from .fetching import fetch, later_version, offer
 from .importer import _drop_modules, import_verified
-from .metadata import KernelDepend, KernelMetadata, check_minver
+from .metadata import KernelDepend, check_minver, walk_depends
 from .registry import _kernels, _loaded, _lock, module_name
 from .resolving import choose, device_arch
 from .sources import HUB_PREFIX, KernelSource, find
@@ -38,9 +31,6 @@ if TYPE_CHECKING:
     from .lock import Lockfile
 
 __all__ = ["KernelTree", "verified_tree", "flatten", "import_tree", "get_kernel_dep"]
-
-#: Chains of dependencies longer than this are refused.
-MAX_DEPTH = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +70,7 @@ class _Walk:
     lock: Lockfile | None
     seen: dict[KernelDepend, KernelTree] = dataclasses.field(default_factory=dict)
 
-    def tree(self, source: KernelSource, chain: tuple[str, ...]) -> KernelTree:
+    def tree(self, source: KernelSource, path: tuple[object, ...]) -> KernelTree:
         """Offer, choose (the architecture step reads candidates' ``metadata.json`` alone),
         fetch and verify ``source``, then its dependencies: everything before the import."""
         off, info = offer(source, trust_remote_code=self.trust), self.info
@@ -96,26 +86,19 @@ class _Walk:
                       f"against the device's ({device_arch(info) or 'not reported'}) as check_arch=False: "
                       "if it does not support this device, the kernel may fail or crash the process")
         check_minver(verified.metadata, where=str(verified.fetched.path / "metadata.json"))
-        return KernelTree(verified, self.deps(verified.metadata, chain))
+        return KernelTree(verified, {d.repo_id: walk_depends(d, self.dep, self.seen, path)
+                                     for d in verified.metadata.kernel_depends})
 
-    def deps(self, metadata: KernelMetadata, chain: tuple[str, ...]) -> dict[str, KernelTree]:
-        out: dict[str, KernelTree] = {}
-        for dep in metadata.kernel_depends:
-            if dep.repo_id in chain or len(chain) > MAX_DEPTH:
-                why = "form a cycle" if dep.repo_id in chain else f"nest more than {MAX_DEPTH} deep"
-                raise KernelDependencyError(f"kernel dependencies {why}: "
-                                            f"{' -> '.join((*chain, dep.repo_id))}. Remove one of them.")
-            try:
-                if dep not in self.seen:
-                    self.seen[dep] = self.tree(self.source(dep), (*chain, dep.repo_id))
-            except KernelDependencyError:
-                raise
-            except KernelPluginsError as e:
-                via = f" (via {' -> '.join(chain)})" if len(chain) > 1 else ""
-                raise KernelDependencyError(f"{chain[-1]}{via} depends on {dep} (kernel-depends), "
-                                            f"which cannot be loaded: {type(e).__name__}: {e}") from e
-            out[dep.repo_id] = self.seen[dep]
-        return out
+    def dep(self, dep: KernelDepend, path: tuple[object, ...]) -> KernelTree:
+        try:
+            return self.tree(self.source(dep), path)
+        except KernelDependencyError:
+            raise
+        except KernelPluginsError as e:
+            names = [getattr(p, "repo_id", p) for p in path[:-1]]
+            via = f" (via {' -> '.join(map(str, names))})" if len(names) > 1 else ""
+            raise KernelDependencyError(f"{names[-1]}{via} depends on {dep} (kernel-depends), "
+                                        f"which cannot be loaded: {type(e).__name__}: {e}") from e
 
     def source(self, dep: KernelDepend) -> KernelSource:
         """Where ``dep`` comes from, pinned by the lock file when it has an entry for it."""
@@ -123,7 +106,7 @@ class _Walk:
         if lock is not None:
             try:  # the one place a dependency's lock entry is looked up
                 lock.entry(dep.repo_id, version=dep.version, revision=dep.revision)
-            except LockfileError:
+            except KernelPluginsError:  # LockfileError: no entry for it
                 lock = None
         found = find(HUB_PREFIX + dep.repo_id, device=self.info, revision=dep.revision,  # never a folder
                      version=dep.version, lockfile=lock)
@@ -219,8 +202,7 @@ def _kernel_import(name: str, globals: Any = None, locals: Any = None,  # noqa: 
     return module
 
 
-# the rest of the API: kernel_plugins.compat.kernels, imported by name (it is built on loading)
-# on first use only (importing it costs more than a load)
+# the rest of the API: kernel_plugins.compat.kernels (built on loading), imported on first use
 _KERNELS = ModuleType("kernels", "HF kernels' API for the code of a kernel (kernel_plugins.compat.kernels)")
 _KERNELS.get_kernel_dep = get_kernel_dep  # type: ignore[attr-defined]
 _KERNELS.__getattr__ = lambda name: getattr(importlib.import_module("kernel_plugins.compat.kernels"), name)  # type: ignore[method-assign]

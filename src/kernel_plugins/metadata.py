@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
-from .errors import KernelsVersionError, MetadataError
+from .errors import KernelDependencyError, KernelPluginsError, KernelsVersionError, MetadataError
 
 __all__ = [
     "KERNELS_VERSION",
@@ -73,6 +73,25 @@ class KernelDepend:
         """``org/name (version N)`` or ``org/name (revision R)``."""
         pin = f"version {self.version}" if self.version is not None else f"revision {self.revision}"
         return f"{self.repo_id} ({pin})"
+
+
+#: Chains of ``kernel-depends`` longer than this are refused (by loads and locks).
+MAX_DEPTH = 16
+_T = TypeVar("_T")
+
+
+def walk_depends(dep: KernelDepend, step: Callable[[KernelDepend, tuple[object, ...]], _T],
+                 done: dict[KernelDepend, _T], path: tuple[object, ...] = (), *,
+                 error: type[KernelPluginsError] = KernelDependencyError) -> _T:
+    """The value of ``dep`` in a walk of a ``kernel-depends`` graph: ``step(dep, (*path, dep))``
+    once per entry (remembered in ``done``); ``step`` walks its entries with that path.
+    :raises error: ``dep`` is in ``path`` (a cycle), or ``path`` is too long (both named)."""
+    if dep in path or len(path) > MAX_DEPTH:
+        why = "form a cycle" if dep in path else f"nest more than {MAX_DEPTH} deep"
+        raise error(f"kernel dependencies {why}: {' -> '.join(map(str, (*path, dep)))}. Remove one of them.")
+    if dep not in done:
+        done[dep] = step(dep, (*path, dep))
+    return done[dep]
 
 
 @dataclass(frozen=True)
@@ -269,15 +288,9 @@ def _repo_id(value: object) -> str:
     return v  # hub.validate_repo_id checks the rest when the dependency is looked up
 
 
-_DEPEND = _record(KernelDepend, {
-    "repo-id": (_repo_id, _REQUIRED),
-    "version": (_optional(_version), None),
-    "revision": (_optional(_str), None),
-})
-
-
 def _kernel_depend(value: object) -> KernelDepend:
-    dep: KernelDepend = _DEPEND(value)
+    dep: KernelDepend = _record(KernelDepend, {"repo-id": (_repo_id, _REQUIRED), "version": (
+        _optional(_version), None), "revision": (_optional(_str), None)})(value)
     if (dep.version is None) == (dep.revision is None):
         raise _Bad(f"Value error, {value!r}: give exactly one of 'version' (an integer N, "
                    "branch vN) or 'revision' (a branch, tag or commit sha)")

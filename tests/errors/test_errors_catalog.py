@@ -285,7 +285,7 @@ def _malformed_endpoint(env: Env) -> Any:
     return hub.resolve("org/name", version=1, endpoint="notaurl")
 
 
-def _offline_trust(env: Env) -> Any:
+def _offline(env: Env) -> None:
     from huggingface_hub import constants
 
     env.monkeypatch.setattr(constants, "HF_HUB_CACHE", str(env.tmp / "cache"))
@@ -293,6 +293,10 @@ def _offline_trust(env: Env) -> Any:
     env.monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     if hasattr(constants, "is_offline_mode"):
         env.monkeypatch.setattr(constants, "is_offline_mode", lambda: True)
+
+
+def _offline_trust(env: Env) -> Any:
+    _offline(env)
     return check_trusted("acme/kernel")
 
 
@@ -314,11 +318,14 @@ def _changed_digest(env: Env) -> Any:
     return verify_digest(folder, digest, where="org/name torch-cpu")
 
 
-def _load_depending(*pairs: tuple[str, list[dict[str, Any]]]) -> Callable[[Env], Any]:
+def _load_depending(*pairs: tuple[str, list[dict[str, Any]]], offline: bool = False) -> Callable[[Env], Any]:
     """Load the first of kernels ``kernels-community/<name>`` (``LOCAL_KERNELS``) with these
-    ``kernel-depends``."""
+    ``kernel-depends`` (``offline``: with ``HF_HUB_OFFLINE=1``)."""
     def run(env: Env) -> Any:
         import kernel_plugins
+
+        if offline:
+            _offline(env)
 
         entries = []
         for i, (name, depends) in enumerate(pairs):
@@ -695,10 +702,11 @@ CASES: list[Case] = [
          _load_depending(("ring", [{"repo-id": "kernels-community/link", "version": 1}]),
                          ("link", [{"repo-id": "kernels-community/ring", "version": 1}])),
          E.KernelDependencyError,
-         "kernel dependencies form a cycle: kernels-community/ring -> kernels-community/link -> "
-         "kernels-community/ring", "Remove one of the entries named."),
+         "kernel dependencies form a cycle: kernels-community/ring -> kernels-community/link "
+         "(version 1) -> kernels-community/ring (version 1) -> kernels-community/link (version 1)",
+         "Remove one of the entries named."),
     Case("kernel-depends-untrusted", K, "a dependency from an organisation not trusted",
-         _load_depending(("needs-evil", [{"repo-id": "evil-org/ops", "version": 1}])),
+         _load_depending(("needs-evil", [{"repo-id": "evil-org/ops", "version": 1}]), offline=True),
          E.KernelDependencyError,
          "kernels-community/needs-evil depends on evil-org/ops (version 1) (kernel-depends), "
          "which cannot be loaded: TrustError",

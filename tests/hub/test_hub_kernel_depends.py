@@ -22,9 +22,9 @@ _n = itertools.count()
 
 
 def publish(server: HubServer, name: str, code: str, depends: list[dict[str, object]] | None = None,
-            *, repo: str | None = None) -> tuple[str, GitRepo]:
-    """Commit a torch-cpu variant (a fresh kernel id) to ``ORG/<repo or name-n>``, branch v1."""
-    repo_id = f"{ORG}/{repo or f'{name}-{next(_n)}'}"
+            *, repo: str | None = None, org: str = ORG) -> tuple[str, GitRepo]:
+    """Commit a torch-cpu variant (a fresh kernel id) to ``org/<repo or name-n>``, branch v1."""
+    repo_id = f"{org}/{repo or f'{name}-{next(_n)}'}"
     meta = {"name": name, "id": f"_{name.replace('-', '_')}_{next(_n)}", "version": 1,
             "license": "Apache-2.0", "python-depends": [], "backend": {"type": "cpu"},
             "kernel-depends": depends or []}
@@ -120,6 +120,9 @@ def test_download_fetches_the_dependencies_so_an_offline_load_needs_nothing_more
     rows = json.loads(capsys.readouterr().out)["variants"]
     assert [(r["repo_id"], r["status"]) for r in rows] == [(top, "ok"), (base, "ok")]
     assert rows[1]["detail"].startswith(f"OK dependency of {top}: ")
+    assert main(["download", top, "--version", "1", "--device", "cpu", "--json"]) == 0  # no project
+    rows = json.loads(capsys.readouterr().out)["variants"]
+    assert [r["status"] for r in rows] == ["ok", "ok"] and rows[1]["detail"].startswith(f"OK dependency of {top}: ")
     hub_env.clear_requests()
     hub_offline(True)  # type: ignore[operator]
     for lock in (project, only_top):
@@ -146,11 +149,22 @@ def test_a_dependency_changed_in_the_cache_is_refused(
 def test_an_untrusted_dependency_is_refused_before_any_request_for_it(
     manager: object, hub_env: HubServer,
 ) -> None:
+    hub_env.organisations.set("stranger", False)
     top, _ = publish(hub_env, "needy", "", [{"repo-id": "stranger/base", "version": 1}])
     with pytest.raises(KernelDependencyError, match=f"{top} depends on stranger/base") as e:
         kernel_plugins.load(top, version=1, device="cpu")
     assert isinstance(e.value.__cause__, TrustError)
-    assert not [p for p in hub_env.paths() if "stranger" in p]
+    assert "does not mark it as a trusted kernel publisher" in str(e.value)
+    # only the organisation was asked whether it is a trusted publisher: nothing of the repository
+    assert [p for p in hub_env.paths() if "stranger" in p] == ["/api/organizations/stranger/overview"]
+
+
+def test_a_dependency_from_a_trusted_publisher_loads(manager: object, hub_env: HubServer) -> None:
+    hub_env.organisations.set("pub-dep", True)
+    base, _ = publish(hub_env, "base", "VALUE = 7\n", org="pub-dep")
+    top, _ = publish(hub_env, "top", USES_BASE.format(base=base), [{"repo-id": base, "version": 1}])
+    module = kernel_plugins.load(top, version=1, device="cpu")
+    assert module.VALUE == 7 and module.__kernel_provenance__.dependencies[0].repo_id == base
 
 
 def test_variants_shows_the_dependencies_fetching_only_metadata_json(

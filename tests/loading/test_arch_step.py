@@ -5,6 +5,7 @@ bytes verified, ``check_arch=False`` (API, compat, CLI), kernelize, list-backend
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -209,3 +210,26 @@ def test_no_variant_error_without_any_fit_lists_the_refusals(manager: object, tm
         kernel_plugins.load(repo, device=device)
     assert f"{arch}: built for architectures v3" in str(e.value)
     assert "torch-fakegpu: built for architectures v2" in str(e.value)
+
+
+def test_a_dependency_goes_through_the_architecture_step_and_check_arch(
+    manager: object, hub_env: HubServer, hub_server: HubServer, fa3: tuple[str, str]
+) -> None:
+    dep_id, arch = fa3
+    top = f"{dep_id}-top"
+    meta = {"name": "arch-top", "id": f"_arch_top_{dep_id.rsplit('-', 1)[-1]}", "version": 1,
+            "license": "MIT", "python-depends": [], "backend": {"type": "cuda"},
+            "kernel-depends": [{"repo-id": dep_id, "version": 1}]}
+    code = f"from kernel_plugins import get_kernel_dep\nVALUE = get_kernel_dep({dep_id!r}).VALUE\n"
+    make_kernel_repo(hub_server, top, variants={"torch-cuda": {"metadata.json": json.dumps(meta),
+                                                               "__init__.py": code}})
+    module = kernel_plugins.load(top, version=1, device=CUDA)
+    (dep,) = module.__kernel_provenance__.dependencies
+    assert module.VALUE == 1 and dep.variant == "torch-cuda"  # the sm_90 build made way
+    assert f"build/{arch}/extra/data.txt" not in _fetched(hub_env)
+    for name in (module.__name__, dep.module_name):
+        kernel_plugins.registry._kernels.pop(name, None)
+        sys.modules.pop(name, None)
+    with pytest.warns(UserWarning, match="built for architectures 9.0a"):
+        module = kernel_plugins.load(top, version=1, device=CUDA, check_arch=False)
+    assert module.VALUE == 90 and module.__kernel_provenance__.dependencies[0].variant == arch

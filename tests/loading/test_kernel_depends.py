@@ -25,6 +25,7 @@ from kernel_plugins.errors import (
     IntegrityError,
     KernelDependencyError,
     KernelImportError,
+    KernelsVersionError,
     MetadataError,
     OfflineError,
     RepoIdError,
@@ -132,7 +133,8 @@ def test_a_cycle_is_refused_naming_it_before_any_code_runs(
     local_kernels(monkeypatch, ring=ring, link=link)
     with pytest.raises(KernelDependencyError) as e:
         kernel_plugins.load(f"{ORG}/ring", device="cpu")
-    assert f"form a cycle: {ORG}/ring -> {ORG}/link -> {ORG}/ring" in str(e.value)
+    assert f"form a cycle: {ORG}/ring -> {ORG}/link (version 1) -> {ORG}/ring (version 1) -> " \
+        f"{ORG}/link (version 1)" in str(e.value)
     assert marks(log) == [] and not imported(ring) and not imported(link)
 
 
@@ -170,6 +172,23 @@ def test_a_tampered_dependency_refuses_the_load_before_the_kernel_runs(
         "IntegrityError" in str(e.value)
     assert isinstance(e.value.__cause__, IntegrityError)
     assert marks(log) == [] and not imported(top) and not imported(dep_folder)
+
+
+def test_a_dependency_that_needs_a_newer_kernels_refuses_the_load_before_any_code_runs(
+    tmp_path: Path, manager: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "runs.log"
+    newer = kernel(tmp_path, "newer", marking(log, "newer"), **{"kernels-minver": "0.18.0"})
+    local_kernels(monkeypatch, newer=newer)
+    top = kernel(tmp_path, "top", marking(log, "top"), [dep("newer")])
+    with pytest.raises(KernelDependencyError, match="KernelsVersionError: .*kernels>=0.18.0") as e:
+        kernel_plugins.load(top, device="cpu")
+    assert isinstance(e.value.__cause__, KernelsVersionError)
+    assert marks(log) == [] and not imported(top) and not imported(newer)
+    # a kernel that needs a newer kernels is refused before its dependencies are looked at
+    needy = kernel(tmp_path / "n", "needy", "", [dep("newer")], **{"kernels-minver": "0.18.0"})
+    with pytest.raises(KernelsVersionError, match="kernels>=0.18.0"):
+        kernel_plugins.load(needy, device="cpu")
 
 
 def test_untrusted_absent_and_malformed_dependencies_name_the_kernel_and_the_entry(

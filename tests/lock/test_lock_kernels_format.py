@@ -156,10 +156,22 @@ def test_dependencies_are_locked_transitively_once_each_and_a_cycle_is_named() -
         ("o/b", "revision 'main'")]
     assert asked == ["o/app", "o/a", "o/c", "o/b", "o/c"]
     tree["o/c"] = [D("o/b", revision="main")]
-    with pytest.raises(LockfileError, match=r"kernel dependency cycle: o/c \(version 2\) -> o/b "
-                                            r"\(revision 'main'\) -> o/c \(version 2\)"):
+    with pytest.raises(LockfileError, match=r"kernel dependencies form a cycle: o/app \(version 1\) -> "
+                       r"o/a \(version 1\) -> o/c \(version 2\) -> o/b \(revision main\) -> o/c \(version 2\)"):
         lock.lock_dependencies([D("o/app", 1)], lock_one=lock_one)
 
+
+
+def test_a_dependency_chain_too_deep_to_lock_is_refused_as_a_load_refuses_it() -> None:
+    D = lock.Dependency
+
+    def lock_one(d: lock.Dependency) -> tuple[KernelLock, list[lock.Dependency]]:
+        n = int(d.repo_id.rsplit("-", 1)[1])
+        return KernelLock(d.repo_id, SHA, {}, d.version, d.revision), [D(f"o/k-{n + 1}", 1)]
+
+    with pytest.raises(LockfileError, match="kernel dependencies nest more than 16 deep: o/k-0 "
+                       r"\(version 1\) -> o/k-1 .* -> o/k-17 \(version 1\)\. Remove one of them"):
+        lock.lock_dependencies([D("o/k-0", 1)], lock_one=lock_one)
 
 KERNELS_SCRIPT = r'''
 import json, sys

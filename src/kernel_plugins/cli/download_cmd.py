@@ -12,8 +12,8 @@ from ._output import VariantRows
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..fetching import Fetched
     from ..lock import KernelLock
+    from ..sources import KernelSource
 
 NAME = "download"
 HELP = ("download the kernels PROJECT_DIR/kernels.lock pins (the variant for this machine, or all with "
@@ -75,25 +75,23 @@ def run(args: argparse.Namespace) -> int:
                 continue
             rows.add(entry.repo_id, variant, "ok", f"OK {getattr(entry.variants.get(variant), 'hash', 'commit ' + entry.sha)} {fetched.path}")
             if not args.all_variants:
-                _dependencies(fetched, args, rows)
+                _dependencies(off.source, variant, args, rows)
     return rows.finish(str(locks))
 
 
-def _dependencies(fetched: Fetched, args: argparse.Namespace, rows: VariantRows) -> None:
-    """Fetch and check the ``kernel-depends`` of the variant for the device, as a locked load
-    takes them (a row for each the lock does not pin: the others are entries of their own)."""
+def _dependencies(source: KernelSource, variant: str, args: argparse.Namespace, rows: VariantRows) -> None:
+    """Fetch and check the ``kernel-depends`` of ``variant`` of ``source``, for the device, as a
+    load takes them (a row for each a lock does not pin: the others are entries of their own)."""
     from ..dependencies import flatten, verified_tree
     from ..detection import get_device, system_info
     from ..errors import KernelPluginsError
 
-    label = fetched.offer.source.label
     try:
-        tree = verified_tree(fetched.offer.source, get_device(args.device), system_info(),
-                             trust_remote_code=args.trust_remote_code)
+        tree = verified_tree(source, get_device(args.device), system_info(), trust_remote_code=args.trust_remote_code)
     except KernelPluginsError as e:
-        return rows.add(label, fetched.variant, "failed", str(e))
+        return rows.add(source.label, variant, "failed", str(e))
     for got in (t.verified.fetched for t in flatten(tree.deps) if t.verified.fetched.offer.lock is None):
-        rows.add(got.offer.source.label, got.variant, "ok", f"OK dependency of {label}: {got.path}")
+        rows.add(got.offer.source.label, got.variant, "ok", f"OK dependency of {source.label}: {got.path}")
 
 
 def _for_device(entry: KernelLock, names: Sequence[str], args: argparse.Namespace, rows: VariantRows) -> list[str]:
@@ -131,4 +129,7 @@ def _download_repo(args: argparse.Namespace) -> int:
             rows.add(off.where, variant, "ok", f"OK {fetch_checked(off, variant, progress=False).path}")
         except KernelPluginsError as e:
             rows.add(off.where, variant, "failed", str(e))
+            continue
+        if not args.all_variants:
+            _dependencies(source, variant, args, rows)
     return rows.finish(off.where)

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from ._output import DEFAULT_WIDTH, clean, print_json, print_table
-
-if TYPE_CHECKING:
-    from ..fetching import Offer
 
 NAME = "variants"
 HELP = "show which build variants of a kernel fit the device, and why the others do not"
@@ -25,15 +21,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Find the source as ``load`` does, resolve, print the trace; exit 1 when nothing fits."""
     from ..detection import get_device, system_info
+    from ..errors import KernelPluginsError
     from ..fetching import offer
+    from ..metadata import parse_metadata_bytes
     from ..resolving import resolve_for
     from ..sources import find
+    from ..verification import peek_metadata
 
     device = get_device(args.device)
     source = find(args.target, device=device, revision=args.revision, version=args.version)
     off = offer(source, trust_remote_code=True)  # listing names runs no code
     res = resolve_for(off.variants, device, system_info())
-    depends = _depends(off, res.best) if res.best else []
+    try:  # the chosen variant's kernel-depends (of a Hub variant only metadata.json is fetched)
+        meta = parse_metadata_bytes(peek_metadata(off, res.best), where=f"{off.where} {res.best}") if res.best else None
+        depends: list[str] | str = [str(d) for d in meta.kernel_depends] if meta else []
+    except KernelPluginsError as e:
+        depends = f"unknown ({e})"
     where = f"{source.kind}: {off.where}"
     if args.json:
         print_json({"source": where, "source_kind": source.kind, **res.to_dict(), "depends_on": depends})
@@ -57,16 +60,3 @@ def run(args: argparse.Namespace) -> int:
             print(clean(f"depends on: {shown}"))
     return 0 if res.best else 1
 
-
-def _depends(off: Offer, variant: str) -> list[str] | str:
-    """The chosen variant's ``kernel-depends`` (of a Hub variant only ``metadata.json`` is
-    fetched), or why they are unknown."""
-    from ..errors import KernelPluginsError
-    from ..metadata import parse_metadata_bytes
-    from ..verification import peek_metadata
-
-    try:
-        meta = parse_metadata_bytes(peek_metadata(off, variant), where=f"{off.where} {variant}")
-    except KernelPluginsError as e:
-        return f"unknown ({e})"
-    return [str(d) for d in meta.kernel_depends]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KernelPluginsError, LockfileError
-from ..metadata import KernelDepend
+from ..metadata import KernelDepend, walk_depends
 from ._format import LOCKFILE_NAME, MAX_LOCKFILE_BYTES, KernelLock, VariantLock, write_lockfile
 
 __all__ = ["PYPROJECT_NAME", "Dependency", "read_dependencies", "lock_dependencies", "lock_project"]
@@ -146,24 +146,22 @@ def lock_dependencies(deps: Iterable[Dependency], *, signers: SignerLookup | Non
     """Lock ``deps`` and, recursively, the kernels they depend on, each once: ``deps`` first, then
     the others, dependents before their dependencies.
     ``lock_one`` pins one and names its dependencies (default: the Hub's answer).
-    :raises LockfileError: a dependency cycle (named)."""
+    :raises LockfileError: a dependency cycle or a chain too deep (named)."""
     one = lock_one or (lambda d: _lock_one(d, signers))
     done: dict[Dependency, KernelLock] = {}
+    out: list[KernelLock] = []
 
-    def visit(dep: Dependency, path: tuple[Dependency, ...]) -> None:
-        if dep in path:
-            cycle = " -> ".join(KernelLock(d.repo_id, "", {}, d.version, d.revision).label
-                                for d in (*path[path.index(dep):], dep))
-            raise LockfileError(f"kernel dependency cycle: {cycle}; a kernel cannot depend on itself")
-        if dep not in done:
-            done[dep], below = one(dep)
-            for d in below:
-                visit(d, (*path, dep))
+    def visit(dep: Dependency, path: tuple[object, ...]) -> KernelLock:
+        lock, below = one(dep)
+        out.append(lock)
+        for d in below:
+            walk_depends(d, visit, done, path, error=LockfileError)
+        return lock
 
     roots = list(deps)
     for dep in roots:
-        visit(dep, ())
-    return sorted(done.values(), key=lambda x: Dependency(x.repo_id, x.version, x.revision) not in roots)
+        walk_depends(dep, visit, done, error=LockfileError)
+    return sorted(out, key=lambda x: Dependency(x.repo_id, x.version, x.revision) not in roots)
 
 
 def lock_project(
