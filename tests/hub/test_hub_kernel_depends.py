@@ -146,7 +146,7 @@ def test_a_dependency_changed_in_the_cache_is_refused(
     assert module.__name__ not in sys.modules and module.DEP.__name__ not in sys.modules
 
 
-def test_an_untrusted_dependency_is_refused_before_any_request_for_it(
+def test_an_untrusted_dependency_is_refused_before_any_request_for_its_files(
     manager: object, hub_env: HubServer,
 ) -> None:
     hub_env.organisations.set("stranger", False)
