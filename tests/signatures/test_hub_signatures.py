@@ -56,6 +56,10 @@ def test_verify_signature_on_the_hub(served: dict[str, str], root: Path, capsys:
     assert doc["variants"][0]["state"] == "signed" and doc["variants"][0]["signer"].startswith(KC)
     code, doc = _json(capsys, "verify-signature", served["good"], "--version", "2", "--trusted-root", str(root))
     assert code == 1 and doc["variants"][0]["state"] == "digest mismatch"
+    # kernels' positional form: REPO VERSION
+    for version, state in (("1", "signed"), ("2", "digest mismatch")):
+        code, doc = _json(capsys, "verify-signature", served["good"], version, "--trusted-root", str(root))
+        assert doc["variants"][0]["state"] == state and doc["target"].endswith(f"(v{version})"), doc
     code, doc = _json(capsys, "verify-signature", served["copy"], "--trusted-root", str(root))
     assert code == 1 and doc["variants"][0]["state"] == "signer not allowed"
     assert "organisation 'tests-org'" in doc["variants"][0]["detail"]

@@ -186,6 +186,42 @@ def test_unsigned(tmp_path: Path, root: Path, capsys: pytest.CaptureFixture[str]
     assert "FAILED: unsigned: no metadata.json.sigstore" in out and "1 checked, 1 failed" in out
 
 
+def test_filter_unsigned_and_filter_no_digest_skip_as_kernels_does(
+        tmp_path: Path, instance: Instance, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sign_variant(kernel(tmp_path / "u"), None)
+    code, out, err = _run(capsys, "verify-signature", str(tmp_path / "u"), "--trusted-root", str(root),
+                          "--filter-unsigned")
+    assert code == 0 and "unsigned: no metadata.json.sigstore" in out and "(skipped)" in out
+    assert "0 checked, 0 failed" in out
+    # signed, but metadata.json has no digest: a failure unless --filter-no-digest
+    vdir = kernel(tmp_path / "n")
+    raw = (vdir / "metadata.json").read_bytes()
+    (vdir / signatures.BUNDLE_NAME).write_bytes(instance.sign(raw, KC))
+    args = ["verify-signature", str(tmp_path / "n"), "--trusted-root", str(root)]
+    code, doc = _json(capsys, *args)
+    assert code == 1 and doc["variants"][0]["state"] == "digest mismatch"
+    assert "no usable digest" in doc["variants"][0]["detail"]
+    code, doc = _json(capsys, *args, "--filter-no-digest")
+    assert code == 0 and doc["variants"][0]["status"] == "skipped" and doc["checked"] == 0
+    code, doc = _json(capsys, *args, "--filter-unsigned")  # each filter skips its own case only
+    assert code == 1 and doc["failed"] == 1
+
+
+def test_filter_no_digest_still_fails_files_that_differ_from_the_digest(
+        signed: Path, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code_file = signed / "build/torch-cpu/__init__.py"
+    code_file.write_bytes(code_file.read_bytes().replace(b"+ 1", b"+ 2"))
+    code, doc = _json(capsys, "verify-signature", str(signed), "--trusted-root", str(root),
+                      "--filter-no-digest", "--filter-unsigned")
+    assert code == 1 and doc["variants"][0]["status"] == "failed"
+
+
+def test_the_version_is_given_once(signed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for extra in (["--version", "1"], ["--revision", "main"]):
+        code, out, err = _run(capsys, "verify-signature", "kernels-community/x", "1", *extra)
+        assert code == 2 and "give the version once" in err
+
+
 def test_broken_and_huge_bundles(signed: Path, root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bundle = signed / "build/torch-cpu" / signatures.BUNDLE_NAME
     for content, fragment in ((b"\x00not json", "is not a sigstore bundle"),

@@ -1,4 +1,4 @@
-"""``kernel-plugins verify-signature TARGET``: who signed each variant, and do its files match."""
+"""``kernel-plugins verify-signature TARGET [VERSION]``: who signed each variant, and do its files match."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .main import add_target_options
 
     add_target_options(parser, "TARGET", "Hub repository org/name, short name or local kernel folder")
+    parser.add_argument("version_arg", metavar="VERSION", nargs="?", type=int,
+                        help="kernel version N, as `kernels verify-signature REPO N` (= --version N)")
     parser.add_argument("--all-variants", action="store_true", help="check every variant")
+    parser.add_argument("--filter-unsigned", action="store_true",
+                        help="skip variants without a signature instead of failing on them")
+    parser.add_argument("--filter-no-digest", action="store_true",
+                        help="skip variants whose metadata.json has no digest instead of failing")
     add_trusted_root_option(parser)
     parser.add_argument("--cert-identity", metavar="ID", help="require this signer identity (as sigstore's)")
     parser.add_argument("--cert-oidc-issuer", metavar="URL", help="the OIDC issuer of --cert-identity")
@@ -33,12 +39,14 @@ def add_trusted_root_option(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check each variant; exit 1 unless every one is signed by an allowed signer and matches."""
+    """Check each variant; exit 1 unless every one is signed by an allowed signer and matches
+    (or is skipped: ``--filter-unsigned``, ``--filter-no-digest``, as in ``kernels``)."""
     from ..detection import get_device, system_info
     from ..errors import KernelPluginsError
     from ..fetching import fetch, offer
+    from ..metadata import parse_metadata_bytes
     from ..resolving import choose
-    from ..signatures import Signer, check_fetched
+    from ..signatures import Signer, check_fetched, read_metadata
     from ..sources import find
     from ._output import CommandError
 
@@ -50,19 +58,25 @@ def run(args: argparse.Namespace) -> int:
         return (Signer(identity, issuer),) if identity else ()
 
     required, extra = signer("cert"), signer("add_cert")
-    source = find(args.target, revision=args.revision, version=args.version)
+    if args.version_arg is not None and (args.revision or args.version is not None):
+        raise CommandError("give the version once: VERSION or --version, without --revision")
+    source = find(args.target, revision=args.revision, version=args.version_arg if args.version is None else args.version)
     off = offer(source, trust_remote_code=True)  # nothing is imported: reading files is safe
     variants = sorted(off.variants) if args.all_variants else \
         [choose(off.where, off.variants, get_device(args.device), system_info(), kind=source.kind)]
     rows = VariantRows(args.json)
     for variant in variants:
         try:
-            res = check_fetched(fetch(off, variant, progress=False), trusted_root=args.trusted_root,
-                                extra_signers=extra, required_signers=required)
+            fetched = fetch(off, variant, progress=False)
+            res = check_fetched(fetched, trusted_root=args.trusted_root, extra_signers=extra,
+                                required_signers=required)
+            skip = (args.filter_unsigned and res.state == "unsigned") or (
+                args.filter_no_digest and res.state == "digest mismatch"
+                and parse_metadata_bytes(read_metadata(fetched), where=variant).digest is None)
         except KernelPluginsError as e:
             rows.add(source.label, variant, "failed", f"cannot check: {e}", state="cannot check",
                      signer="")
             continue
-        rows.add(source.label, variant, "ok" if res.ok else "failed", f"{res.state}: {res.detail}",
-                 state=res.state, signer=res.signer or "")
+        rows.add(source.label, variant, "skipped" if skip else "ok" if res.ok else "failed",
+                 f"{res.state}: {res.detail}", state=res.state, signer=res.signer or "")
     return rows.finish(off.where)
