@@ -1,4 +1,5 @@
-"""The bundled reference repositories load and kernelize with HF ``kernels`` 0.17.2 on CPU.
+"""The bundled reference repositories and ``examples/relu`` load and kernelize with HF
+``kernels`` 0.17.2 on CPU, and the example's benchmark scripts run there as with us.
 
 Runs in a second environment (torch and ``kernels`` 0.17.2 from PyPI, no kernel-plugins)
 whose interpreter ``$KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON`` names; ``scripts/test.sh``
@@ -12,12 +13,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from kernel_plugins_benchmark.scripts import run_scripts
 
 from kernel_plugins.reference import reference_repo
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relu"
 
 PYTHON_ENV = "KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON"
 NEEDS = (
@@ -81,6 +86,23 @@ with kernels.use_kernel_mapping(mapping, inherit_mapping=False):
     kernels.kernelize(model, mode=kernels.Mode.TRAINING, device="cpu")
 report["kernelized"] = [type(m).__name__ for m in model if m.forward.__func__.__module__.startswith("_")]
 report["kernelized_exact"] = torch.equal(model(x), expected)
+
+# examples/relu: its layer passes kernels' own validation, its benchmarks run with kernels'
+@kernels.use_kernel_forward_from_hub("ReLU")
+class ReLU(nn.Module):
+    def forward(self, x):
+        return F.relu(x)
+
+relu = nn.Sequential(ReLU())
+with kernels.use_kernel_mapping({"ReLU": local("relu", "ReLU")}, inherit_mapping=False):
+    kernels.kernelize(relu, mode=kernels.Mode.INFERENCE, device="cpu")
+report["relu_kernelized"] = relu[0].forward.__func__.__module__
+report["relu_exact"] = torch.equal(relu(x), F.relu(x))
+from kernels.cli.benchmark import run_benchmark_script
+res, _ = run_benchmark_script(repos["relu"] / "benchmarks" / "benchmark_relu.py", iterations=3,
+                              warmup=1, cwd=repos["relu"], repo_id=str(repos["relu"]),
+                              is_local=True, revision="local")
+report["relu_benchmarks"] = {k: [v.iterations, v.verified] for k, v in sorted(res.items())}
 print(json.dumps(report))
 '''
 
@@ -103,6 +125,7 @@ def test_reference_repos_load_and_kernelize_with_hf_kernels(
 ) -> None:
     monkeypatch.setenv("KERNEL_PLUGINS_REFERENCE_CACHE", str(tmp_path / "cache"))
     repos = {n: str(reference_repo(n)) for n in ("activation", "rmsnorm", "rotary")}
+    repos["relu"] = str(shutil.copytree(EXAMPLE, tmp_path / "relu"))
     done = subprocess.run(
         [str(kernels_python), "-B", "-c", SCRIPT, json.dumps(repos)],
         capture_output=True,
@@ -117,6 +140,13 @@ def test_reference_repos_load_and_kernelize_with_hf_kernels(
     assert report["silu_and_mul_exact"] is True
     assert report["kernelized"] == ["RMSNorm", "SiluAndMul", "FatreluAndMul"]
     assert report["kernelized_exact"] is True
+    assert report["relu_kernelized"].endswith(".layers") and report["relu_exact"] is True
+    # kernel-plugins runs the same benchmark classes and finds the same workloads
+    ours = run_scripts(repos["relu"], iterations=3, warmup=1)
+    assert report["relu_benchmarks"] == {
+        w.name: [len(w.times_ms), w.verified] for w in sorted(ours.workloads, key=lambda w: w.name)
+    } == {"ReluBenchmark.large": [3, True], "ReluBenchmark.small": [3, True]}
     for name in repos:  # the run left the repositories as the package built them
-        assert reference_repo(name) == Path(repos[name])
+        if name != "relu":
+            assert reference_repo(name) == Path(repos[name])
         assert not list(Path(repos[name]).rglob("__pycache__"))

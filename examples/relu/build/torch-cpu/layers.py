@@ -1,6 +1,9 @@
-"""Kernel layers of the example: forward only, no __init__."""
+"""Kernel layers of the example: forward only, no __init__, no other members (HF kernels
+refuses a layer class with more), so its properties are declared in this module's table."""
 
 import torch
+
+__kernel_properties__ = {"ReLU": frozenset({"deterministic", "batch_invariant"})}
 
 
 class ReLU(torch.nn.Module):
@@ -8,7 +11,6 @@ class ReLU(torch.nn.Module):
 
     has_backward = True
     can_torch_compile = True
-    kernel_properties = frozenset({"deterministic", "batch_invariant"})
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.clamp_min(x, 0)

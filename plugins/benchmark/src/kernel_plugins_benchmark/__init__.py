@@ -60,6 +60,10 @@ median / kernel median, or null), ``check`` (``status``: ``pass``, ``fail``, ``e
 or ``skipped``; ``max_abs_error``, ``max_rel_error``, ``mismatched``, ``elements``,
 ``rtol``, ``atol``, ``message``)) and ``skipped`` (``[{"function", "reason"}]``).
 
+A repository's own ``benchmarks/benchmark*.py`` classes (the ``kernels benchmark``
+format) run with :func:`run_scripts` (``kernel-plugins benchmark --scripts``); see
+:mod:`kernel_plugins_benchmark.scripts`.
+
 Example::
 
     from kernel_plugins_benchmark import benchmark
@@ -83,6 +87,7 @@ from .inputs import (
 from .measure import TOLERANCES, Check, Stats, tolerance_for
 from .report import SCHEMA, BenchmarkReport, CaseResult, plot_report
 from .runner import benchmark, benchmark_module
+from .scripts import ScriptsReport, run_scripts
 
 __all__ = [
     "SCHEMA",
@@ -104,4 +109,6 @@ __all__ = [
     "benchmark",
     "benchmark_module",
     "plot_report",
+    "run_scripts",
+    "ScriptsReport",
 ]

@@ -1,26 +1,36 @@
 """``kernel-plugins benchmark``: time a kernel's functions against the reference, check outputs.
 
 Human-readable table by default, ``--json`` for machines (layout documented in
-:mod:`kernel_plugins_benchmark`), ``--plot FILE.png`` for a chart (needs matplotlib). Exit
-status 1 when an output differs from the reference beyond the tolerance (the message names
-the function, shape, maximum error and tolerance), 2 for usage errors.
+:mod:`kernel_plugins_benchmark`), ``--output FILE`` writes that JSON to a file, ``--plot
+FILE.png`` a chart (needs matplotlib). ``--scripts`` runs the repository's own
+``benchmarks/benchmark*.py`` classes instead, as ``kernels benchmark`` does
+(:mod:`kernel_plugins_benchmark.scripts`). Exit status 1 when an output differs from the
+reference beyond the tolerance (the message names the function, shape, maximum error and
+tolerance), 2 for usage errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from kernel_plugins.cli import CommandError, bounded, clean, path_text, print_json
 
 NAME = "benchmark"
 HELP = "time a kernel's functions against the portable reference and check their outputs"
+DESCRIPTION = (
+    f"{HELP}; with --scripts, run the repository's own benchmarks/benchmark*.py classes as "
+    "`kernels benchmark` does. Those scripts are the repository's code: they run only when the "
+    "kernel may be loaded (a trusted Hub organisation, --trust-remote-code, or a local folder)."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options: NAME_OR_PATH, device, selection, shapes, dtype, iterations, output."""
     from kernel_plugins.cli import add_device_option, add_revision_options, add_wide_option
 
+    parser.description = DESCRIPTION
     parser.add_argument(
         "target", metavar="NAME_OR_PATH", type=path_text, help="org/name, short name or local path"
     )
@@ -43,13 +53,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated dtypes: float32, float16, bfloat16, float64 (default float32)",
     )
     parser.add_argument(
-        "--warmup", type=bounded(0, 100_000, whole=True), default=3,
-        help="calls before timing, 0 to 100000 (default 3)",
+        "--scripts", action="store_true",
+        help="run the repository's benchmarks/benchmark*.py Benchmark classes (as `kernels "
+        "benchmark`); this executes the repository's code, with the trust loading it needs",
     )
     parser.add_argument(
-        "--iterations", type=bounded(1, 1_000_000, whole=True), default=20,
-        help="timed samples per case, 1 to 1000000 (default 20: a short run; more for "
-        "steadier figures)",
+        "--warmup", type=bounded(0, 100_000, whole=True),
+        help="calls before timing, 0 to 100000 (default 3; 10 with --scripts, as kernels)",
+    )
+    parser.add_argument(
+        "--iterations", type=bounded(1, 1_000_000, whole=True),
+        help="timed samples per case, 1 to 1000000 (default 20: a short run, more for "
+        "steadier figures; 100 with --scripts, as kernels)",
     )
     parser.add_argument(
         "--min-sample-ms",
@@ -65,6 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="absolute tolerance, 0 to 1e6 (default: per dtype)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--output", metavar="FILE", type=path_text,
+                        help="also write the JSON document to FILE (as `kernels benchmark --output`)")
     add_wide_option(parser)
     parser.add_argument("--plot", metavar="FILE.png", help="write a chart (needs matplotlib)")
     parser.add_argument(
@@ -79,7 +96,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trust-remote-code",
         action="store_true",
-        help="allow loading from a Hub organisation outside the trusted list",
+        help="allow loading (and with --scripts running the benchmark scripts of) a Hub "
+        "repository of an organisation outside the trusted list",
     )
 
 
@@ -125,6 +143,20 @@ def _check_plot(path: str | None) -> None:
         )
 
 
+def _write_output(path: str | None, doc: dict[str, object]) -> None:
+    """``--output FILE``: the JSON document, written whole or not at all."""
+    if path is None:
+        return
+    import json
+
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+    print(f"results written to {path}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     """Load, benchmark, print; exit 1 when a check failed."""
     from . import benchmark, plot_report
@@ -137,6 +169,17 @@ def run(args: argparse.Namespace) -> int:
         "trust_remote_code": args.trust_remote_code,
         "fallback": "error" if args.no_fallback else "reference",
     }
+    if args.scripts:
+        from .scripts import run_scripts
+
+        found = run_scripts(args.target, device=device, load_options=load_options,
+                            warmup=10 if args.warmup is None else args.warmup,
+                            iterations=100 if args.iterations is None else args.iterations)
+        doc = found.to_dict()
+        print_json(doc) if args.json else print(clean(found.format_table()))
+        _write_output(args.output, doc)
+        found.raise_for_failures()
+        return 0
     report = benchmark(
         args.target,
         device=device,
@@ -144,8 +187,8 @@ def run(args: argparse.Namespace) -> int:
         functions=_split(args.functions),
         shapes=parse_shapes(args.shapes),
         dtypes=_split(args.dtype) or ["float32"],
-        warmup=args.warmup,
-        iterations=args.iterations,
+        warmup=3 if args.warmup is None else args.warmup,
+        iterations=20 if args.iterations is None else args.iterations,
         min_sample_s=args.min_sample_ms / 1e3,
         rtol=args.rtol,
         atol=args.atol,
@@ -155,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(report.to_dict())
     else:
         print(clean(report.format_table(wide=args.wide)))
+    _write_output(args.output, report.to_dict())
     if args.plot:
         plot_report(report, args.plot)
         print(f"chart written to {args.plot}", file=sys.stderr)
