@@ -346,3 +346,61 @@ def test_hub_repo_on_a_server(hub_env, tmp_path: Path) -> None:  # noqa: ANN001
     make_kernel_repo(hub_env, "hardening-org/no-toml")
     report = check("hardening-org/no-toml")
     assert "no build.toml: only build/ was checked" in report.notes
+
+
+#: examples/relu's layers module before it was fixed: HF kernels 0.17.2 refused it.
+LENIENT_LAYERS = '''"""Layers."""
+import torch
+
+
+class ReLU(torch.nn.Module):
+    """Drop-in forward."""
+
+    has_backward = True
+    kernel_properties = frozenset({"deterministic"})
+
+    def forward(self, x):
+        return torch.clamp_min(x, 0)
+
+
+class Stateful(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def _helper(self):
+        pass
+
+    def forward(self, x):
+        return x
+
+
+class Fn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+'''
+
+
+def test_layer_classes_that_hf_kernels_refuses_are_problems(tmp_path: Path) -> None:
+    repo = tmp_path / "relu"
+    make_variant(repo / "build", "torch-cpu", metadata(), {"__init__.py": "from . import layers\n",
+                                                          "layers.py": LENIENT_LAYERS})
+    found = by_key(check(repo).problems)
+    assert sorted(found) == [("build/torch-cpu/layers.py", "ReLU"), ("build/torch-cpu/layers.py", "Stateful")]
+    relu = found[("build/torch-cpu/layers.py", "ReLU")]
+    assert "defines kernel_properties: HF kernels 0.17.2 refuses it" in relu.message
+    assert "__kernel_properties__" in relu.fix
+    assert "defines __init__, _helper:" in found[("build/torch-cpu/layers.py", "Stateful")].message
+    # the nested layout and a layers package are read too
+    make_variant(repo / "build", "torch-cuda", metadata(backend={"type": "cuda"}),
+                 {"relu/__init__.py": "", "relu/layers/__init__.py": LENIENT_LAYERS})
+    assert ("build/torch-cuda/relu/layers/__init__.py", "ReLU") in by_key(check(repo).problems)
+
+
+def test_the_example_and_the_reference_kernels_have_layers_hf_kernels_accepts() -> None:
+    from kernel_plugins.reference import reference_repo
+
+    for repo in (Path(__file__).resolve().parents[2] / "examples" / "relu",
+                 *(reference_repo(n) for n in ("activation", "rmsnorm", "rotary"))):
+        report = check(repo)
+        assert report.ok, [p.describe() for p in report.problems]

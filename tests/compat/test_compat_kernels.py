@@ -169,6 +169,46 @@ def test_kernelize_with_a_local_repository_and_the_fallback_flags():
         kernels.kernelize(model, mode=kernels.Mode.FALLBACK)
 
 
+LENIENT_LAYERS = """
+import torch
+
+
+class ReLU(torch.nn.Module):
+    kernel_properties = frozenset({"deterministic"})
+
+    def forward(self, x):
+        return torch.relu(x)
+"""
+EXAMPLE_RELU = Path(__file__).resolve().parents[2] / "examples" / "relu"
+
+
+def test_what_kernels_0172_refuses_works_with_a_warning_naming_it(tmp_path):
+    make_variant(tmp_path / "lenient", "torch-cpu", name="lenient", code="from . import layers\n",
+                 extra_files={"layers.py": LENIENT_LAYERS})
+    with pytest.warns(DeprecationWarning, match="HF kernels 0.17.2 has no package_name"):
+        repo = kernels.LocalLayerRepository(tmp_path / "lenient", layer_name="ReLU", package_name="x")
+    refused = r"refuses this layer class \(\"must not contain additional members\"\): kernel_properties\."
+    with pytest.warns(UserWarning, match=refused):
+        assert repo.load().__name__ == "ReLU"
+
+    @kernels.use_kernel_forward_from_hub("ReLU")
+    class ReLU(nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+
+    model = nn.Sequential(ReLU())
+    with kernels.use_kernel_mapping({"ReLU": {"cpu": repo}}), pytest.warns(UserWarning, match=refused):
+        kernels.kernelize(model, mode=kernels.Mode.INFERENCE)
+    assert kernel_choice(model[0]).uses_kernel
+    example = kernels.LocalLayerRepository(EXAMPLE_RELU, layer_name="ReLU")  # kernels accepts it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        example.load()
+        with kernels.use_kernel_mapping({"ReLU": {"cpu": example}}):
+            kernels.kernelize(model, mode=kernels.Mode.INFERENCE)
+    assert kernel_choice(model[0]).provenance.path.endswith("examples/relu/build/torch-cpu")
+
+
 def test_use_kernelized_func_and_func_repository():
     @kernels.use_kernel_forward_from_hub("silu_and_mul_fn")
     def silu_and_mul(x):

@@ -18,7 +18,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kernel_plugins_benchmark.scripts import run_scripts
 
 from kernel_plugins.reference import reference_repo
 
@@ -142,6 +141,8 @@ def test_reference_repos_load_and_kernelize_with_hf_kernels(
     assert report["kernelized_exact"] is True
     assert report["relu_kernelized"].endswith(".layers") and report["relu_exact"] is True
     # kernel-plugins runs the same benchmark classes and finds the same workloads
+    from kernel_plugins_benchmark.scripts import run_scripts
+
     ours = run_scripts(repos["relu"], iterations=3, warmup=1)
     assert report["relu_benchmarks"] == {
         w.name: [len(w.times_ms), w.verified] for w in sorted(ours.workloads, key=lambda w: w.name)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import layers as core
+from .._warn import warn_user
 
 log = logging.getLogger("kernel_plugins.compat.kernels")
 
@@ -51,12 +52,34 @@ def func_layer(func: Any) -> type:
     return type("Func", (nn.Module,), members)
 
 
+def kernels_would_refuse(layer: object, where: str) -> None:
+    """Warn when HF ``kernels`` 0.17.2 refuses the layer class: members beyond ``forward``,
+    ``has_backward`` and ``can_torch_compile`` (kernel-plugins also takes ``kernel_properties``)."""
+    import torch.nn as nn
+
+    allowed = {*dir(nn.Module), "has_backward", "can_torch_compile"}
+    extra = sorted(set(dir(layer)) - allowed) if isinstance(layer, type) else []
+    if extra:
+        warn_user(f"{where}: HF kernels 0.17.2 refuses this layer class (\"must not contain additional "
+                  f"members\"): {', '.join(extra)}. Declare properties in the layers module's "
+                  "__kernel_properties__ table, and move other members out of the class.")
+
+
 def _load_member(repo: Any) -> Any:
     from ..layers.kernelizing import load_member
     from ._kernels_errors import as_kernels_errors, kernels_advice
 
     with as_kernels_errors(repo.target(), getattr(repo, "version", None)), kernels_advice():
-        return load_member(repo)
+        member = load_member(repo)
+    if repo.kind == "layer":
+        kernels_would_refuse(member, repo.describe())
+    return member
+
+
+def _no_package_name(repo: Any) -> None:
+    if repo.package_name is not None:
+        warn_user(f"{type(repo).__name__}(package_name=...): HF kernels 0.17.2 has no package_name "
+                  "and raises TypeError on it; drop it (kernel-plugins ignores it)", DeprecationWarning)
 
 
 class _Trusting:
@@ -104,6 +127,10 @@ class LayerRepository(_Trusting, core.LayerRepository):
 @dataclass(frozen=True)
 class LocalLayerRepository(core.LocalLayerRepository):
     """A layer of a kernel repository folder: ``LocalLayerRepository(repo_path, *, layer_name)``."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _no_package_name(self)
 
     def load(self) -> type:
         """Load the kernel from the folder and return the layer class."""
@@ -156,6 +183,7 @@ class LocalFuncRepository(core.LocalFuncRepository):
     def __post_init__(self) -> None:
         _deprecated("LocalFuncRepository", "LocalLayerRepository")
         super().__post_init__()
+        _no_package_name(self)
 
     def load(self) -> type:
         """Load the kernel and return a layer class calling the function."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import ModuleType
@@ -60,6 +61,7 @@ from ._kernels_repos import (
     LocalLayerRepository,
     LockedFuncRepository,
     LockedLayerRepository,
+    kernels_would_refuse,
 )
 from ._kernels_types import (
     CUDAProperties,
@@ -217,7 +219,14 @@ def kernelize(
     else:
         raise TypeError(f"use_fallback must be a bool or KernelizeFallback, got {use_fallback!r}")
     with as_kernels_errors("a mapped kernel repository"), kernels_advice():
-        return _layers.kernelize(model, mode=mode, device=device, use_fallback=keep)
+        _layers.kernelize(model, mode=mode, device=device, use_fallback=keep)
+    for module in model.modules():  # warn about what going back to kernels would refuse
+        choice = _layers.kernel_choice(module)
+        if choice is not None and choice.candidate is not None and choice.candidate.repo.kind == "layer":
+            layers = getattr(sys.modules.get(choice.kernel_module or ""), "layers", None)
+            kernels_would_refuse(getattr(layers, choice.candidate.repo.member, None),
+                                 choice.candidate.repo.describe())
+    return model
 
 
 # ------------------------------------------------------------------------ benchmark

@@ -2,7 +2,8 @@
 
 The folder name parses as a variant; neither the folder nor anything in it is a link out
 of the repository; ``metadata.json`` validates; ``backend.type`` fits the variant name;
-the kernel module exists; ``python-depends`` names are known for the backend; the
+the kernel module exists; its layer classes are ones HF ``kernels`` accepts
+(:mod:`._layers`); ``python-depends`` names are known for the backend; the
 ``digest``, when present, matches the files; ``name`` and ``version`` agree with
 build.toml.
 """
@@ -21,6 +22,7 @@ from kernel_plugins.metadata import (
 )
 from kernel_plugins.variants import Variant, parse_variant
 
+from ._layers import check_layers
 from ._report import _RENAME_FIX, _Ctx
 from .buildconfig import canonical_backend
 from .buildconfig._rules import python_depends_known
@@ -44,6 +46,7 @@ def _check_variant(ctx: _Ctx, name: str, folder: Path) -> None:
     _check_module(ctx, folder, meta)
     if meta is None:
         return
+    check_layers(ctx, folder if (folder / "__init__.py").is_file() else folder / meta.python_name)
     backend = canonical_backend(meta.backend.type)
     mfile = folder / "metadata.json"
     if variant is not None and variant.kind == "universal":
