@@ -34,6 +34,15 @@ def no_real_hub(monkeypatch):
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
 
 
+@pytest.fixture(autouse=True)
+def _fallbacks_not_yet_reported(monkeypatch):
+    """Each test starts as a fresh process would: no reference fallback reported yet (the
+    warning is given once per kernel and device in a process)."""
+    from kernel_plugins import fallback
+
+    monkeypatch.setattr(fallback, "_WARNED", set())
+
+
 @pytest.fixture
 def manager(monkeypatch):
     """A fresh process-wide plugin manager with built-ins only (no installed entry points)."""

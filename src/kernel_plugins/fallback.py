@@ -1,7 +1,8 @@
 """The reference policy: when a bundled reference kernel may stand in, and what it must meet.
 
 A reference kernel (``kernel_plugins.reference``) is plain PyTorch with the Hub kernel's
-API. It stands in, **with a warning** and provenance ``reference``, only when all hold:
+API. It stands in, **with a warning** (once per kernel and device in a process) and
+provenance ``reference``, only when all hold:
 
 - the source failed because no variant fits the device or the Hub could not be used
   (unreachable, or ``HF_HUB_OFFLINE=1`` with nothing cached); never after an integrity,
@@ -20,7 +21,9 @@ one pipeline on it (:func:`kernel_plugins.loader.load_source`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -36,7 +39,36 @@ from .sources import KernelSource
 if TYPE_CHECKING:
     from .metadata import KernelMetadata
 
-__all__ = ["ReferencePolicy", "requirements_of", "check_requirements"]
+__all__ = ["ReferencePolicy", "requirements_of", "check_requirements", "warn_reference",
+           "deferred_warnings"]
+
+_WARNED: set[tuple[str, str]] = set()  # (kernel, device) whose fallback this process reported
+_DEFERRED: ContextVar[list[tuple[str, str, str, str]] | None] = ContextVar("_DEFERRED", default=None)
+
+
+def warn_reference(kernel: str, device: str, why: str, layers: Iterable[str] = ()) -> None:
+    """Say that the reference kernel stands in: once per kernel and device in a process,
+    naming the model ``layers`` it serves (kernelize)."""
+    if (kernel, device) not in _WARNED:
+        _WARNED.add((kernel, device))
+        names = ", ".join(f"`{n}`" for n in layers)
+        unsigned = (" A signature was required: the bundled reference kernel is trusted as "
+                    "installed, so the requirement was set aside for it.") if signature_required() else ""
+        warn_user(f"using the portable reference kernel for {kernel!r} on {device}"
+                  f"{f', serving {names}' if names else ''}: {why}. Results come from plain PyTorch "
+                  f"ops, not an optimised kernel.{unsigned} Pass fallback='error' to refuse.")
+
+
+@contextmanager
+def deferred_warnings() -> Iterator[list[tuple[str, str, str, str]]]:
+    """Inside, reference fallbacks are collected as ``(module name, kernel, device, why)``
+    instead of warned about, for the caller to report with :func:`warn_reference`."""
+    pending: list[tuple[str, str, str, str]] = []
+    token = _DEFERRED.set(pending)
+    try:
+        yield pending
+    finally:
+        _DEFERRED.reset(token)
 
 
 def requirements_of(require: Iterable[str] | None) -> frozenset[str]:
@@ -157,12 +189,7 @@ class ReferencePolicy:
             check_requirements(module, self.requirements)
         except KernelPluginsError as e:
             raise type(e)(f"{error}\nThe reference fallback does not qualify either: {e}") from error
-        unsigned = (" A signature was required: the bundled reference kernel is trusted as "
-                    "installed, so the requirement was set aside for it.") if signature_required() else ""
-        warn_user(
-            f"using the portable reference kernel for {source.short_name!r} on {info.torch_device}: "
-            f"{_what_failed(error, info)}. Results come from plain PyTorch ops, not an optimised "
-            f"kernel.{unsigned} Pass fallback='error' to refuse.",
-            UserWarning,
-        )
+        entry = (module.__name__, source.short_name, info.torch_device, _what_failed(error, info))
+        pending = _DEFERRED.get()
+        pending.append(entry) if pending is not None else warn_reference(*entry[1:])
         return module

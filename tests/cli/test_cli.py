@@ -94,3 +94,14 @@ def test_unknown_device_lists_backends(tmp_path):
 def test_usage_errors_exit_2(argv):
     r = run_cli(*argv)
     assert r.returncode == 2 and "usage:" in r.stderr
+
+
+def test_info_counts_functions_not_submodules_or_the_ops_namespace(capsys):
+    from kernel_plugins.reference import reference_repo
+
+    assert main(["info", str(EXAMPLE), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["functions"] == ["relu"] and doc["layers"] == ["ReLU"]  # __all__: relu, layers
+    assert main(["info", str(reference_repo("rmsnorm")), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["functions"] == ["apply_rms_norm", "apply_rms_norm_backward"]

@@ -365,11 +365,15 @@ def test_benchmark_shows_progress_on_stderr_when_piped(
 
 
 def test_the_default_benchmark_run_stays_short() -> None:
+    from kernel_plugins_benchmark.command import counts
     from kernel_plugins_benchmark.inputs import DEFAULT_SHAPES
 
     from kernel_plugins.cli.main import build_parser
 
-    args = build_parser().parse_args(["benchmark", "x"])
-    assert args.iterations * (args.warmup + 1) <= 100  # samples x calls per case
+    warmup, iterations = counts(build_parser().parse_args(["benchmark", "x"]))
+    assert iterations * (warmup + 1) <= 100  # samples x calls per case
+    # --scripts: kernels' defaults, unless given
+    assert counts(build_parser().parse_args(["benchmark", "x", "--scripts"])) == (10, 100)
+    assert counts(build_parser().parse_args(["benchmark", "x", "--scripts", "--warmup", "0"])) == (0, 100)
     # a small and a medium input per function (larger ones: --shapes)
     assert max(math.prod(s) for shapes in DEFAULT_SHAPES.values() for s in shapes) <= 2**19

@@ -122,6 +122,6 @@ for label, (config_cls, model_cls) in MODELS.items():
         and all(torch.equal(ref_grads[n], k_grads[n]) for n in ref_grads),
         "inference": inference,
         "training": training,
-        "warnings": sorted({str(w.message).split(":")[0] for w in caught}),
+        "warnings": sorted({str(w.message).split(": ")[0] for w in caught}),
     }
 print("RESULT" + json.dumps(out))

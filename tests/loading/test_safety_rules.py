@@ -134,6 +134,43 @@ def test_an_exact_pin_never_falls_back_to_the_reference(manager: object, fake_hu
         kernel_plugins.load("activation", revision=repo.sha, device="cpu")
 
 
+def test_the_fallback_is_said_once_per_kernel_and_process_naming_the_layers(
+    manager: object, fake_hub: FakeHub
+) -> None:
+    import warnings
+
+    from torch import nn
+
+    from kernel_plugins.layers import LayerRepository, kernelize, use_kernel_forward_from_hub
+    from kernel_plugins.layers import use_kernel_mapping as mapping
+
+    cuda_only(fake_hub)
+
+    @use_kernel_forward_from_hub("SiluAndMul")
+    class SiluAndMul(nn.Module):
+        def forward(self, x):
+            return nn.functional.silu(x[..., : x.shape[-1] // 2]) * x[..., x.shape[-1] // 2:]
+
+    @use_kernel_forward_from_hub("GeluAndMul")
+    class GeluAndMul(nn.Module):
+        def forward(self, x):
+            return nn.functional.gelu(x[..., : x.shape[-1] // 2]) * x[..., x.shape[-1] // 2:]
+
+    repos = {n: {"cpu": LayerRepository("kernels-community/activation", layer_name=n)}
+             for n in ("SiluAndMul", "GeluAndMul")}
+    model = nn.Sequential(SiluAndMul(), GeluAndMul(), SiluAndMul())
+    with mapping(repos, inherit_mapping=False), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for training in (False, True, False):  # kernelize again after each train()/eval()
+            kernelize(model.train(training))
+        kernel_plugins.load("activation", device="cpu")
+    said = [str(w.message) for w in caught if "portable reference" in str(w.message)]
+    assert said == ["using the portable reference kernel for 'activation' on cpu, serving "
+                    "`GeluAndMul`, `SiluAndMul`: no variant for cpu (cpu). Results come from plain "
+                    "PyTorch ops, not an optimised kernel. Pass fallback='error' to refuse."]
+    assert all(w.filename == __file__ for w in caught if "portable reference" in str(w.message))
+
+
 def test_kernel_plugins_strict_refuses_the_reference(
     manager: object, fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -179,6 +179,12 @@ def test_kernel_properties_cover_every_public_function(name: str, load) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_dir_lists_the_kernels_api_and_no_imported_helpers(name: str, load) -> None:
+    public = {n for n in dir(load(name)) if not n.startswith("_")}
+    assert public == set(load(name).__all__)  # no annotations, TYPE_CHECKING, Callable...
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_importing_twice_in_one_process_works(name: str, load, importer) -> None:
     import torch
 

@@ -26,17 +26,21 @@ _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def _names(path: Path, roots: tuple[Path, ...], kind: type[_Definition] | tuple[type[_Definition], ...]) -> list[str]:
-    """A module's ``__all__`` read from its source (never run), else its public ``kind`` definitions."""
+    """A module's ``__all__`` read from its source (never run), less submodules, else its public
+    ``kind`` definitions."""
     from ..integrity import read_small_file
 
     try:
         tree = ast.parse(read_small_file(path, max_bytes=4 << 20, roots=roots)) if path.is_file() else ast.Module([], [])
     except (SyntaxError, ValueError):
         return []
+    # not functions: submodules (``from . import layers``) and the ops namespace of ``_ops``
+    modules = {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.level
+               for a in n.names if n.module is None or (n.module, a.name) == ("_ops", "ops")}
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets):
             try:
-                return sorted(str(n) for n in ast.literal_eval(node.value))
+                return sorted(str(n) for n in ast.literal_eval(node.value) if n not in modules)
             except ValueError:
                 break
     found = [n for n in tree.body if isinstance(n, kind)]

@@ -46,6 +46,7 @@ from ..errors import (
     ContractError,
     LayerError,
 )
+from ..fallback import deferred_warnings, warn_reference
 from ._session import DISABLE_ENV, Session, load_member, mapping_disabled
 from .decorators import kernel_funcs, marked_name
 from .mapping import Candidate, describe_device
@@ -273,13 +274,18 @@ def kernelize(
     decided: dict[type, _Decision] = {}
     plan = []
     marked, excluded = _marked_modules(model)
-    for module, name in marked:
-        decision = decided.get(type(module))
-        if decision is None:
-            decision = decided[type(module)] = _decide(module, name, session)
-        plan.append((module, decision))
+    with deferred_warnings() as fallbacks:  # said once below, naming the layers served
+        for module, name in marked:
+            decision = decided.get(type(module))
+            if decision is None:
+                decision = decided[type(module)] = _decide(module, name, session)
+            plan.append((module, decision))
     for module, decision in plan:
         _apply(module, decision)
+    for kmod, kernel, device, why in fallbacks:
+        if served := sorted({d.choice.layer_name for d in decided.values()
+                             if d.choice is not None and d.choice.kernel_module == kmod}):
+            warn_reference(kernel, device, why, served)
     _say_when_nothing_changed(model, plan, excluded, session)
     return model
 

@@ -19,6 +19,8 @@ from kernel_plugins.cli import CommandError, bounded, clean, path_text, print_js
 
 NAME = "benchmark"
 HELP = "time a kernel's functions against the portable reference and check their outputs"
+#: (warm-up calls, timed samples) by default: a short run; with --scripts kernels' own.
+DEFAULTS = {"compare": (3, 20), "scripts": (10, 100)}
 DESCRIPTION = (
     f"{HELP}; with --scripts, run the repository's own benchmarks/benchmark*.py classes as "
     "`kernels benchmark` does. Those scripts are the repository's code: they run only when the "
@@ -157,6 +159,13 @@ def _write_output(path: str | None, doc: dict[str, object]) -> None:
     print(f"results written to {path}", file=sys.stderr)
 
 
+def counts(args: argparse.Namespace) -> tuple[int, int]:
+    """``(warmup, iterations)``: the ones given, else the defaults of the mode (:data:`DEFAULTS`)."""
+    warmup, iterations = DEFAULTS["scripts" if args.scripts else "compare"]
+    return (warmup if args.warmup is None else args.warmup,
+            iterations if args.iterations is None else args.iterations)
+
+
 def run(args: argparse.Namespace) -> int:
     """Load, benchmark, print; exit 1 when a check failed."""
     from . import benchmark, plot_report
@@ -169,12 +178,12 @@ def run(args: argparse.Namespace) -> int:
         "trust_remote_code": args.trust_remote_code,
         "fallback": "error" if args.no_fallback else "reference",
     }
+    warmup, iterations = counts(args)
     if args.scripts:
         from .scripts import run_scripts
 
         found = run_scripts(args.target, device=device, load_options=load_options,
-                            warmup=10 if args.warmup is None else args.warmup,
-                            iterations=100 if args.iterations is None else args.iterations)
+                            warmup=warmup, iterations=iterations)
         doc = found.to_dict()
         print_json(doc) if args.json else print(clean(found.format_table()))
         _write_output(args.output, doc)
@@ -187,8 +196,8 @@ def run(args: argparse.Namespace) -> int:
         functions=_split(args.functions),
         shapes=parse_shapes(args.shapes),
         dtypes=_split(args.dtype) or ["float32"],
-        warmup=3 if args.warmup is None else args.warmup,
-        iterations=20 if args.iterations is None else args.iterations,
+        warmup=warmup,
+        iterations=iterations,
         min_sample_s=args.min_sample_ms / 1e3,
         rtol=args.rtol,
         atol=args.atol,

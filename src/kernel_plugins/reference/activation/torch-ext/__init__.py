@@ -20,15 +20,17 @@ with native PyTorch ops in the input dtype, on any device. ``ops`` is the
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from . import _plain, layers
-from ._native import ACTIVATIONS, Activation
+from . import _native, _plain, layers
 from ._ops import ops
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from torch import Tensor
+
+    from ._native import Activation
 
 __all__ = [
     "fatrelu_and_mul",
@@ -50,7 +52,7 @@ __kernel_properties__: dict[str, frozenset[str]] = {
     spec.name: frozenset({"deterministic", "batch_invariant"})
     if spec.batch_invariant
     else frozenset({"deterministic"})
-    for spec in ACTIVATIONS
+    for spec in _native.ACTIVATIONS
 }
 """Guarantees per function. All are deterministic (same inputs, device and thread count
 give the same bits). Only ``fatrelu_and_mul`` is batch invariant: the others use
@@ -81,9 +83,11 @@ def _function(spec: Activation) -> Callable[..., Tensor]:
     return function
 
 
-for _spec in ACTIVATIONS:  # one function per row of the table, as the layer classes
+for _spec in _native.ACTIVATIONS:  # one function per row of the table, as the layer classes
     globals()[_spec.name] = _function(_spec)
 
 __benchmark__ = {"reference": _plain}
 """``kernel-plugins benchmark`` times this kernel against the plain native formulas
 (``_plain``: op by op, every intermediate allocated), not against itself."""
+
+del annotations, TYPE_CHECKING  # not the kernel's API

@@ -74,3 +74,5 @@ for _name in __kernel_properties__:
 __benchmark__ = {"reference": _plain}
 """``kernel-plugins benchmark`` times this kernel against the plain native formulas
 (``_plain``: op by op, every intermediate allocated), not against itself."""
+
+del annotations, TYPE_CHECKING  # not the kernel's API
