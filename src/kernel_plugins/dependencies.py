@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.util
+import logging
 import sys
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -80,6 +81,7 @@ class _Walk:
             best = choose(off.where, off.variants, info, self.system, kind=source.kind, archs_of=archs_of)
         except NoCompatibleVariantError as e:
             raise later_version(e, off, info, self.system) from None
+        logging.getLogger("kernel_plugins").info("%s: variant %s of %s for %s", source.label, best, off.where, info.summary())
         verified = verify(fetch(off, best), metadata_bytes=seen.get(best))
         if not self.check_arch and (archs := verified.metadata.backend.archs):
             warn_user(f"{off.where} {best} is built for architectures {', '.join(archs[:8])}, not checked "

@@ -105,3 +105,37 @@ def test_info_counts_functions_not_submodules_or_the_ops_namespace(capsys):
     assert main(["info", str(reference_repo("rmsnorm")), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["functions"] == ["apply_rms_norm", "apply_rms_norm_backward"]
+
+
+def test_bash_completion_is_valid_bash_and_completes_the_real_commands(capsys, tmp_path):
+    import argparse
+
+    from kernel_plugins.cli.main import build_parser
+
+    assert main(["completion", "bash"]) == 0
+    script = capsys.readouterr().out
+    probe = script + (
+        'complete -p kernel-plugins\n'
+        'line() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _kernel_plugins; echo "${COMPREPLY[*]}"; }\n'
+        'line kernel-plugins ""\n'
+        'line kernel-plugins --emulate mlu verify-signature --filter\n'  # --emulate takes a value
+        'line kernel-plugins -v benchmark --scr\n'
+        'line kernel-plugins check --revision ma\n'  # a value: file names only
+        'line kernel-plugins completion z\n'
+        'line kernel-plugins load exa\n'
+    )
+    (tmp_path / "example").mkdir()
+    done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=60, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "complete -o filenames -F _kernel_plugins kernel-plugins"
+    commands = set(next(a for a in build_parser()._actions
+                        if isinstance(a, argparse._SubParsersAction)).choices)
+    assert {"load", "verify-signature", "benchmark", "completion", "info"} <= commands
+    assert commands | {"--help", "--version", "--debug", "--verbose", "-v", "--emulate"} == set(
+        lines[1].split())
+    assert lines[2:] == ["--filter-unsigned --filter-no-digest", "--scripts", "", "zsh", "example"]
+    assert main(["completion", "zsh"]) == 0
+    zsh = capsys.readouterr().out
+    assert zsh.startswith("autoload -U +X bashcompinit && bashcompinit\n") and zsh.endswith(script)

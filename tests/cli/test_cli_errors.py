@@ -296,7 +296,10 @@ def test_other_libraries_info_logs_are_quiet_and_their_warnings_are_not() -> Non
                            capture_output=True, timeout=300, check=False)
     assert plain.returncode == 0, plain.stderr
     assert "HTTP Request" not in plain.stderr and "chatter" not in plain.stderr
-    assert "warning: a real problem" in plain.stderr and "info: ours" in plain.stderr
+    assert "warning: a real problem" in plain.stderr and "ours" not in plain.stderr
+    verbose = subprocess.run([sys.executable, "-c", script, "list-backends", "-v"], text=True,
+                             capture_output=True, timeout=300, check=False)
+    assert "info: ours" in verbose.stderr and "chatter" not in verbose.stderr  # ours only
     debug = subprocess.run([sys.executable, "-c", script, "--debug", "list-backends"], text=True,
                            capture_output=True, timeout=300, check=False)
     assert "HTTP Request" in debug.stderr  # --debug shows everything

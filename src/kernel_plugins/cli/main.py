@@ -31,7 +31,7 @@ __all__ = ["main", "build_parser", "COMMANDS", "EXIT_STATUS"]
 #: Command modules under ``kernel_plugins.cli``; each has NAME, HELP, add_arguments, run.
 COMMANDS = [
     "list_backends", "variants", "load_cmd", "check", "lock_cmd", "download_cmd", "verify_cmd",
-    "benchmark", "verify_signature_cmd", "info_cmd", "versions_cmd",
+    "benchmark", "verify_signature_cmd", "info_cmd", "versions_cmd", "completion_cmd",
 ]
 
 #: Commands that a tool distribution ships: name -> (module, distribution, short help).
@@ -95,12 +95,14 @@ def add_wide_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    """``--debug`` and ``--emulate``, accepted before and after the command."""
+    """``--debug``, ``--verbose`` and ``--emulate``, accepted before and after the command."""
     default: Any = None if top else argparse.SUPPRESS
-    parser.add_argument(
-        "--debug", action="store_true", default=False if top else argparse.SUPPRESS,
-        help="show tracebacks and debug logs",
-    )
+    flag: Any = False if top else argparse.SUPPRESS
+    parser.add_argument("--debug", action="store_true", default=flag,
+                        help="show tracebacks and every library's debug logs")
+    parser.add_argument("-v", "--verbose", action="store_true", default=flag,
+                        help="say what kernel-plugins does (its info logs: the commit and "
+                        "variant chosen, the lock file used...)")
     parser.add_argument(
         "--emulate", metavar="NAME", default=default,
         help="emulate a device of this installed backend on the CPU first (for trying plugins "
@@ -279,7 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug
                          else _Formatter())
-    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO, handlers=[handler])
+    level = logging.DEBUG if debug else logging.INFO if args.verbose else logging.WARNING
+    logging.basicConfig(level=level, handlers=[handler])
     if not debug:
         handler.addFilter(_ours_or_warning)
     previous_showwarning = warnings.showwarning
