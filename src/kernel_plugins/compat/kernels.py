@@ -22,12 +22,10 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 import logging
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from types import ModuleType
 from typing import Any
 
 from .. import layers as _layers
@@ -231,13 +229,10 @@ def kernelize(
 
 # ------------------------------------------------------------------------ benchmark
 class Benchmark:
-    """Base class for kernel benchmark scripts, as in ``kernels``.
-
-    Subclasses define ``setup()`` and ``benchmark_<name>()`` methods (and optionally
-    ``verify_<name>()`` returning a reference tensor compared with ``self.out``); the
-    runner sets ``kernel`` and ``device``. :meth:`run` is a minimal runner: it calls each
-    benchmark once after ``setup`` and checks it against its ``verify_`` reference.
-    """
+    """Base class of benchmark scripts, as in ``kernels``: ``setup()`` / ``setup_<name>()``,
+    ``benchmark_<name>()`` and optionally ``verify_<name>()`` returning what ``self.out``
+    must hold; the runner (``kernel-plugins benchmark REPO --scripts``) sets ``kernel`` and
+    ``device``."""
 
     seed: int | None = None
     device: str = "cpu"
@@ -248,21 +243,3 @@ class Benchmark:
 
     def setup(self) -> None:
         """Create inputs (override)."""
-
-    def run(self, kernel: ModuleType, device: str = "cpu") -> dict[str, bool | None]:
-        """Run every ``benchmark_*`` once on ``device``; True/False per verified result,
-        None where there is no ``verify_*``."""
-        import torch
-
-        self.kernel, self.device = kernel, device
-        results: dict[str, bool | None] = {}
-        for name, method in inspect.getmembers(self, inspect.ismethod):
-            if not name.startswith("benchmark_"):
-                continue
-            if self.seed is not None:
-                torch.manual_seed(self.seed)
-            self.setup()
-            method()
-            verify = getattr(self, "verify_" + name[len("benchmark_"):], None)
-            results[name] = None if verify is None else bool(torch.allclose(self.out, verify()))
-        return results
