@@ -4,13 +4,19 @@
 # the end-to-end tests use) in its own virtual environment, and C and C++ compilers with
 # Python's headers (the native-extension safety tests build a C extension, the inductor
 # tests compile C++; under CI they fail without them).
+# One line per step, with the time since the start and what is being installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+step() { echo "[$((SECONDS / 60))m$((SECONDS % 60))s] setup: $*"; }
+step "1/4 .venv: torch, the core, the backend plugins and the tool distributions (scripts/install.sh)"
 bash scripts/install.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
+step "2/4 .venv: the test and docs extras (pytest, pytest-xdist, hypothesis, ruff, mypy, mkdocs...)"
 python -m pip install -q -e ".[test,docs]"
+step "3/4 .olah-venv: olah, the loopback Hub server of the end-to-end tests"
 bash scripts/install-olah.sh
+step "4/4 C and C++ compilers with Python's headers (native-extension and inductor tests)"
 headers="$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h"
 if ! command -v cc >/dev/null || ! command -v c++ >/dev/null || [ ! -f "$headers" ]; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then

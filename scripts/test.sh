@@ -5,6 +5,7 @@
 # pytest: KP_SKIP_SETUP=1 bash scripts/test.sh -x -k cli
 set -euo pipefail
 cd "$(dirname "$0")/.."
+step() { echo "[$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }  # one line per step, timed
 if [ "${KP_SKIP_SETUP:-0}" = 1 ] && [ -z "${CI:-}" ] && [ -x .venv/bin/python ]; then
   echo "KP_SKIP_SETUP=1: using the installed .venv, nothing is installed"
 else
@@ -16,18 +17,24 @@ fi
 # 0.17.2 in a second environment (benchmarks/.work/venv-kernels, created once, reused); it
 # is made in the background while ruff and mypy run
 kernels_env="$(mktemp)"
+step "setup: benchmarks/.work/venv-kernels: torch and HF kernels 0.17.2 (in the background; reused once made)"
 python -c 'import sys; sys.path.insert(0, "benchmarks")
 from harness.envs import ensure_kernels_env
 print(ensure_kernels_env(say=lambda m: print(m, file=sys.stderr)).python)' >"$kernels_env" &
 kernels_env_pid=$!
+step "check: ruff"
 ruff check src plugins tests benchmarks
+step "check: mypy"
 mypy
+step "check: the docs site (mkdocs build --strict)"
 # the docs site (mkdocs.yml): every page builds, links and API references resolve
 NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --quiet
+step "waiting for benchmarks/.work/venv-kernels"
 wait "$kernels_env_pid"
 KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON="$(tail -n 1 "$kernels_env")"
 rm -f "$kernels_env"
 export KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON
 # two workers: the machine has two cores (pytest-xdist, from the test extra)
+step "tests: pytest on 2 workers"
 python -m pytest -n 2 tests plugins/*/tests "$@"
 echo "scripts/test.sh: passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"

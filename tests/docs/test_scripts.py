@@ -97,6 +97,25 @@ def test_test_sh_reruns_without_installing_only_when_asked_and_never_in_ci(
     assert "KP_SKIP_SETUP=1 bash scripts/test.sh" in readme
 
 
+def test_test_sh_says_each_step_with_what_it_installs(tmp_path: Path) -> None:
+    root = _fake_checkout(tmp_path)
+    shutil.copy(SCRIPTS / "setup.sh", root / "scripts" / "setup.sh")
+    for name in ("install.sh", "install-olah.sh"):
+        (root / "scripts" / name).write_text(f'echo "{name}" >> "{root / "calls.log"}"\n')
+    apt = root / ".venv" / "bin" / "apt-get"  # the compiler step finds no headers: install nothing
+    apt.write_text(f'#!/bin/sh\necho "apt-get $*" >> "{root / "calls.log"}"\n')
+    apt.chmod(0o755)
+    base = {k: v for k, v in os.environ.items() if k not in ("CI", "KP_SKIP_SETUP")}
+    proc = subprocess.run(["bash", str(root / "scripts" / "test.sh")], env=base,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    steps = [line.split("] ", 1)[1] for line in proc.stdout.splitlines()
+             if re.match(r"\[\d+m\d+s\] ", line)]
+    words = ["torch, the core", "pytest", "olah", "compilers", "HF kernels 0.17.2", "ruff", "mypy",
+             "docs site", "venv-kernels", "pytest on 2 workers"]
+    assert len(steps) == len(words) and all(w in s for w, s in zip(words, steps, strict=True)), steps
+
+
 def test_demo_step_5_names_what_its_reference_column_measures() -> None:
     from kernel_plugins_benchmark.report import BenchmarkReport
 
