@@ -1,5 +1,6 @@
-"""The shape of the source tree: no import cycles counting every import, the layers, and
-no private names borrowed across packages.
+"""The shape of the source tree: no import cycles counting every import (in the core, in
+each plugin and tool distribution under ``plugins/``, and across them), the layers of the
+core, and no private names borrowed across packages.
 
 Every import statement counts: module-level, inside functions, and under
 ``TYPE_CHECKING``. A cycle through a function-level import still means two modules that
@@ -16,6 +17,9 @@ import kernel_plugins
 
 SRC = Path(kernel_plugins.__file__).parent
 PACKAGE = "kernel_plugins"
+#: Every distribution's package folder: the core and each one under plugins/.
+PACKAGES = {PACKAGE: SRC, **{p.name: p for p in sorted(
+    (Path(__file__).resolve().parents[2] / "plugins").glob("*/src/*")) if (p / "__init__.py").is_file()}}
 
 #: The layers of the core, low to high. A module may import modules of its own layer or
 #: of lower layers; an entry names a module and everything below it.
@@ -42,14 +46,16 @@ LAYERS: list[tuple[str, ...]] = [
 UPWARD_ALLOWED: set[tuple[str, str]] = set()
 
 
-def modules() -> dict[str, Path]:
-    """Every module of the core (the reference kernels' build folders are kernels, not core)."""
+def modules(package: str = PACKAGE) -> dict[str, Path]:
+    """Every module of a distribution's package (default: the core; the reference kernels'
+    build folders are kernels, not core)."""
     out = {}
-    for path in sorted(SRC.rglob("*.py")):
-        rel = path.relative_to(SRC)
+    src = PACKAGES[package]
+    for path in sorted(src.rglob("*.py")):
+        rel = path.relative_to(src)
         if "reference" in rel.parts and ("build" in rel.parts or "torch-ext" in rel.parts):
             continue
-        parts = [PACKAGE, *rel.with_suffix("").parts]
+        parts = [package, *rel.with_suffix("").parts]
         if parts[-1] == "__init__":
             parts = parts[:-1]
         out[".".join(parts)] = path
@@ -73,7 +79,7 @@ def imports(name: str, path: Path, mods: dict[str, Path]) -> Iterator[tuple[str,
                 target = ".".join([*base, *([node.module] if node.module else [])])
             else:
                 target = node.module or ""
-            if not target.startswith(PACKAGE):
+            if target.partition(".")[0] not in PACKAGES:
                 continue
             names = [a.name for a in node.names]
             for n in names:  # "from . import hub" imports a module
@@ -84,19 +90,19 @@ def imports(name: str, path: Path, mods: dict[str, Path]) -> Iterator[tuple[str,
                 yield target, rest
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith(PACKAGE) and alias.name in mods:
+                if alias.name in mods:
                     yield alias.name, []
 
 
 def import_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
-    """Module -> the core modules it imports (a package importing its own submodules, and
-    the lazy top-level package, left out)."""
+    """Module -> the modules of ``mods`` it imports (a package importing its own submodules,
+    and the top-level packages, left out: the core's is lazy)."""
     graph = {}
     for name, path in mods.items():
         targets = {t for t, _ in imports(name, path, mods)}
         graph[name] = {
             t for t in targets
-            if t not in (name, PACKAGE) and not (_is_package(name, mods) and t.startswith(name + "."))
+            if t != name and t not in PACKAGES and not (_is_package(name, mods) and t.startswith(name + "."))
         }
     return graph
 
@@ -147,6 +153,16 @@ def test_the_graph_sees_function_level_and_type_checking_imports(tmp_path: Path)
 
 def test_no_import_cycles_counting_every_import() -> None:
     assert cycles(import_graph(modules())) == []
+
+
+def test_no_import_cycles_in_or_across_the_plugin_and_tool_distributions() -> None:
+    assert {"kernel_plugins_testing", "kernel_plugins_check", "kernel_plugins_benchmark",
+            "kernel_plugins_mlu"} <= set(PACKAGES)
+    everything = {n: p for package in PACKAGES for n, p in modules(package).items()}
+    graph = import_graph(everything)
+    assert "kernel_plugins_testing._plugin_conformance" in graph["kernel_plugins_testing.conformance"]
+    assert "kernel_plugins.errors" in graph["kernel_plugins_testing.conformance"]  # across them
+    assert cycles(graph) == []
 
 
 def test_every_module_has_a_layer_and_at_most_one_import_runs_up() -> None:

@@ -42,14 +42,14 @@ def _read_toml(path: Path) -> dict[str, Any]:
     return tomllib.loads(path.read_text(encoding="utf-8"))
 
 
-def declared_suites(plugin: Any, path: str | Path) -> Suites:
-    """The conformance suites of ``plugin`` (its backend object) with the facts in ``path``.
+def declared_suites(plugin: Any, path: str | Path, end_to_end: type, expected: type) -> Suites:
+    """The conformance suites of ``plugin`` (its backend object) with the facts in ``path``;
+    ``end_to_end`` and ``expected`` are :class:`~.conformance.EmulatedBackendConformance`
+    and :class:`~.conformance.Expected` (passed in: this module is below that one).
 
     :raises KeyError: a required fact (``backend``, ``display_name``, ``vendor_module``)
         is missing from the file.
     """
-    from .conformance import EmulatedBackendConformance, Expected
-
     data = _read_toml(Path(path))
     emulated = data.pop("emulated", None)
     known: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
@@ -60,7 +60,7 @@ def declared_suites(plugin: Any, path: str | Path) -> Suites:
     if emulated is None:
         return Suites(suite, None)
     spec = {"backend": facts.backend, "vendor_module": facts.vendor_module, **emulated}
-    expected = Expected(
+    facts_expected = expected(
         backend=facts.backend,
         device_type=facts.device_type,
         no_variant_reason=emulated["no_variant_reason"],
@@ -74,9 +74,9 @@ def declared_suites(plugin: Any, path: str | Path) -> Suites:
         tests["test_capability_decides_the_kernel"] = _test_capability_range
     if "arch" in emulated:
         tests["test_the_architecture_step_refuses_and_chooses"] = _test_arch_step
-    end_to_end = type("DeclaredEmulatedConformance", (EmulatedBackendConformance,),
-                      {"expected": expected, "declared": spec, **tests})
-    return Suites(suite, end_to_end)
+    declared = type("DeclaredEmulatedConformance", (end_to_end,),
+                    {"expected": facts_expected, "declared": spec, **tests})
+    return Suites(suite, declared)
 
 
 def _test_vendor_facts(self: Any) -> None:

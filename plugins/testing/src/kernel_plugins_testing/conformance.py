@@ -376,5 +376,5 @@ def declared_suites(plugin: Any, path: str | Path) -> Suites:
     """
     from ._declared import declared_suites as build
 
-    return build(plugin, path)
+    return build(plugin, path, EmulatedBackendConformance, Expected)
 
