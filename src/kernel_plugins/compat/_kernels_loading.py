@@ -12,21 +12,9 @@ from types import ModuleType
 from typing import Any
 
 from ..dependencies import get_kernel_dep as get_kernel_dep
-from ._kernels_errors import (
-    kernels_advice,
-    need_version_or_revision,
-    translated,
-)
-from ._kernels_repos import (
-    resolve_trust,
-)
-from ._kernels_types import (
-    Metadata,
-    RepoInfo,
-    VariantAccepted,
-    VariantName,
-    VariantRejected,
-)
+from ._kernels_errors import kernels_advice, need_version_or_revision, translated
+from ._kernels_repos import resolve_trust
+from ._kernels_types import Metadata, RepoInfo, VariantAccepted, VariantName, VariantRejected
 
 
 # ----------------------------------------------------------------------------- loading

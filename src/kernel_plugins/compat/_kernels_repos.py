@@ -154,9 +154,7 @@ class LockedLayerRepository(_Trusting, core.LockedLayerRepository):
 
 
 def _deprecated(name: str, instead: str) -> None:
-    log.warning(
-        "%s is deprecated in kernels and will be removed; use %s instead.", name, instead
-    )
+    log.warning("%s is deprecated in kernels and will be removed; use %s instead.", name, instead)
 
 
 @dataclass(frozen=True)

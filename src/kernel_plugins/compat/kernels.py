@@ -29,17 +29,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from .. import layers as _layers
-from ..layers import (
-    Mode,
-    replace_kernel_forward_from_hub,
-    use_kernel_forward_from_hub,
-)
+from ..layers import Mode, replace_kernel_forward_from_hub, use_kernel_forward_from_hub
 from ..layers.repositories import KernelRepository
 from ..metadata import KERNELS_VERSION
-from ._kernels_errors import (
-    as_kernels_errors,
-    kernels_advice,
-)
+from ._kernels_errors import as_kernels_errors, kernels_advice
 from ._kernels_loading import (
     LoadedKernel,
     get_kernel,

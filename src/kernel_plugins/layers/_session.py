@@ -173,20 +173,9 @@ def _layer_class(kmod: types.ModuleType, member: str, where: str) -> Any:
     impl = getattr(layers, member, None) if layers is not None else None
     if impl is not None:
         return impl
-    names = (
-        sorted(
-            n
-            for n, v in getattr(layers, "__dict__", {}).items()
-            if inspect.isclass(v) and not n.startswith("_")
-        )
-        if layers is not None
-        else []
-    )
-    raise LayerError(
-        f"{where}: the kernel module {kmod.__name__} has "
-        + (
-            f"no layer `{member}` (layers: {', '.join(names) or 'none'})"
-            if layers is not None
-            else "no `layers` attribute"
-        )
-    )
+    if layers is None:
+        raise LayerError(f"{where}: the kernel module {kmod.__name__} has no `layers` attribute")
+    names = sorted(n for n, v in getattr(layers, "__dict__", {}).items()
+                   if inspect.isclass(v) and not n.startswith("_"))
+    raise LayerError(f"{where}: the kernel module {kmod.__name__} has no layer `{member}` "
+                     f"(layers: {', '.join(names) or 'none'})")

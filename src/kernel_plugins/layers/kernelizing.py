@@ -42,10 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._warn import warn_user
 from ..contracts import format_properties, normalize_require
-from ..errors import (
-    ContractError,
-    LayerError,
-)
+from ..errors import ContractError, LayerError
 from ..fallback import deferred_warnings, warn_reference
 from ._session import DISABLE_ENV, Session, load_member, mapping_disabled
 from .decorators import kernel_funcs, marked_name

@@ -94,11 +94,7 @@ def apply_rms_norm_backward_native(
 
 
 _OPERATORS = (
-    (
-        "rms_norm",
-        "(Tensor input, Tensor weight, float eps) -> Tensor",
-        rms_norm_native,
-    ),
+    ("rms_norm", "(Tensor input, Tensor weight, float eps) -> Tensor", rms_norm_native),
     (
         "apply_rms_norm",
         "(Tensor input, Tensor weight, float eps) -> (Tensor, Tensor)",

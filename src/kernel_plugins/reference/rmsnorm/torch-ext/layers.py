@@ -52,11 +52,7 @@ class RMSNormFunction(torch.autograd.Function):
             need_input,
             need_weight,
         )
-        return (
-            grad_input if need_input else None,
-            grad_weight if need_weight else None,
-            None,
-        )
+        return (grad_input if need_input else None, grad_weight if need_weight else None, None)
 
 
 class RMSNorm(nn.Module):

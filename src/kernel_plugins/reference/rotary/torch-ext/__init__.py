@@ -18,12 +18,7 @@ from ._ops import ops
 if TYPE_CHECKING:
     from torch import Tensor
 
-__all__ = [
-    "apply_rotary",
-    "apply_rotary_transformers",
-    "layers",
-    "ops",
-]
+__all__ = ["apply_rotary", "apply_rotary_transformers", "layers", "ops"]
 
 __kernel_properties__: dict[str, frozenset[str]] = {
     "apply_rotary": frozenset({"deterministic", "batch_invariant"}),
