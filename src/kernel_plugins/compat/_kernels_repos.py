@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import layers as core
 from .._warn import warn_user
@@ -76,129 +76,90 @@ def _load_member(repo: Any) -> Any:
     return member
 
 
-def _no_package_name(repo: Any) -> None:
-    if repo.package_name is not None:
-        warn_user(f"{type(repo).__name__}(package_name=...): HF kernels 0.17.2 has no package_name "
-                  "and raises TypeError on it; drop it (kernel-plugins ignores it)", DeprecationWarning)
+class _Compat:
+    """Mixin of the classes below: ``kernels``' checks when created, and ``.load()``."""
 
+    #: For a class ``kernels`` deprecates: the class to use instead.
+    instead: ClassVar[str | None] = None
+    if TYPE_CHECKING:  # provided by the core classes
+        repo_id: str
+        revision: str | None
+        version: int | None
+        trust_remote_code: Any
 
-class _Trusting:
-    """Mixin: ``trust_remote_code`` as ``kernels`` takes it, kept as a tuple when a list."""
-
-    repo_id: str
-    trust_remote_code: bool | tuple[str, ...]
-
-    def _normalise_trust(self) -> None:
-        value = self.trust_remote_code
-        if isinstance(value, list):
-            object.__setattr__(self, "trust_remote_code", tuple(value))
-        resolve_trust(self.repo_id, self.trust_remote_code)
+    def __post_init__(self) -> None:
+        if self.instead:
+            log.warning("%s is deprecated in kernels and will be removed; use %s instead.",
+                        type(self).__name__, self.instead)
+        if hasattr(self, "version"):  # a Hub repository: one of revision and version
+            if (self.revision is None) == (self.version is None):
+                raise ValueError("Either a revision or a version must be specified"
+                                 + (", not both." if self.version is not None else "."))
+        super().__post_init__()  # type: ignore[misc]
+        if isinstance(getattr(self, "trust_remote_code", None), list):
+            object.__setattr__(self, "trust_remote_code", tuple(self.trust_remote_code))
+        if hasattr(self, "trust_remote_code"):
+            resolve_trust(self.repo_id, self.trust_remote_code)
+        if getattr(self, "package_name", None) is not None:
+            warn_user(f"{type(self).__name__}(package_name=...): HF kernels 0.17.2 has no "
+                      "package_name and raises TypeError on it; drop it (kernel-plugins ignores "
+                      "it)", DeprecationWarning)
 
     def _trusted(self) -> bool:
         """``trust_remote_code`` resolved for this repository (a list names repositories)."""
         return resolve_trust(self.repo_id, self.trust_remote_code)
 
+    def load(self) -> type:
+        """Load the kernel for this machine's device; return the layer class (for a function:
+        a layer class calling it)."""
+        member = _load_member(self)
+        return member if getattr(self, "kind", None) == "layer" else func_layer(member)  # type: ignore[no-any-return]
 
-def _need_revision_or_version(repo: Any) -> None:
-    if repo.revision is not None and repo.version is not None:
-        raise ValueError("Either a revision or a version must be specified, not both.")
-    if repo.revision is None and repo.version is None:
-        raise ValueError("Either a revision or a version must be specified.")
+
+def _trust() -> Any:
+    return field(default=False, kw_only=True)
 
 
 @dataclass(frozen=True)
-class LayerRepository(_Trusting, core.LayerRepository):
+class LayerRepository(_Compat, core.LayerRepository):
     """A layer of a Hub kernel: ``LayerRepository(repo_id, *, layer_name, revision=None,
     version=None, trust_remote_code=False, user_agent=None)``; one of revision/version."""
 
-    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)  # type: ignore[assignment]
+    trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
     user_agent: Any = field(default=None, compare=False, repr=False, kw_only=True)
 
-    def __post_init__(self) -> None:
-        _need_revision_or_version(self)
-        super().__post_init__()
-        self._normalise_trust()
-
-    def load(self) -> type:
-        """Load the kernel for this machine's device and return the layer class."""
-        return _load_member(self)  # type: ignore[no-any-return]
-
 
 @dataclass(frozen=True)
-class LocalLayerRepository(core.LocalLayerRepository):
+class LocalLayerRepository(_Compat, core.LocalLayerRepository):
     """A layer of a kernel repository folder: ``LocalLayerRepository(repo_path, *, layer_name)``."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _no_package_name(self)
-
-    def load(self) -> type:
-        """Load the kernel from the folder and return the layer class."""
-        return _load_member(self)  # type: ignore[no-any-return]
-
 
 @dataclass(frozen=True)
-class LockedLayerRepository(_Trusting, core.LockedLayerRepository):
+class LockedLayerRepository(_Compat, core.LockedLayerRepository):
     """A layer of a Hub kernel pinned by ``kernels.lock``: ``LockedLayerRepository(repo_id,
     *, lockfile=None, layer_name, trust_remote_code=False)``."""
 
-    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)  # type: ignore[assignment]
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self._normalise_trust()
-
-    def load(self) -> type:
-        """Load the locked kernel and return the layer class."""
-        return _load_member(self)  # type: ignore[no-any-return]
-
-
-def _deprecated(name: str, instead: str) -> None:
-    log.warning("%s is deprecated in kernels and will be removed; use %s instead.", name, instead)
+    trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
-class FuncRepository(_Trusting, core.FuncRepository):
+class FuncRepository(_Compat, core.FuncRepository):
     """A function of a Hub kernel (deprecated in ``kernels``; use LayerRepository)."""
 
-    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)  # type: ignore[assignment]
-
-    def __post_init__(self) -> None:
-        _deprecated("FuncRepository", "LayerRepository")
-        _need_revision_or_version(self)
-        super().__post_init__()
-        self._normalise_trust()
-
-    def load(self) -> type:
-        """Load the kernel and return a layer class calling the function."""
-        return func_layer(_load_member(self))
+    instead = "LayerRepository"
+    trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
-class LocalFuncRepository(core.LocalFuncRepository):
+class LocalFuncRepository(_Compat, core.LocalFuncRepository):
     """A function of a kernel repository folder (deprecated in ``kernels``)."""
 
-    def __post_init__(self) -> None:
-        _deprecated("LocalFuncRepository", "LocalLayerRepository")
-        super().__post_init__()
-        _no_package_name(self)
-
-    def load(self) -> type:
-        """Load the kernel and return a layer class calling the function."""
-        return func_layer(_load_member(self))
+    instead = "LocalLayerRepository"
 
 
 @dataclass(frozen=True)
-class LockedFuncRepository(_Trusting, core.LockedFuncRepository):
+class LockedFuncRepository(_Compat, core.LockedFuncRepository):
     """A function of a locked Hub kernel (deprecated in ``kernels``)."""
 
-    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)  # type: ignore[assignment]
-
-    def __post_init__(self) -> None:
-        _deprecated("LockedFuncRepository", "LockedLayerRepository")
-        super().__post_init__()
-        self._normalise_trust()
-
-    def load(self) -> type:
-        """Load the locked kernel and return a layer class calling the function."""
-        return func_layer(_load_member(self))
+    instead = "LockedLayerRepository"
+    trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
