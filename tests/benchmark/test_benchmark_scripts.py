@@ -124,7 +124,8 @@ def test_links_out_of_the_repository_and_fifos_are_refused_unread(tmp_path: Path
         find_scripts(repo)
 
 
-def test_hub_scripts_need_the_trust_loading_needs(hub_env, manager, tmp_path: Path) -> None:
+def test_hub_scripts_need_the_trust_loading_needs_and_match_the_commit(
+        hub_env, hf_cache, manager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.support.hub import make_kernel_repo
 
     uid = tmp_path.name[-8:].replace("-", "").replace("_", "")
@@ -143,6 +144,23 @@ def test_hub_scripts_need_the_trust_loading_needs(hub_env, manager, tmp_path: Pa
         assert {w.name: w.verified for w in report.workloads} == {
             "Add.broken": None, "Add.right": True, "Add.wrong": False}
         assert report.to_dict()["kernelCommitSha"] == report.kernel["sha"] and report.kernel["sha"]
+    # the cached scripts must be the files the Hub lists for that commit
+    cached = next(hf_cache.glob(f"*--kernels-community--addk{uid}/snapshots/*/benchmarks"))
+    planted = cached / "benchmark_planted.py"
+    planted.write_text("raise SystemExit('planted')\n")
+    with pytest.raises(KernelPluginsError, match="benchmark_planted.py is not the file the Hub lists"):
+        run_scripts(f"kernels-community/addk{uid}", load_options={"version": 1})
+    planted.unlink()
+    script_file = (cached / "benchmark_add.py").resolve()  # the blob behind the cache's link
+    script_file.write_text(script_file.read_text().replace("x + 2", "x + 1"))
+    with pytest.raises(KernelPluginsError, match="benchmark_add.py is not the file the Hub lists"):
+        run_scripts(f"kernels-community/addk{uid}", load_options={"version": 1})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with pytest.raises(KernelPluginsError, match="HF_HUB_OFFLINE=1 forbids"):
+        run_scripts(f"kernels-community/addk{uid}", load_options={"version": 1})
 
 
 def test_help_says_the_scripts_are_the_repositorys_code(capsys: pytest.CaptureFixture[str]) -> None:

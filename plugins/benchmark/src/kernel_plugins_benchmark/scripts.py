@@ -14,8 +14,9 @@ untimed reference calls and one timed one (``ref_mean_ms``), and
 
 Running the scripts executes the repository's code, exactly as loading the kernel does:
 the kernel is loaded first, so a Hub repository outside the trusted organisations needs
-``trust_remote_code``, and the scripts come from the commit the kernel was loaded from.
-Each script is read once, with the loader's checks (a regular file, no link out of the
+``trust_remote_code``, and the scripts come from the commit the kernel was loaded from and
+must equal the files the Hub lists for it (so ``HF_HUB_OFFLINE=1`` cannot run them). Each
+script is read once, with the loader's checks (a regular file, no link out of the
 repository or out of huggingface_hub's blobs), and run from those bytes. While the
 scripts are imported, ``kernels`` and ``kernels.benchmark`` resolve to
 :mod:`kernel_plugins.compat.kernels` when HF ``kernels`` is not installed.
@@ -166,34 +167,45 @@ class ScriptsReport:
                                    f"{self.kernel.get('repo_id')} failed:\n" + "\n".join(bad))
 
 
-def _scripts_root(module: types.ModuleType, target: str) -> tuple[Path, tuple[Path, ...]]:
-    """The repository folder the kernel was loaded from, and where its file links may lead."""
+def _scripts_root(module: types.ModuleType, target: str) -> tuple[Path, tuple[Path, ...], dict | None]:
+    """The repository folder the kernel was loaded from, where its file links may lead, and
+    for the Hub the commit's listing of ``benchmarks/`` (name -> FileHash) to check against."""
     prov = module.__kernel_provenance__
     if prov.source == "local":
-        return Path(target).expanduser(), ()
+        return Path(target).expanduser(), (), None
     if prov.source != "hub":
         raise BenchmarkError(f"{target} was loaded from {prov.source!r}, which has no repository "
                              "with benchmarks/: give a local kernel folder or a Hub repository")
-    from huggingface_hub import snapshot_download
+    from huggingface_hub import HfApi, RepoFile, snapshot_download
 
     from kernel_plugins.fetching import offer
-    from kernel_plugins.hub import blobs_folder, map_error, request_endpoint
+    from kernel_plugins.hub import blobs_folder, is_offline, map_error, request_endpoint
+    from kernel_plugins.integrity.varianthash import listing_entry_hash
     from kernel_plugins.sources import find
 
+    if is_offline():
+        raise BenchmarkError("the benchmark scripts of a Hub repository are checked against the "
+                             "Hub's listing of the commit, which HF_HUB_OFFLINE=1 forbids: unset it")
     ref = offer(find(prov.repo_id, revision=prov.sha), trust_remote_code=True).ref
     assert ref is not None  # a Hub source has a commit
+    endpoint = request_endpoint(ref.endpoint)
     try:  # only benchmarks/ of the very commit the kernel was loaded from
         snap = snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
-                                 allow_patterns=["benchmarks/*"],
-                                 endpoint=request_endpoint(ref.endpoint))
+                                 allow_patterns=["benchmarks/*"], endpoint=endpoint)
+        tree = HfApi(endpoint=endpoint).list_repo_tree(
+            ref.repo_id, path_in_repo="benchmarks", revision=ref.sha, repo_type=ref.repo_type)
+        listed = {f.path.rpartition("/")[2]: listing_entry_hash(
+            f.blob_id, getattr(f.lfs, "sha256", None), f.size) for f in tree if isinstance(f, RepoFile)}
     except Exception as exc:
         raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, "downloading benchmarks/") from exc
-    return Path(snap), (blobs_folder(ref),)
+    return Path(snap), (blobs_folder(ref),), listed
 
 
-def find_scripts(root: Path, link_roots: tuple[Path, ...] = ()) -> dict[str, bytes]:
+def find_scripts(root: Path, link_roots: tuple[Path, ...] = (), listed: dict | None = None
+                 ) -> dict[str, bytes]:
     """``benchmarks/benchmark*.py`` of ``root``, sorted: name -> source bytes, each read once
-    with the loader's checks (regular file, no link out of ``root`` or ``link_roots``).
+    with the loader's checks (regular file, no link out of ``root`` or ``link_roots``) and,
+    given the Hub's ``listed`` hashes, equal to the published file.
 
     :raises BenchmarkError: no such folder, no script, or a script that cannot be used.
     """
@@ -214,10 +226,22 @@ def find_scripts(root: Path, link_roots: tuple[Path, ...] = ()) -> dict[str, byt
             raise BenchmarkError(f"benchmark script {path}: {e}") from e
         if len(data) > MAX_SCRIPT_BYTES:
             raise BenchmarkError(f"benchmark script {path} is larger than {MAX_SCRIPT_BYTES} bytes")
+        if listed is not None and not _matches(data, listed.get(path.name)):
+            raise BenchmarkError(f"benchmark script {path} is not the file the Hub lists for this "
+                                 "commit; delete the cached copy and run again")
         out[path.name] = data
     if not out:
         raise BenchmarkError(f"{folder} holds no benchmark*.py script")
     return out
+
+
+def _matches(data: bytes, expected: Any) -> bool:
+    """Whether ``data`` is the file a Hub listing entry (a FileHash) describes."""
+    if expected is None:
+        return False
+    if expected.kind == "lfs":
+        return hashlib.sha256(data).hexdigest() == expected.hex
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == expected.hex
 
 
 @contextlib.contextmanager
@@ -322,8 +346,8 @@ def run_scripts(
     module = load(target, device=device, **{**dict(load_options or {}), "fallback": "error"})
     prov = module.__kernel_provenance__
     info = get_device(prov.backend if device is None else device)
-    root, link_roots = _scripts_root(module, target)
-    scripts = find_scripts(root, link_roots)
+    root, link_roots, listed = _scripts_root(module, target)
+    scripts = find_scripts(root, link_roots, listed)
     manager = get_manager()
     report = ScriptsReport(
         kernel=prov.to_dict(),
