@@ -1,8 +1,8 @@
 """transformers models (tiny random Llama, Qwen2, Mistral built from configs, no
 downloads) kernelized by ``kernel_plugins.kernelize`` after
-``kernel_plugins.integrations.transformers.enable()``: on the CPU and on every EMULATED
-backend (CPU-backed, not real hardware), one fresh interpreter per device, on device
-index 1. Every marked layer and the rotary function run kernel code (the bundled
+``kernel_plugins.integrations.transformers.enable()``: all three on the CPU, Llama on every
+EMULATED backend (CPU-backed, not real hardware), one fresh interpreter per device, on
+device index 1. Every marked layer and the rotary function run kernel code (the bundled
 references: the Hub is unreachable here, so each fallback warns); logits, loss and
 gradients are bitwise equal to the untouched model's."""
 
@@ -39,7 +39,8 @@ def results():
 def test_transformers_models_are_served_by_kernels(name, results):
     r = result_for(results, name)
     assert r["device"] == ("cpu" if name == "cpu" else f"{name}:1")
-    for model in MODELS:
+    assert set(r) == {"device", *(MODELS if name == "cpu" else MODELS[:1])}
+    for model in set(MODELS) & set(r):
         m = r[model]
         assert m["logits_equal"] and m["loss_equal"] and m["grads_equal"], model
         for mode, rows in (("INFERENCE", m["inference"]), ("TRAINING", m["training"])):
@@ -55,4 +56,5 @@ def test_transformers_models_are_served_by_kernels(name, results):
         f"using the portable reference kernel for '{k}' on {r['device']}, serving `{layer}`"
         for k, layer in (("activation", "SiLU"), ("rmsnorm", "RMSNorm"), ("rotary", "rotary_pos_emb"))
     ]
-    assert r["qwen2"]["warnings"] == r["mistral"]["warnings"] == []
+    if name == "cpu":
+        assert r["qwen2"]["warnings"] == r["mistral"]["warnings"] == []
