@@ -29,19 +29,27 @@ _NOT_RUNNABLE = re.compile(r"\s*not runnable: (?P<why>\S.{9,})", re.S)
 MAX_NOT_RUNNABLE = 3
 
 
-def _blocks() -> list[tuple[str, str | None, str]]:
-    """(``file:line``, the HTML comment above or None, code) for every python block."""
+#: The line a page section's example prints last (offline: the reference kernels serve).
+LAST_LINE = {("docs/transformers.md", "Use with transformers"): "reference",
+             ("docs/moving-from-kernels.md", "Change one import"): "['activation']"}
+
+
+def _blocks() -> list[tuple[str, str | None, str, str]]:
+    """(``file:line``, the HTML comment above or None, code, the ``## `` section) for every
+    python block."""
     found = []
     for doc in DOCUMENTS:
         text = doc.read_text(encoding="utf-8")
         for m in _FENCE.finditer(text):
             line = text.count("\n", 0, m.start("code")) + 1
-            found.append((f"{doc.relative_to(ROOT)}:{line}", m.group("note"), m.group("code")))
+            heads = re.findall(r"^## (.*)$", text[: m.start()], re.M)
+            found.append((f"{doc.relative_to(ROOT)}:{line}", m.group("note"), m.group("code"),
+                          heads[-1] if heads else ""))
     return found
 
 
 BLOCKS = _blocks()
-RUNNABLE = [(where, code) for where, note, code in BLOCKS
+RUNNABLE = [(where, code, section) for where, note, code, section in BLOCKS
             if note is None and not code.startswith("# file: ")]
 
 
@@ -50,7 +58,9 @@ def test_every_block_runs_or_says_why_not() -> None:
     guide_test = ROOT / "tests" / "distributions" / "test_writing_a_backend.py"
     assert "# file: " in guide_test.read_text(encoding="utf-8")
     excused = []
-    for where, note, code in BLOCKS:
+    for page, title in LAST_LINE:  # each such section holds exactly one example
+        assert len([w for w, _, _, s in BLOCKS if (w.split(":")[0], s) == (page, title)]) == 1, title
+    for where, note, code, _ in BLOCKS:
         if code.startswith("# file: "):  # installed and tested by guide_test
             assert where.startswith("docs/writing-a-backend.md"), where
         elif note is not None:
@@ -59,8 +69,8 @@ def test_every_block_runs_or_says_why_not() -> None:
     assert len(excused) <= MAX_NOT_RUNNABLE, excused
 
 
-@pytest.mark.parametrize(("where", "code"), RUNNABLE, ids=[w for w, _ in RUNNABLE])
-def test_block_runs_on_a_cpu_machine(where: str, code: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("where", "code", "section"), RUNNABLE, ids=[w for w, _, _ in RUNNABLE])
+def test_block_runs_on_a_cpu_machine(where: str, code: str, section: str, tmp_path: Path) -> None:
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
@@ -74,6 +84,8 @@ def test_block_runs_on_a_cpu_machine(where: str, code: str, tmp_path: Path) -> N
                           text=True, timeout=600, check=False)
     assert proc.returncode == 0, f"{where} failed:\n{proc.stderr[-3000:]}"
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    if (last := LAST_LINE.get((where.split(":")[0], section))) is not None:
+        assert proc.stdout.strip().splitlines()[-1] == last, proc.stdout[-2000:]
 
 
 def test_resolve_variants_for_a_described_device_runs_without_a_gpu() -> None:
