@@ -179,7 +179,7 @@ def _scripts_root(module: types.ModuleType, target: str) -> tuple[Path, tuple[Pa
     from huggingface_hub import HfApi, RepoFile, snapshot_download
 
     from kernel_plugins.fetching import offer
-    from kernel_plugins.hub import blobs_folder, is_offline, map_error, request_endpoint
+    from kernel_plugins.hub import blobs_folder, cache_dir, is_offline, map_error, request_args
     from kernel_plugins.integrity.varianthash import listing_entry_hash
     from kernel_plugins.sources import find
 
@@ -188,11 +188,11 @@ def _scripts_root(module: types.ModuleType, target: str) -> tuple[Path, tuple[Pa
                              "Hub's listing of the commit, which HF_HUB_OFFLINE=1 forbids: unset it")
     ref = offer(find(prov.repo_id, revision=prov.sha), trust_remote_code=True).ref
     assert ref is not None  # a Hub source has a commit
-    endpoint = request_endpoint(ref.endpoint)
+    request = request_args(ref.endpoint)
     try:  # only benchmarks/ of the very commit the kernel was loaded from
         snap = snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
-                                 allow_patterns=["benchmarks/*"], endpoint=endpoint)
-        tree = HfApi(endpoint=endpoint).list_repo_tree(
+                                 allow_patterns=["benchmarks/*"], cache_dir=cache_dir(), **request)
+        tree = HfApi(**request).list_repo_tree(
             ref.repo_id, path_in_repo="benchmarks", revision=ref.sha, repo_type=ref.repo_type)
         listed = {f.path.rpartition("/")[2]: listing_entry_hash(
             f.blob_id, getattr(f.lfs, "sha256", None), f.size) for f in tree if isinstance(f, RepoFile)}
