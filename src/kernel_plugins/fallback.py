@@ -39,21 +39,20 @@ from .sources import KernelSource
 if TYPE_CHECKING:
     from .metadata import KernelMetadata
 
-__all__ = ["ReferencePolicy", "requirements_of", "check_requirements", "warn_reference",
-           "deferred_warnings"]
+__all__ = ["ReferencePolicy", "requirements_of", "check_requirements", "warn_reference", "deferred_warnings"]
 
-_WARNED: set[tuple[str, str]] = set()  # (kernel, device) whose fallback this process reported
+_WARNED: set[tuple[str, str, str]] = set()  # (kernel, device, note) this process reported
 _DEFERRED: ContextVar[list[tuple[str, str, str, str]] | None] = ContextVar("_DEFERRED", default=None)
 
 
 def warn_reference(kernel: str, device: str, why: str, layers: Iterable[str] = ()) -> None:
-    """Say that the reference kernel stands in: once per kernel and device in a process,
-    naming the model ``layers`` it serves (kernelize)."""
-    if (kernel, device) not in _WARNED:
-        _WARNED.add((kernel, device))
+    """Say that the reference kernel stands in, once per kernel and device (and once more under a
+    required signature, which it sets aside), naming the ``layers`` it serves."""
+    unsigned = (" A signature was required: the bundled reference kernel is trusted as "
+                "installed, so the requirement was set aside for it.") if signature_required() else ""
+    if (kernel, device, unsigned) not in _WARNED:
+        _WARNED.add((kernel, device, unsigned))
         names = ", ".join(f"`{n}`" for n in layers)
-        unsigned = (" A signature was required: the bundled reference kernel is trusted as "
-                    "installed, so the requirement was set aside for it.") if signature_required() else ""
         warn_user(f"using the portable reference kernel for {kernel!r} on {device}"
                   f"{f', serving {names}' if names else ''}: {why}. Results come from plain PyTorch "
                   f"ops, not an optimised kernel.{unsigned} Pass fallback='error' to refuse.")
@@ -61,8 +60,7 @@ def warn_reference(kernel: str, device: str, why: str, layers: Iterable[str] = (
 
 @contextmanager
 def deferred_warnings() -> Iterator[list[tuple[str, str, str, str]]]:
-    """Inside, reference fallbacks are collected as ``(module name, kernel, device, why)``
-    instead of warned about, for the caller to report with :func:`warn_reference`."""
+    """Inside, fallbacks are collected as ``(module name, kernel, device, why)``, not warned about."""
     pending: list[tuple[str, str, str, str]] = []
     token = _DEFERRED.set(pending)
     try:

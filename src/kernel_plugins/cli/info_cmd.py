@@ -26,8 +26,7 @@ _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def _names(path: Path, roots: tuple[Path, ...], kind: type[_Definition] | tuple[type[_Definition], ...]) -> list[str]:
-    """A module's ``__all__`` read from its source (never run), less submodules, else its public
-    ``kind`` definitions."""
+    """A module's ``__all__`` read from its source (never run), less submodules, else its public ``kind`` definitions."""
     from ..integrity import read_small_file
 
     try:

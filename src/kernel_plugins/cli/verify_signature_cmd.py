@@ -39,8 +39,7 @@ def add_trusted_root_option(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check each variant; exit 1 unless every one is signed by an allowed signer and matches
-    (or is skipped: ``--filter-unsigned``, ``--filter-no-digest``, as in ``kernels``)."""
+    """Check each variant; exit 1 unless every one is signed by an allowed signer and matches, or is skipped."""
     from ..detection import get_device, system_info
     from ..errors import KernelPluginsError
     from ..fetching import fetch, offer
