@@ -17,8 +17,7 @@ import stat
 import time
 from pathlib import Path
 
-from kernel_plugins.jsonfile import JSONFileError, parse_json, read_capped, write_atomic
-
+from ..jsonfile import JSONFileError, parse_json, read_capped, write_atomic, written_by_others
 from ._cache import cache_dir, hub_endpoint, is_offline, request_args
 from ._values import validate_repo_id
 
@@ -68,11 +67,6 @@ def _ask(org: str, url: str) -> bool:
     return data.get("trustedKernelPublisher") is True
 
 
-def _mine(st: os.stat_result) -> bool:
-    """Only this user (or root) can have written it."""
-    return not hasattr(os, "getuid") or (st.st_uid in (os.getuid(), 0) and not st.st_mode & 0o022)
-
-
 def _remembered(path: Path, org: str, url: str) -> tuple[bool, float] | None:
     """``(trusted, when)`` remembered for ``org`` at ``url``, or None."""
     try:
@@ -82,8 +76,10 @@ def _remembered(path: Path, org: str, url: str) -> tuple[bool, float] | None:
         return None
     try:
         st = os.fstat(fd)
-        if not (stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(st.st_mode) and _mine(folder) and _mine(st)):
-            logger.warning("Ignoring %s: it or its folder could be written by another user", path)
+        why = written_by_others(folder) or written_by_others(st)
+        if why or not (stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(st.st_mode)):
+            logger.warning("Ignoring %s: it or its folder is not a private regular file and folder (%s)",
+                           path, why or "another kind of file")
             return None
         data = parse_json(read_capped(fd, 4096), where=str(path), max_bytes=4096)
     except (OSError, JSONFileError):
