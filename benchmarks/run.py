@@ -78,7 +78,11 @@ def _environment(ctx: figures.Context) -> dict[str, object]:
         )
         return done.stdout.strip()
 
+    lines = ("import pathlib, kernel_plugins; print(sum(p.read_bytes().count(b'\\n') for p in "
+             "pathlib.Path(kernel_plugins.__file__).parent.rglob('*.py')))")
     return {
+        "kernel_plugins_python_lines": int(subprocess.run(
+            [str(ctx.kp.python), "-c", lines], capture_output=True, text=True, check=True).stdout),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),

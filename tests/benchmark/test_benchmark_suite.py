@@ -73,6 +73,9 @@ def test_quick_mode_runs_every_measurement_and_writes_results(quick_run):
     for f in data["figures"]:
         assert f["kernels"] is None and f["kernel_plugins"]["n"] >= 1
         assert f["kernel_plugins"]["min"] <= f["kernel_plugins"]["median"]
+    # what pip install kernel-plugins installs, in lines of Python (the budget: 16,000)
+    lines = sum(p.read_bytes().count(b"\n") for p in (REPO_ROOT / "src" / "kernel_plugins").rglob("*.py"))
+    assert data["environment"]["kernel_plugins_python_lines"] == lines <= 16_000
     kernelize = next(f for f in data["figures"] if f["name"] == "kernelize first call")
     assert kernelize["extra"]["replaced"] == {"kernel_plugins": 1000}
     for name in ("kernelize (kernel loaded)", "kernelize again"):
