@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -65,6 +66,20 @@ def test_offline_reuse_makes_no_request(manager, hub_env, hub_offline, e2e_repo)
     again = kernel_plugins.load(e2e_repo[0], version=1)
     assert again.VALUE == 1 and again is first
     assert hub_env.requests == []
+
+
+def test_a_warm_load_by_version_asks_without_huggingface_hubs_api_client(manager, hub_env, e2e_repo, monkeypatch):
+    """Where branch v1 is: one plain request with huggingface_hub's headers (token, user
+    agent), and huggingface_hub.hf_api (HfApi, a heavy import) is never needed."""
+    first = kernel_plugins.load(e2e_repo[0], version=1)
+    monkeypatch.setitem(sys.modules, "huggingface_hub.hf_api", None)  # importing it now fails
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    hub_env.clear_requests()
+    assert kernel_plugins.load(e2e_repo[0], version=1) is first
+    (refs,) = hub_env.requests
+    assert refs.path == f"/api/kernels/{e2e_repo[0]}/refs"
+    assert refs.headers["authorization"] == "Bearer hf_test_token"
+    assert refs.headers["user-agent"].startswith(f"kernel-plugins/{kernel_plugins.__version__}; hf_hub/")
 
 
 def test_no_variant_for_device_lists_hub_variants(manager, hub_env, e2e_repo):

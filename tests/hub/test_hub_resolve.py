@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,18 @@ def test_version_selects_branch_vn(hub_env: HubServer, hub_repos: HubRepos) -> N
     ref = hub.resolve(hub_repos.multi, version=2)
     assert (ref.sha, ref.version, ref.requested) == (hub_repos.multi_shas["v2"], 2, "v2")
     assert len(hub_env.requests) == 1
+
+
+def test_every_online_resolution_works_without_huggingface_hubs_api_client(
+    hub_env: HubServer, hub_repos: HubRepos, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "huggingface_hub.hf_api", None)  # importing HfApi fails
+    shas, repo = hub_repos.multi_shas, hub_repos.multi
+    assert hub.resolve(repo, version=1).sha == hub.resolve(repo, revision="release-1").sha == shas["v1"]
+    assert hub.resolve(repo, revision=shas["v2"]).sha == shas["v2"]  # uncached sha: /revision/
+    assert hub.resolve(repo).version == 10
+    assert hub.versions(repo) == {1: shas["v1"], 2: shas["v2"], 10: shas["v10"]}
+    assert hub.resolve(hub_repos.legacy, version=2, repo_type="model").sha == hub_repos.legacy_shas["v2"]
 
 
 def test_no_version_picks_newest_version_branch_not_main(
@@ -154,3 +167,12 @@ def test_uncached_sha_of_model_repo_asks_the_model_api(
     ref = hub.resolve(hub_repos.legacy, revision=sha, repo_type="model")
     assert (ref.repo_type, ref.sha) == ("model", sha)
     assert hub_env.paths() == [f"/api/models/{hub_repos.legacy}/revision/{sha}"]
+
+
+@pytest.mark.parametrize("sha", [None, "../../etc", "A" * 40, 40])
+def test_an_answer_without_a_commit_sha_is_refused_naming_it(sha: object) -> None:
+    from kernel_plugins.hub._resolve import _sha_of
+
+    with pytest.raises(HubError, match=rf"no commit sha for org/k at revision 'v1' \(got {sha!r}\)"):
+        _sha_of("org/k", "v1", sha)
+    assert _sha_of("org/k", "v1", "a" * 40) == "a" * 40

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -221,6 +221,8 @@ class RecordedRequest:
     method: str
     path: str
     status: int | None = None
+    #: the request's headers, names in lower case (not compared)
+    headers: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass
@@ -257,7 +259,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else None
         local = owner.organisations.answer(self.path)
         if local is not None:  # olah does not serve the organisation API: answer it here
-            owner._record(self.command, self.path, local.status)
+            owner._record(self.command, self.path, local.status, self.headers)
             self._answer(local)
             return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
@@ -269,10 +271,10 @@ class _ProxyHandler(BaseHTTPRequestHandler):
                 conn.request(self.command, self.path, body=body, headers=headers)
                 resp = conn.getresponse()
             except OSError as exc:
-                owner._record(self.command, self.path, 502)
+                owner._record(self.command, self.path, 502, self.headers)
                 self.send_error(502, f"upstream olah unreachable: {exc}")
                 return
-            owner._record(self.command, self.path, resp.status)
+            owner._record(self.command, self.path, resp.status, self.headers)
             self._relay(resp, owner._take_cut(self.command, self.path))
         finally:
             conn.close()
@@ -354,9 +356,9 @@ class _CountingProxy:
         )
         self._thread.start()
 
-    def _record(self, method: str, path: str, status: int | None) -> None:
+    def _record(self, method: str, path: str, status: int | None, headers: Any = ()) -> None:
         with self._lock:
-            self._log.append(RecordedRequest(method, path, status))
+            self._log.append(RecordedRequest(method, path, status, {k.lower(): v for k, v in dict(headers).items()}))
 
     def _take_cut(self, method: str, path: str) -> int | None:
         if method != "GET":

@@ -57,6 +57,20 @@ def request_args(endpoint: str | None) -> dict[str, Any]:
     raise HubError(f"{DEADLINE_ENV}={raw!r}: give the seconds one Hub request may take in all (default {DEADLINE_S:g})")
 
 
+def hub_json(endpoint: str | None, path: str) -> Any:
+    """The JSON answer of the Hub API at ``path`` (``/api/...``): one GET through
+    huggingface_hub's shared client with the headers ``HfApi`` would send (token, user agent),
+    timeouts and deadline (:func:`request_args`), without importing ``HfApi``. :raises: what
+    huggingface_hub raises (``HfHubHTTPError``, transport errors): map them with ``map_error``."""
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    args = request_args(endpoint)
+    headers = build_hf_headers(library_name=args["library_name"], library_version=args["library_version"])
+    response = get_session().get(args["endpoint"] + path, headers=headers)
+    hf_raise_for_status(response)
+    return response.json()
+
+
 def hub_endpoint(endpoint: str | None) -> str:
     """The endpoint to talk to: the given one, else huggingface_hub's current setting."""
     if endpoint:

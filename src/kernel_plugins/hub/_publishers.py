@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ..jsonfile import JSONFileError, parse_json, read_capped, write_atomic, written_by_others
-from ._cache import cache_dir, hub_endpoint, is_offline, request_args
+from ._cache import cache_dir, hub_endpoint, hub_json, is_offline
 from ._values import validate_repo_id
 
 logger = logging.getLogger("kernel_plugins")
@@ -58,11 +58,7 @@ def answer_path(org: str, url: str) -> Path:
 
 
 def _ask(org: str, url: str) -> bool:
-    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
-    response = get_session().get(f"{request_args(url)['endpoint']}/api/organizations/{org}/overview", headers=build_hf_headers())
-    hf_raise_for_status(response)
-    if not isinstance(data := response.json(), dict):
+    if not isinstance(data := hub_json(url, f"/api/organizations/{org}/overview"), dict):
         raise ValueError(f"the answer is a JSON {type(data).__name__}, not an object")
     return data.get("trustedKernelPublisher") is True
 

@@ -9,6 +9,7 @@ repo type asked for is looked up: ``kernel`` unless ``repo_type="model"`` is giv
 from __future__ import annotations
 
 import logging
+from urllib.parse import quote
 
 from kernel_plugins.errors import HubError, RevisionError, SourceError, VersionNotFoundError
 
@@ -17,8 +18,8 @@ from ._cache import (
     _resolve_offline,
     _write_ref,
     hub_endpoint,
+    hub_json,
     is_offline,
-    request_args,
     storage_folder,
 )
 from ._errors import is_not_found, map_error
@@ -82,15 +83,12 @@ def resolve(repo_id: str, *, revision: str | None = None, version: int | None = 
 
 def _resolve_online(repo_id: str, t: RepoType, revision: str | None, version: int | None,
                     endpoint: str | None) -> HubRef:
-    """Resolve with requests to the Hub (see :func:`resolve`)."""
-    from huggingface_hub import HfApi
-
-    api = HfApi(**request_args(endpoint))
+    """Resolve with requests to the Hub (see :func:`resolve`): plain API requests
+    (:func:`hub_json`), so that a load by version never imports huggingface_hub's ``HfApi``."""
     try:
         if revision is not None and _SHA_RE.fullmatch(revision):
-            info = api.repo_info(repo_id, repo_type=t, revision=revision)
-            return HubRef(repo_id, t, revision, info.sha or revision, None, endpoint)
-        refs = api.list_repo_refs(repo_id, repo_type=t)
+            return HubRef(repo_id, t, revision, _commit(repo_id, t, revision, endpoint), None, endpoint)
+        branches, tags = _refs(repo_id, t, endpoint)
     except Exception as exc:
         if not is_not_found(exc):
             raise map_error(exc, repo_id, revision, endpoint, "looking up revisions") from exc
@@ -101,8 +99,6 @@ def _resolve_online(repo_id: str, t: RepoType, revision: str | None, version: in
             "login` or set HF_TOKEN. (Repositories of type model are looked up only with "
             "repo_type='model'.)"
         ) from exc
-    branches = {b.name: b.target_commit for b in refs.branches}
-    tags = {g.name: g.target_commit for g in refs.tags}
     versions = _versions(branches)
 
     requested: str | None = None
@@ -110,7 +106,7 @@ def _resolve_online(repo_id: str, t: RepoType, revision: str | None, version: in
         sha = tags.get(revision) or branches.get(revision)
         if sha is None:  # neither a branch nor a tag (e.g. ``refs/pr/1``)
             try:
-                info = api.repo_info(repo_id, repo_type=t, revision=revision)
+                sha = _commit(repo_id, t, revision, endpoint)
             except Exception as exc:
                 if is_not_found(exc):
                     raise RevisionError(
@@ -118,9 +114,6 @@ def _resolve_online(repo_id: str, t: RepoType, revision: str | None, version: in
                         f"{_format_refs(branches, tags)}. Pass one of those or a commit sha."
                     ) from exc
                 raise map_error(exc, repo_id, revision, endpoint, "looking up the revision") from exc
-            if not info.sha:
-                raise HubError(f"The Hub returned no commit sha for {repo_id} at revision {revision!r}.")
-            sha = str(info.sha)
         from_branch = revision not in tags and revision in branches
         name, requested, ver = revision, revision, _version_of(revision) if from_branch else None
     elif version is not None:
@@ -155,10 +148,27 @@ def versions(repo_id: str, *, repo_type: RepoType = "kernel", endpoint: str | No
     cached ones, no request. :raises HubError: the Hub could not be asked."""
     if is_offline():
         return _cached_versions(repo_id, repo_type)
-    from huggingface_hub import HfApi
-
     try:
-        refs = HfApi(**request_args(endpoint)).list_repo_refs(repo_id, repo_type=repo_type)
+        return _versions(_refs(repo_id, repo_type, endpoint)[0])
     except Exception as exc:
         raise map_error(exc, repo_id, None, endpoint, "listing versions") from exc
-    return _versions({b.name: b.target_commit for b in refs.branches})
+
+
+def _refs(repo_id: str, t: str, endpoint: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The branches and tags of a repository, name -> commit sha (one request)."""
+    data = hub_json(endpoint, f"/api/{t}s/{repo_id}/refs")
+    branches, tags = ({r["name"]: _sha_of(repo_id, r["name"], r["targetCommit"]) for r in data[k]}
+                      for k in ("branches", "tags"))
+    return branches, tags
+
+
+def _commit(repo_id: str, t: str, revision: str, endpoint: str | None) -> str:
+    """The commit sha of any ``revision`` (branch, tag, ``refs/pr/N``, sha): one request."""
+    data = hub_json(endpoint, f"/api/{t}s/{repo_id}/revision/{quote(revision, safe='')}")
+    return _sha_of(repo_id, revision, data.get("sha") if isinstance(data, dict) else None)
+
+
+def _sha_of(repo_id: str, revision: str, sha: object) -> str:
+    if isinstance(sha, str) and _SHA_RE.fullmatch(sha):
+        return sha
+    raise HubError(f"The Hub returned no commit sha for {repo_id} at revision {revision!r} (got {sha!r}).")
