@@ -50,7 +50,7 @@ def resolve(repo_id: str, *, revision: str | None = None, version: int | None = 
     the repository has no version branches. ``repo_type`` is ``kernel`` (``None`` too) or
     ``model`` (older repositories that a mirror may still keep).
 
-    Online this costs one request (the repository's refs), or one ``repo_info`` call for a
+    Online this costs one request (the repository's refs), or one revision request for a
     revision that is neither a branch nor a tag; none for a commit sha already in the cache.
     With ``HF_HUB_OFFLINE=1`` the cache's ``refs/`` and ``snapshots/`` answer. Branch and
     tag answers are written to the cache's ``refs/`` for later offline use.
