@@ -188,7 +188,10 @@ def test_a_hub_that_never_answers_ends_in_the_error_or_the_fallback(tmp_path: Pa
     with _silent_hub() as endpoint:
         env = {"HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0",
                "HF_HUB_ETAG_TIMEOUT": "1", "HF_HUB_DOWNLOAD_TIMEOUT": "1",
-               "KERNEL_PLUGINS_REFERENCE_CACHE": str(tmp_path / "reference")}
+               "KERNEL_PLUGINS_REFERENCE_CACHE": str(tmp_path / "reference"),
+               # no user-agent telemetry: its look-up of the agent registry on this Hub
+               # would wait 3 s more per process, and is not the request under test
+               "HF_HUB_DISABLE_TELEMETRY": "1"}
         # without timeouts each of these waits forever: the subprocess timeout fails it
         failed = _cli("load", "acme/never-answers", "--trust-remote-code", env=env, timeout=120)
         served = _cli("load", "activation", "--json", env=env, timeout=120)

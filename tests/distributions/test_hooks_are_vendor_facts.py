@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from itertools import combinations
 from pathlib import Path
 
@@ -48,21 +49,41 @@ def test_no_line_of_substance_is_repeated_across_plugins(a: str, b: str) -> None
     assert _substance(_hooks(a)) & _substance(_hooks(b)) == set()
 
 
-@pytest.mark.parametrize("plugin", (*KIT_PLUGINS, "neuron", "tpu"))
-def test_emulation_stays_out_of_the_runtime_path(plugin: str) -> None:
-    """Importing and registering the hooks imports no test-only module (only emulate_device does)."""
+RUNTIME_PLUGINS = (*KIT_PLUGINS, "neuron", "tpu")
+
+
+@pytest.fixture(scope="module")
+def test_only_imports() -> dict[str, list[str]]:
+    """For each plugin, in one fresh interpreter, one after the other: the test-only modules
+    (``kernel_plugins_testing*``, ``*.emulation``) that importing its hooks, registering them
+    and detecting its device imported. Modules only accumulate, so a plugin that imports one
+    shows it in its own list (a later plugin importing the same module again shows nothing)."""
     from kernel_plugins_testing import run_in_fresh_interpreter
 
     proc = run_in_fresh_interpreter(
-        "import sys\n"
-        f"from kernel_plugins_{plugin}.hooks import {plugin.upper()} as plugin\n"
+        "import importlib, json, sys\n"
         "from kernel_plugins.plugins import PluginManager\n"
-        f"assert PluginManager(entry_points=False).register(plugin, name='{plugin}')\n"
-        "plugin.detect_device()\n"
-        "print(sorted(m for m in sys.modules if m.startswith('kernel_plugins_testing') or m.endswith('.emulation')))\n"
+        "def test_only():\n"
+        "    return {m for m in sys.modules if m.startswith('kernel_plugins_testing') or m.endswith('.emulation')}\n"
+        "out = {}\n"
+        f"for name in {RUNTIME_PLUGINS!r}:\n"
+        "    before = test_only()\n"
+        "    plugin = getattr(importlib.import_module(f'kernel_plugins_{name}.hooks'), name.upper())\n"
+        "    assert PluginManager(entry_points=False).register(plugin, name=name)\n"
+        "    plugin.detect_device()\n"
+        "    out[name] = sorted(test_only() - before)\n"
+        "print(json.dumps(out))\n"
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("plugin", RUNTIME_PLUGINS)
+def test_emulation_stays_out_of_the_runtime_path(
+    plugin: str, test_only_imports: dict[str, list[str]]
+) -> None:
+    """Importing and registering the hooks imports no test-only module (only emulate_device does)."""
+    assert test_only_imports[plugin] == []
 
 
 def test_backend_plugins_are_the_folders_with_an_entry_point() -> None:
