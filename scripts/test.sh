@@ -34,7 +34,8 @@ wait "$kernels_env_pid"
 KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON="$(tail -n 1 "$kernels_env")"
 rm -f "$kernels_env"
 export KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON
-# two workers: the machine has two cores (pytest-xdist, from the test extra)
+# two workers: the machine has two cores (pytest-xdist, from the test extra); an idle worker
+# takes tests queued for the other (worksteal), so one long test does not leave a core idle
 step "tests: pytest on 2 workers"
-python -m pytest -n 2 tests plugins/*/tests "$@"
+python -m pytest -n 2 --dist worksteal --durations=20 tests plugins/*/tests "$@"
 echo "scripts/test.sh: passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"

@@ -92,7 +92,7 @@ def test_test_sh_reruns_without_installing_only_when_asked_and_never_in_ci(
     assert proc.returncode == 0, proc.stderr
     calls = (root / "calls.log").read_text(encoding="utf-8").splitlines()
     assert ("setup" in calls) is installs
-    assert calls[-1] == "python -m pytest -n 2 tests plugins/*/tests -x -k cli"
+    assert calls[-1] == "python -m pytest -n 2 --dist worksteal --durations=20 tests plugins/*/tests -x -k cli"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "KP_SKIP_SETUP=1 bash scripts/test.sh" in readme
 
