@@ -101,8 +101,17 @@ main_thread_only = pytest.mark.skipif(threading.current_thread() is not threadin
                                       reason="signals reach the main thread only")
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own SIGINT handler for the test: a suite started in the background (``&``,
+    nohup) inherits an ignored SIGINT, which no Ctrl-C reaches."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @main_thread_only
-def test_a_real_ctrl_c_is_not_swallowed(installed):
+def test_a_real_ctrl_c_is_not_swallowed(installed, ctrl_c_raises):
     with pytest.raises(KeyboardInterrupt):
         installed(ctrl_c=_ctrl_c).backends()
     with pytest.raises(KeyboardInterrupt):
