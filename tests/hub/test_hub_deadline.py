@@ -20,6 +20,7 @@ import pytest
 import kernel_plugins
 from kernel_plugins.cli.main import main
 from kernel_plugins.errors import HubError
+from tests.support.threads import within
 
 DEADLINE = "KERNEL_PLUGINS_HUB_DEADLINE"
 
@@ -61,24 +62,6 @@ def dripping_hub(part: str) -> Iterator[str]:
         server.close()
 
 
-def _within(seconds: float, call: object) -> object:
-    box: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            box["result"] = call()  # type: ignore[operator]
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            box["error"] = e
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s: no overall deadline"
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box.get("result")
-
-
 @pytest.fixture
 def slow_hub(hf_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     from huggingface_hub import constants
@@ -104,7 +87,7 @@ def test_a_dripping_hub_ends_a_load_at_the_deadline(slow_hub, manager: object, p
     with slow_hub(part):
         start = time.monotonic()
         with pytest.raises(HubError, match=f"deadline of 0.5 s \\({DEADLINE}\\)"):
-            _within(30, lambda: kernel_plugins.load("acme/dripping", device="cpu", trust_remote_code=True))
+            within(30, lambda: kernel_plugins.load("acme/dripping", device="cpu", trust_remote_code=True))
         assert time.monotonic() - start < 25  # a few requests (and retries), each cut at 0.5 s
 
 
@@ -112,7 +95,7 @@ def test_versions_and_info_end_at_the_deadline_too(slow_hub, manager: object,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     with slow_hub("body"):
         for command in ("versions", "info"):
-            code = _within(30, lambda c=command: main([c, "acme/dripping", "--json"]))
+            code = within(30, lambda c=command: main([c, "acme/dripping", "--json"]))
             doc = json.loads(capsys.readouterr().out)
             assert code == 1 and DEADLINE in doc["error"]["message"], doc
 

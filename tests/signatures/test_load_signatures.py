@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from kernel_plugins.cli.main import main
 from kernel_plugins.errors import SignatureError
 from tests.signatures.conftest import KC, OTHER, kernel, sign_variant
 from tests.signatures.instance import GITHUB, Instance
+from tests.support.threads import within
 
 
 def _module_id(vdir: Path) -> str:
@@ -174,30 +176,13 @@ def test_a_misspelt_requirement_is_an_error(tmp_path: Path, manager: object, mon
         kernel_plugins.load(tmp_path / "k", device="cpu")
 
 
-def _within(seconds: float, fifo: Path, call: object) -> object:
+def _within(seconds: float, fifo: Path, call: Callable[[], object]) -> object:
     """``call()``, failing the test when it does not end in ``seconds`` (the FIFO is then
     opened for writing, so that the reader it waits in is let go)."""
     import os
-    import threading
 
-    box: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            box["result"] = call()  # type: ignore[operator]
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            box["error"] = e
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        thread.join(10)
-        pytest.fail(f"still waiting on the FIFO {fifo} after {seconds} s")
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box.get("result")
+    return within(seconds, call, what=f"still waiting on the FIFO {fifo}",
+                  release=lambda: os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)))
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs FIFOs")
