@@ -5,11 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ import pytest
 
 from kernel_plugins.cli.main import main
 from tests.support.inputs import make_repo, metadata
+from tests.support.threads import loopback_server
 
 pytestmark = pytest.mark.usefixtures("manager")
 
@@ -156,32 +154,10 @@ def _cli(*argv: str, env: dict[str, str] | None = None, timeout: float = 300,
                           **streams)
 
 
-@contextlib.contextmanager
-def _silent_hub() -> Iterator[str]:
+def _silent_hub() -> contextlib.AbstractContextManager[str]:
     """A loopback server that accepts connections and never answers (some proxies and
     firewalls); it stops itself when the block ends."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    server.settimeout(0.2)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            with contextlib.suppress(OSError):
-                held.append(server.accept()[0])
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(5)
-        for conn in held:
-            conn.close()
-        server.close()
+    return loopback_server(lambda conn, stop: None)
 
 
 def test_a_hub_that_never_answers_ends_in_the_error_or_the_fallback(tmp_path: Path) -> None:

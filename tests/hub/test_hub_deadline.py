@@ -20,22 +20,16 @@ import pytest
 import kernel_plugins
 from kernel_plugins.cli.main import main
 from kernel_plugins.errors import HubError
-from tests.support.threads import within
+from tests.support.threads import loopback_server, within
 
 DEADLINE = "KERNEL_PLUGINS_HUB_DEADLINE"
 
 
-@contextlib.contextmanager
-def dripping_hub(part: str) -> Iterator[str]:
+def dripping_hub(part: str) -> contextlib.AbstractContextManager[str]:
     """A server dripping one byte every 0.05 s of its ``part`` ("headers" or "body")."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    server.settimeout(0.1)
-    stop = threading.Event()
 
-    def answer(conn: socket.socket) -> None:
-        with conn, contextlib.suppress(OSError):
+    def answer(conn: socket.socket, stop: threading.Event) -> None:
+        with contextlib.suppress(OSError):
             conn.settimeout(1)
             while b"\r\n\r\n" not in conn.recv(65536):
                 pass
@@ -47,19 +41,7 @@ def dripping_hub(part: str) -> Iterator[str]:
             while not stop.wait(0.05):
                 conn.sendall(b" " if part == "body" else b"X")
 
-    def serve() -> None:
-        while not stop.is_set():
-            with contextlib.suppress(OSError):
-                threading.Thread(target=answer, args=(server.accept()[0],), daemon=True).start()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(5)
-        server.close()
+    return loopback_server(answer)
 
 
 @pytest.fixture

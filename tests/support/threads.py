@@ -1,9 +1,12 @@
-"""Run a call in a thread with a time limit: a test of a hang fails instead of hanging."""
+"""Threads for tests of hangs: a call with a time limit (the test fails instead of hanging),
+and a loopback server that answers as slowly as a test needs."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -32,3 +35,32 @@ def within(seconds: float, call: Callable[[], Any], *, release: Callable[[], Non
     if "error" in box:
         raise box["error"]
     return box.get("result")
+
+
+@contextlib.contextmanager
+def loopback_server(handle: Callable[[socket.socket, threading.Event], None]) -> Iterator[str]:
+    """A server on loopback whose every connection goes to ``handle(conn, stop)`` in a thread
+    of its own; yields its URL. ``stop`` is set when the block ends; the connections are
+    closed then."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.1)
+    stop, conns = threading.Event(), []
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                conns.append(conn := server.accept()[0])
+                threading.Thread(target=handle, args=(conn, stop), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in conns:
+            conn.close()
+        server.close()
