@@ -267,7 +267,7 @@ def measure_loads(ctx: Context) -> list[dict[str, Any]]:
     from .inputs import REPO_ID
 
     assert ctx.hub is not None and ctx.sha is not None
-    names = ("cold", "cold_requests", "warm", "warm_requests", "warm_offline")
+    names = ("cold", "cold_requests", "warm", "warm_requests", "warm_gc", "warm_offline")
     data: dict[str, dict[str, list[float]]] = {
         n: {e.package: [] for e in ctx.envs()} for n in names
     }
@@ -292,6 +292,7 @@ def measure_loads(ctx: Context) -> list[dict[str, Any]]:
             task = {"task": "load", "repo_id": REPO_ID, "revision": ctx.sha, **profile}
             warm = probe(e, task, _hub_env(ctx, cache))
             data["warm"][e.package].append(warm["load_s"])
+            data["warm_gc"][e.package].append(warm["full_gc_s"])
             data["warm_requests"][e.package].append(len(ctx.hub.requests))
             ctx.hub.clear_requests()
             task = {"task": "load", "repo_id": REPO_ID, "revision": ctx.sha}
@@ -335,7 +336,8 @@ def measure_loads(ctx: Context) -> list[dict[str, Any]]:
             data["warm"][kp],
             data["warm"].get(kn),
             target={"text": "<= 0.5x of kernels", "kind": "ratio", "max": 0.5},
-            extra={"requests": {k: v for k, v in data["warm_requests"].items()}},
+            extra={"requests": {k: v for k, v in data["warm_requests"].items()}, "full_gc_s": data["warm_gc"]},
+            notes=_gc_notes(data["warm_gc"]),
         ),
     ]
     if data["warm_offline"][kp]:
@@ -368,7 +370,7 @@ def measure_depends(ctx: Context) -> list[dict[str, Any]]:
         del loads["warm-revision"]
     kinds = ("local", "local_cpu", "cold", "warm-version", "warm-revision")
     data: dict[str, dict[str, list[float]]] = {
-        n: {e.package: [] for e in ctx.envs()} for n in (*kinds, *(f"{k}_req" for k in kinds))
+        n: {e.package: [] for e in ctx.envs()} for n in (*kinds, *(f"{k}_{x}" for k in kinds for x in ("req", "gc")))
     }
     variants: dict[str, set[str]] = {e.package: set() for e in ctx.envs()}
     for i in range(ctx.runs):
@@ -387,12 +389,14 @@ def measure_depends(ctx: Context) -> list[dict[str, Any]]:
                 got = probe(e, {"task": "load", "repo_id": TOP_REPO_ID, **pin}, _hub_env(ctx, cache))
                 data[kind][e.package].append(got["load_s"])
                 data[f"{kind}_req"][e.package].append(len(ctx.hub.requests))
+                data[f"{kind}_gc"][e.package].append(got["full_gc_s"])
                 variants[e.package].add(got["variant"])
     kp, kn = "kernel_plugins", "kernels"
     target = {"text": "<= 0.4x of kernels", "kind": "ratio", "max": 0.4}
 
     def requests(kind: str) -> dict[str, Any]:
-        return {"requests": {p: statistics.median(v) for p, v in data[f"{kind}_req"].items()}}
+        return {"requests": {p: statistics.median(v) for p, v in data[f"{kind}_req"].items()},
+                "full_gc_s": data[f"{kind}_gc"]}
 
     figs = [
         figure(
@@ -416,7 +420,7 @@ def measure_depends(ctx: Context) -> list[dict[str, Any]]:
             "(kernel-plugins: one plain request through huggingface_hub's HTTP client); excludes "
             "the torch import",
             "s", data["warm-version"][kp], data["warm-version"].get(kn), target=target,
-            extra=requests("warm-version"),
+            extra=requests("warm-version"), notes=_gc_notes(data["warm-version_gc"]),
         ),
     ]
     if data["warm-revision"][kp]:
@@ -425,9 +429,17 @@ def measure_depends(ctx: Context) -> list[dict[str, Any]]:
             "as above, the dependency pinned by revision=<its commit sha>: nothing to ask the "
             "Hub (not in quick mode)",
             "s", data["warm-revision"][kp], data["warm-revision"].get(kn), target=target,
-            extra=requests("warm-revision"),
+            extra=requests("warm-revision"), notes=_gc_notes(data["warm-revision_gc"]),
         ))
     return figs
+
+
+def _gc_notes(samples: dict[str, list[float]]) -> list[str]:
+    """How much of a load full garbage collections took (the first one after importing torch
+    sweeps torch's objects, about 0.1 s, in whichever code allocates enough)."""
+    parts = [f"{p}: {1000 * statistics.median(v):.0f} ms in {sum(x > 0 for x in v)} of {len(v)} runs"
+             for p, v in samples.items() if v]
+    return [f"full garbage collections inside the load (median): {'; '.join(parts)}"] if parts else []
 
 
 def _variant_notes(variants: dict[str, set[str]]) -> list[str]:

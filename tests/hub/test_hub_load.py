@@ -82,6 +82,23 @@ def test_a_warm_load_by_version_asks_without_huggingface_hubs_api_client(manager
     assert refs.headers["user-agent"].startswith(f"kernel-plugins/{kernel_plugins.__version__}; hf_hub/")
 
 
+def test_a_variant_verified_once_is_returned_without_taking_the_download_lock(manager, hub_env, e2e_repo, monkeypatch):
+    from kernel_plugins import hub
+    from kernel_plugins.hub import _fetch
+
+    kernel_plugins.load(e2e_repo[0], version=1)
+    ref = hub.resolve(e2e_repo[0], version=1)
+
+    def locked(*args):
+        raise AssertionError("the download lock was taken")
+
+    monkeypatch.setattr(_fetch, "variant_lock", locked)
+    assert _fetch.fetch_variant(ref, "torch-cpu") == hub.cached_variant_path(ref, "torch-cpu")
+    hub.record_path(ref, "torch-cpu").unlink()  # never verified: another process may be downloading it
+    with pytest.raises(AssertionError, match="download lock"):
+        _fetch.fetch_variant(ref, "torch-cpu")
+
+
 def test_no_variant_for_device_lists_hub_variants(manager, hub_env, e2e_repo):
     from tests.support.fakes import fake_backend
 

@@ -34,6 +34,19 @@ def with_entry_points(monkeypatch):
     plugins.reset_manager(old)
 
 
+def test_the_cpu_is_detected_without_starting_a_process(manager, monkeypatch):
+    """``platform.processor()`` runs ``uname -p``: a fork of a process holding torch, on every load."""
+    import platform
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a subprocess was started: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    monkeypatch.setattr(platform, "_uname_cache", None, raising=False)
+    device = get_device("cpu")
+    assert device.backend == "cpu" and device.name == (platform.machine() or None)
+
+
 def test_builtins_are_plugins_and_loading_is_lazy(manager):
     assert manager._loaded is False
     assert list(manager.backends()) == ["cpu", "cuda", "rocm", "xpu", "metal"]

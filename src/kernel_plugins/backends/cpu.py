@@ -22,9 +22,10 @@ class CpuBackend:
 
     @hookimpl
     def detect_device(self) -> DeviceInfo:
-        """The CPU is always present."""
+        """The CPU is always present. Named by ``platform.machine()``: ``platform.processor()``
+        starts a subprocess (``uname -p``) on Linux and macOS, a fork of a process holding torch."""
         return DeviceInfo(backend=NAME, device_type="cpu", count=1, extension_version=torch_version_string(),
-                          name=platform.processor() or platform.machine() or None)
+                          name=platform.machine() or None)
 
     @hookimpl
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:

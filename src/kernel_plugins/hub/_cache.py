@@ -46,22 +46,47 @@ def request_args(endpoint: str | None) -> dict[str, Any]:
     timeouts and deadline it sets up (:func:`_bound_requests`; answers from the cache build no
     HTTP client). :raises HubError: a bad :data:`DEADLINE_ENV`."""
     from kernel_plugins import __version__
+
+    _deadline()
+    _bound_requests()
+    return {"endpoint": hub_endpoint(endpoint), "library_name": "kernel-plugins", "library_version": __version__}
+
+
+def _deadline() -> float:
+    """The seconds of :data:`DEADLINE_ENV` (remembered for :func:`_late`). :raises HubError: a bad value."""
     from kernel_plugins.errors import HubError
 
     raw = os.environ.get(DEADLINE_ENV, "").strip() or str(DEADLINE_S)
     with contextlib.suppress(ValueError):
         if 0 < (seconds := float(raw)) < float("inf"):
             _limit[0] = seconds
-            _bound_requests()
-            return {"endpoint": hub_endpoint(endpoint), "library_name": "kernel-plugins", "library_version": __version__}
+            return seconds
     raise HubError(f"{DEADLINE_ENV}={raw!r}: give the seconds one Hub request may take in all (default {DEADLINE_S:g})")
 
 
+def _late() -> TimeoutError:
+    return TimeoutError(f"the Hub sent no complete answer within the request deadline of {_limit[0]:g} s "
+                        f"({DEADLINE_ENV}); a stalled server or proxy? Raise {DEADLINE_ENV} for a slow link")
+
+
 def hub_json(endpoint: str | None, path: str) -> Any:
-    """The JSON answer of the Hub API at ``path`` (``/api/...``): one GET through
-    huggingface_hub's shared client with the headers ``HfApi`` would send (token, user agent),
-    timeouts and deadline (:func:`request_args`), without importing ``HfApi``. :raises: what
-    huggingface_hub raises (``HfHubHTTPError``, transport errors): map them with ``map_error``."""
+    """The JSON answer of the Hub API at ``path`` (``/api/...``): one GET with the headers
+    ``HfApi`` would send (token, user agent), timeouts and deadline, without importing ``HfApi``:
+    through huggingface_hub's shared client (:func:`request_args`), or, in a process that has
+    not set that client up, through the standard library (``_plain``; a redirect or a TLS
+    failure there is asked again through the client). :raises: what huggingface_hub raises
+    (``HfHubHTTPError``, transport errors), or ``_plain.StatusError``: map them with ``map_error``."""
+    from . import _plain
+
+    url = hub_endpoint(endpoint) + path
+    if _plain.usable(url):
+        from huggingface_hub import constants
+
+        try:
+            return _plain.get_json(url, read_timeout=float(constants.HF_HUB_ETAG_TIMEOUT),
+                                   deadline=_deadline(), late=_late)
+        except _plain.Unanswered as exc:
+            logger.debug("Asking %s again through huggingface_hub's client: %s", url, exc)
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
     args = request_args(endpoint)
@@ -127,8 +152,7 @@ def _read_until(read: Any, max_bytes: int, timeout: float | None = None) -> byte
     except Exception:
         if time.monotonic() < timeout.at:
             raise
-    raise TimeoutError(f"the Hub sent no complete answer within the request deadline of {_limit[0]:g} s "
-                       f"({DEADLINE_ENV}); a stalled server or proxy? Raise {DEADLINE_ENV} for a slow link")
+    raise _late()
 
 
 def _bound_requests() -> None:

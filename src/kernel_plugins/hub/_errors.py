@@ -24,11 +24,18 @@ def _status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-def is_not_found(exc: BaseException) -> bool:
-    """Whether the Hub answered 'repository / revision / entry not found' (401 or 404)."""
+def _http_errors() -> tuple[type[BaseException], ...]:
+    """The classes of an HTTP error answer: huggingface_hub's and the plain request's."""
     from huggingface_hub.utils import HfHubHTTPError
 
-    return isinstance(exc, HfHubHTTPError) and _status(exc) in (401, 404)
+    from ._plain import StatusError
+
+    return HfHubHTTPError, StatusError
+
+
+def is_not_found(exc: BaseException) -> bool:
+    """Whether the Hub answered 'repository / revision / entry not found' (401 or 404)."""
+    return isinstance(exc, _http_errors()) and _status(exc) in (401, 404)
 
 
 def _connection_error_types() -> tuple[type[BaseException], ...]:
@@ -81,8 +88,6 @@ def map_error(
     A local disk failure becomes a :class:`LocalDiskError` naming the path, never a Hub
     error.
     """
-    from huggingface_hub.utils import HfHubHTTPError
-
     if isinstance(exc, KernelPluginsError):
         return exc
     local = local_disk_error(exc, f"{doing} for {repo_id}")
@@ -96,9 +101,9 @@ def map_error(
             f"HF_HUB_OFFLINE=1 is set but {repo_id}{at} needed the Hub ({doing}); unset "
             f"HF_HUB_OFFLINE, or download it first (kernel-plugins download {repo_id} --version N)."
         )
-    if isinstance(exc, HfHubHTTPError):
+    if isinstance(exc, _http_errors()):
         status = _status(exc)
-        if type(exc).__name__ == "GatedRepoError":
+        if type(exc).__name__ == "GatedRepoError" or getattr(exc, "error_code", None) == "GatedRepo":
             return HubError(
                 f"{repo_id} is gated on {url}: accept its conditions on the website and log "
                 f"in with `hf auth login` (or set HF_TOKEN). ({detail})"

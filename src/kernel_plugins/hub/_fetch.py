@@ -67,6 +67,8 @@ def fetch_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Path:
     :raises SourceError / HubError: the variant cannot be fetched.
     """
     folder = _snapshot_folder(ref) / "build" / variant
+    if record_path(ref, variant).is_file() and (path := cached_variant_path(ref, variant)) is not None:
+        return path  # complete and verified once: no download, so no lock (verification follows)
     with variant_lock(ref, variant):
         path = cached_variant_path(ref, variant)
         if path is None and folder.is_dir() and record_path(ref, variant).is_file():
