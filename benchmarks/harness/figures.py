@@ -417,7 +417,7 @@ def measure_depends(ctx: Context) -> list[dict[str, Any]]:
             "warm load, one dependency (pinned by version)",
             "fresh process, the kernel at its commit sha, both cached, Hub reachable, the "
             "dependency pinned by version=1: both packages ask the Hub where its branch v1 is "
-            "(kernel-plugins: one plain request through huggingface_hub's HTTP client); excludes "
+            "(kernel-plugins: one plain API request, without building huggingface_hub's HTTP client); excludes "
             "the torch import",
             "s", data["warm-version"][kp], data["warm-version"].get(kn), target=target,
             extra=requests("warm-version"), notes=_gc_notes(data["warm-version_gc"]),

@@ -155,20 +155,23 @@ def test_error_answers_map_as_huggingface_hubs_do_with_one_request(server, fresh
     assert len(answers.requests) == 3
 
 
-def test_a_redirect_is_asked_again_through_huggingface_hub_and_its_answer_used(
-        server, fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("status", [307, 401])
+def test_a_redirect_or_a_401_is_asked_again_through_huggingface_hub_and_its_answer_used(
+        server, fresh: Path, monkeypatch: pytest.MonkeyPatch, status: int) -> None:
+    """huggingface_hub follows the redirect; on a 401 it may refresh an OAuth token first."""
     from huggingface_hub import constants
 
     from kernel_plugins import hub
 
     url, answers = server
-    moved = f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {url}/api/kernels/acme/new/refs\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    answers.queue += [moved.encode()] * 2  # to the plain request, then to huggingface_hub's client
+    moved = (f"HTTP/1.1 {status} Moved or refused\r\nLocation: {url}/api/kernels/acme/new/refs\r\n"
+             "Content-Length: 0\r\nConnection: close\r\n\r\n").encode()
+    answers.queue += [moved] * (2 if status == 307 else 1)  # the plain request's, then the client's
     answers.json(REFS)
     monkeypatch.setattr(constants, "ENDPOINT", url)
     assert hub.resolve("acme/old", version=1).sha == SHA
-    assert [r["line"].split()[1] for r in answers.requests] == [
-        "/api/kernels/acme/old/refs", "/api/kernels/acme/old/refs", "/api/kernels/acme/new/refs"]
+    paths = [r["line"].split()[1] for r in answers.requests]
+    assert paths == ["/api/kernels/acme/old/refs"] * 2 + ["/api/kernels/acme/new/refs"] * (status == 307)
     assert all(r["user-agent"].startswith("kernel-plugins/") for r in answers.requests)
 
 

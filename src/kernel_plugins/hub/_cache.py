@@ -73,8 +73,8 @@ def hub_json(endpoint: str | None, path: str) -> Any:
     """The JSON answer of the Hub API at ``path`` (``/api/...``): one GET with the headers
     ``HfApi`` would send (token, user agent), timeouts and deadline, without importing ``HfApi``:
     through huggingface_hub's shared client (:func:`request_args`), or, in a process that has
-    not set that client up, through the standard library (``_plain``; a redirect or a TLS
-    failure there is asked again through the client). :raises: what huggingface_hub raises
+    not set that client up, through the standard library (``_plain``; a redirect, HTTP 401 or
+    a TLS failure there is asked again through the client). :raises: what huggingface_hub raises
     (``HfHubHTTPError``, transport errors), or ``_plain.StatusError``: map them with ``map_error``."""
     from . import _plain
 

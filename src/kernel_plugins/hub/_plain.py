@@ -9,7 +9,8 @@ outside Google Colab, and over ``http://``, or ``https://`` where the system's c
 store is OpenSSL's (not on Windows or macOS, where huggingface_hub asks the OS). The
 request carries the headers huggingface_hub would send (user agent, the token of
 ``HF_TOKEN`` or the token file, unless ``HF_HUB_DISABLE_IMPLICIT_TOKEN``), follows no
-redirect, and is bounded as a whole by the deadline (the socket is shut at it).
+redirect (a redirect or HTTP 401 is asked again through huggingface_hub's client), and is
+bounded as a whole by the deadline (the socket is shut at it).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _BLOCKERS = frozenset({"http_proxy", "https_proxy", "all_proxy", "hf_oidc_resour
 
 
 class Unanswered(Exception):
-    """No usable answer (a redirect, a TLS or protocol failure): ask through huggingface_hub."""
+    """No usable answer (a redirect, HTTP 401, a TLS or protocol failure): ask through huggingface_hub."""
 
 
 class StatusError(Exception):
@@ -129,8 +130,8 @@ def get_json(url: str, *, read_timeout: float, deadline: float, late: Callable[[
         conn.close()
     if expired.is_set():
         raise late()
-    if 300 <= response.status < 400:
-        raise Unanswered(f"HTTP {response.status} (a redirect)")
+    if 300 <= response.status < 400 or response.status == 401:  # huggingface_hub follows redirects
+        raise Unanswered(f"HTTP {response.status}")  # and refreshes an OAuth token that expired
     if response.status != 200:
         raise StatusError(response.status, response.getheader("x-error-code"),
                           response.getheader("x-error-message") or body[:500].decode("utf-8", "replace"))
