@@ -404,3 +404,20 @@ def test_the_example_and_the_reference_kernels_have_layers_hf_kernels_accepts() 
                  *(reference_repo(n) for n in ("activation", "rmsnorm", "rotary"))):
         report = check(repo)
         assert report.ok, [p.describe() for p in report.problems]
+
+
+def test_the_command_line_imports_the_checker_only_when_check_runs() -> None:
+    """Every command builds the parser, which imports ``kernel_plugins_check.command``: that must
+    not import pydantic and the build.toml models (about 0.2 s of `kernel-plugins list-backends`)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from kernel_plugins.cli.main import build_parser; build_parser(); "
+            "print('pydantic' in sys.modules, 'kernel_plugins_check.command' in sys.modules); "
+            "import kernel_plugins_check as k; print(k.check.__module__, k.CheckReport.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "kernel_plugins_check._target", "CheckReport"]
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        import kernel_plugins_check
+
+        kernel_plugins_check.nothing  # noqa: B018

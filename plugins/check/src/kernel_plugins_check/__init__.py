@@ -29,10 +29,14 @@ build.toml and build/), ``_variant`` (one variant folder), ``_hub`` (a Hub repo)
 
 from __future__ import annotations
 
-from ._hub import check_hub
-from ._local import check_path
-from ._report import CheckReport, Problem
-from ._target import check
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._hub import check_hub
+    from ._local import check_path
+    from ._report import CheckReport, Problem
+    from ._target import check
 
 __all__ = [
     "Problem",
@@ -41,3 +45,16 @@ __all__ = [
     "check_path",
     "check_hub",
 ]
+
+#: Where each public name lives: imported on first use, so that the command line, which
+#: imports ``kernel_plugins_check.command`` to build its parser, does not import pydantic.
+_HOMES = {"Problem": "_report", "CheckReport": "_report", "check": "_target", "check_path": "_local",
+          "check_hub": "_hub"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
