@@ -76,6 +76,14 @@ BUILTIN_BACKENDS = {
 _CORE_DIST = "kernel-plugins"
 
 
+class _Pluggy(pluggy.PluginManager):
+    """pluggy's manager, skipping the ``_`` names of a plugin (no hook has one) when it looks
+    for hook implementations: pluggy inspects every attribute statically, half of them dunders."""
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
+        return None if name.startswith("_") else super().parse_hookimpl_opts(plugin, name)  # type: ignore[arg-type]
+
+
 class PluginManager:
     """A typed facade over pluggy for the backends of this process.
 
@@ -86,7 +94,7 @@ class PluginManager:
     def __init__(self, *, entry_points: bool = True, builtins: bool = True) -> None:
         self._use_entry_points = entry_points
         self._use_builtins = builtins
-        self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self._pm = _Pluggy(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
         self._records: dict[str, BackendRecord] = {}
         self._failures: list[PluginFailure] = []

@@ -252,9 +252,11 @@ def find(
         return KernelSource("local", str(parsed.path), None, parsed.path, parsed.short_name)
     repo_id = parsed.repo_id
     assert repo_id is not None
-    from .lock import Lockfile, read_lockfile
+    lock: Lockfile | None = None
+    if lockfile is not None:  # the lock package is imported only for a lock
+        from .lock import Lockfile, read_lockfile
 
-    lock = lockfile if isinstance(lockfile, Lockfile) or lockfile is None else read_lockfile(lockfile)
+        lock = lockfile if isinstance(lockfile, Lockfile) else read_lockfile(lockfile)
     hub = hub_source(repo_id, revision=revision, version=version, lockfile=lock, repo_type=repo_type)
     override = parse_local_kernels().get(repo_id)
     if override is not None:
