@@ -136,6 +136,12 @@ def test_the_token_comes_from_the_environment_or_the_token_file_unless_implicit_
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_IMPLICIT_TOKEN", True)
     get(url + "/api/c")
     assert [r.get("authorization") for r in answers.requests] == ["Bearer hf_from_file", "Bearer hf_from_env", None]
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_IMPLICIT_TOKEN", False)
+    monkeypatch.delenv("HF_TOKEN")
+    (fresh.parent / "token").unlink()
+    os.mkfifo(fresh.parent / "token")  # never read: it would block
+    with pytest.raises(_plain.Unanswered, match="not a regular file"):
+        within(10, lambda: get(url + "/api/d"))
 
 
 def test_error_answers_map_as_huggingface_hubs_do_with_one_request(server, fresh: Path) -> None:

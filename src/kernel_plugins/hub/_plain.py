@@ -21,10 +21,11 @@ import platform
 import sys
 import threading
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
-from kernel_plugins.jsonfile import parse_json
+from kernel_plugins.jsonfile import parse_json, read_regular_file
 
 #: Answers larger than this are not read here (a refs answer is a few KiB).
 MAX_ANSWER_BYTES = 16 << 20
@@ -40,7 +41,7 @@ class StatusError(Exception):
 
     def __init__(self, status: int, code: str | None, message: str) -> None:
         super().__init__(f"HTTP {status}{f' ({code})' if code else ''}: {message}".strip())
-        self.response = type("Response", (), {"status_code": status})()
+        self.response = SimpleNamespace(status_code=status)
         self.error_code = code
 
 
@@ -74,16 +75,12 @@ def _headers() -> dict[str, str]:
 
 
 def _token_file(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            token = f.read(65537)
+    try:  # a regular file of at most 64 KiB, opened without blocking (never a FIFO)
+        return read_regular_file(path, max_bytes=65536).decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
         raise Unanswered(f"token file {path}: {exc}") from exc
-    if len(token) > 65536:
-        raise Unanswered(f"token file {path} is larger than 64 KiB")
-    return token
 
 
 def get_json(url: str, *, read_timeout: float, deadline: float, late: Callable[[], Exception]) -> Any:
