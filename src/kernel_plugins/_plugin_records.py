@@ -13,9 +13,9 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from ._record import field, record
 from ._suggest import did_you_mean
 from .device import BackendSpec, DeviceInfo
 from .errors import KernelPluginsError, PluginError
@@ -31,7 +31,7 @@ def strict_mode() -> bool:
     return os.environ.get("KERNEL_PLUGINS_STRICT", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-@dataclass(frozen=True)
+@record
 class BackendRecord:
     """An installed backend: its ``spec``, the registered hooks ``plugin``, the ``distribution``
     (``kernel-plugins`` for built-ins) and its ``version``; ``builtin``: shipped with the core."""
@@ -52,7 +52,7 @@ class BackendRecord:
         return origin(self.name, self.distribution, self.version)
 
 
-@dataclass(frozen=True)
+@record
 class PluginFailure:
     """A plugin problem that was reported and skipped: who (``name``, ``distribution``,
     ``version``), the ``stage`` (``import``, ``register``, a hook name) and the ``message``."""
@@ -68,7 +68,7 @@ class PluginFailure:
         return f"{origin(self.name, self.distribution, self.version)} failed in {self.stage}: {self.message}"
 
 
-@dataclass(frozen=True)
+@record
 class DetectOutcome:
     """What detection found for one backend: a device, nothing, or an error message."""
 

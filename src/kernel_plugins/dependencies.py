@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ._record import record
 from ._warn import warn_user
 from .device import DeviceInfo, SystemInfo
 from .errors import KernelDependencyError, KernelPluginsError, NoCompatibleVariantError
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["KernelTree", "verified_tree", "flatten", "import_tree", "get_kernel_dep"]
 
 
-@dataclasses.dataclass(frozen=True)
+@record
 class KernelTree:
     """A verified variant and the trees of its dependencies (by repo id)."""
 
@@ -62,8 +63,10 @@ def verified_tree(
     return _Walk(info, system, trust_remote_code, check_arch, source.lockfile).tree(source, (source.label,))
 
 
-@dataclasses.dataclass
+@record(frozen=False)
 class _Walk:
+    """One walk of a dependency tree: its settings and the kernels already met."""
+
     info: DeviceInfo
     system: SystemInfo
     trust: bool

@@ -14,11 +14,11 @@ import platform
 import re
 import sys
 import sysconfig
-from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Any
 
+from ._record import field, record
 from .errors import DeviceError
 
 __all__ = ["DeviceInfo", "BackendSpec", "PyDepend", "SystemInfo", "DeviceRequest", "parse_device"]
@@ -31,7 +31,7 @@ def _check_optional_str(field_name: str, value: object) -> None:
         raise ValueError(f"{field_name}: must be a string or None (got {value!r})")
 
 
-@dataclass(frozen=True)
+@record
 class DeviceInfo:
     """What a backend found on this machine (returned by the ``detect_device`` hook).
 
@@ -119,7 +119,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@dataclass(frozen=True)
+@record
 class PyDepend:
     """A ``python-depends`` name a kernel may declare: the pip package and the module whose
     presence shows it is installed (None: nothing to import, e.g. a native library)."""
@@ -139,7 +139,7 @@ GENERAL_PYTHON_DEPENDS: dict[str, PyDepend] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class BackendSpec:
     """What a backend plugin declares about itself (the ``backend_spec`` hook).
 
@@ -178,7 +178,7 @@ def _normalise_arch(machine: str) -> str:
     return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(m, m)
 
 
-@dataclass(frozen=True)
+@record
 class SystemInfo:
     """Facts about the host that decide which arch variants can load.
 
@@ -249,7 +249,7 @@ def major_minor(text: str | None) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-@dataclass(frozen=True)
+@record
 class DeviceRequest:
     """A parsed device request: a device type and an optional index."""
 

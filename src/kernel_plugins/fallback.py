@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from ._record import record
 from ._warn import warn_user
 from .device import DeviceInfo
 from .errors import FallbackError, HubError, KernelPluginsError, OfflineError
@@ -112,7 +112,7 @@ def _with_sources(
     return new
 
 
-@dataclass(frozen=True)
+@record
 class ReferencePolicy:
     """The reference policy of one ``load`` call: it picks the source that may stand in for
     a failed one (:meth:`next_source`); :func:`kernel_plugins.loader.load_source` runs it.

@@ -20,10 +20,10 @@ Neither reads the files of a variant: verification does, once (:mod:`.verificati
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ._record import field, record
 from .errors import KernelPluginsError, LockfileError, NoCompatibleVariantError
 from .sources import KernelSource, hub_source, local_variants
 from .variants import validate_variant_name
@@ -39,7 +39,7 @@ __all__ = ["Offer", "Fetched", "offer", "commit_offer", "later_version", "fetch"
 LATER_VERSIONS = 3
 
 
-@dataclass(frozen=True)
+@record
 class Offer:
     """The variants a source offers, and how they were pinned.
 
@@ -61,7 +61,7 @@ class Offer:
     lockfile: Lockfile | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Fetched:
     """The local folder of one chosen variant, not yet read.
 

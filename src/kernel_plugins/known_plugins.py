@@ -8,8 +8,9 @@ about these backends lives in their plugin distributions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from ._record import record
 
 __all__ = [
     "KnownPlugin", "KNOWN_PLUGINS", "DEVICE_ALIASES", "INSTALL_HINTS", "pip_install",
@@ -17,7 +18,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class KnownPlugin:
     """A backend with a published plugin distribution.
 

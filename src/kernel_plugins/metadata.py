@@ -12,10 +12,10 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+from ._record import record
 from .errors import KernelDependencyError, KernelPluginsError, KernelsVersionError, MetadataError
 
 __all__ = [
@@ -45,7 +45,7 @@ MAX_ARCHS = 1000
 _NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
 
 
-@dataclass(frozen=True)
+@record
 class BackendField:
     """``backend``: the backend type (a backend name, 1-64 characters) and optional archs."""
 
@@ -53,7 +53,7 @@ class BackendField:
     archs: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Digest:
     """``digest``: per-file hashes (base64) of the variant's files; ``sha256`` or ``sha512``."""
 
@@ -61,7 +61,7 @@ class Digest:
     files: dict[str, str]
 
 
-@dataclass(frozen=True)
+@record
 class KernelDepend:
     """One ``kernel-depends`` entry: a repo id with a version or a revision."""
 
@@ -94,7 +94,7 @@ def walk_depends(dep: KernelDepend, step: Callable[[KernelDepend, tuple[object, 
     return done[dep]
 
 
-@dataclass(frozen=True)
+@record
 class KernelMetadata:
     """The validated content of a variant's ``metadata.json``."""
 

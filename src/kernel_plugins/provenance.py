@@ -7,9 +7,10 @@ without importing any loading code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ._record import field, record
 
 if TYPE_CHECKING:
     from .metadata import KernelMetadata
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["KernelLoad", "Provenance"]
 
 
-@dataclass(frozen=True)
+@record
 class KernelLoad:
     """What is about to be imported (handed to the ``load_kernel`` hook).
 
@@ -35,7 +36,7 @@ class KernelLoad:
     module_name: str
 
 
-@dataclass(frozen=True)
+@record
 class Provenance:
     """Where a loaded kernel came from (``module.__kernel_provenance__``).
 

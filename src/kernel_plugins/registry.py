@@ -11,9 +11,10 @@ namespace package has no files; the importer's finder serves it and everything b
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+from ._record import record
 
 if TYPE_CHECKING:
     from .integrity import VariantSnapshot
@@ -30,7 +31,7 @@ def module_name(kernel_id: str) -> str:
     return f"{NAMESPACE}.{kernel_id}"
 
 
-@dataclass
+@record(frozen=False)
 class _Kernel:
     """A kernel package this process imported: its snapshot and where its code lives."""
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ._record import field, record
 from .detection import get_device, system_info
 from .device import DeviceInfo, SystemInfo
 from .errors import NoCompatibleVariantError, VariantNameError
@@ -47,7 +47,7 @@ class Decision(NamedTuple):
             f"; {self.reason}" if self.reason else "")
 
 
-@dataclass(frozen=True)
+@record
 class Resolution:
     """The result of resolving a set of variant names for a device.
 

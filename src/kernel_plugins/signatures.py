@@ -16,11 +16,11 @@ import functools
 import importlib.util
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from ._record import record
 from .errors import KernelPluginsError, MetadataError, SignatureError
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ INSTALL = "pip install 'kernel-plugins[signatures]'"
 _DOCS = "see docs/signatures.md"
 
 
-@dataclass(frozen=True)
+@record
 class Signer:
     """A signer: ``identity`` and OIDC ``issuer`` as sigstore's ``--cert-identity`` and
     ``--cert-oidc-issuer`` name them; ``orgs``: the Hub organisations it may sign for (empty: any).
@@ -118,7 +118,7 @@ def requiring(required: bool = True, *, trusted_root: str | os.PathLike[str] | N
         _root_file.reset(token)
 
 
-@dataclass(frozen=True)
+@record
 class SignatureCheck:
     """One variant's outcome: ``state`` (``signed``, ``unsigned``, ``bundle invalid``, ``signature
     invalid``, ``signer not allowed``, ``digest mismatch`` or ``cannot check``), ``detail`` (why,

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from ._record import record
 from .errors import AmbiguousNameError, RepoIdError, SourceError
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def default_org() -> str:
     return os.environ.get("KERNEL_PLUGINS_DEFAULT_ORG", "").strip() or DEFAULT_ORG
 
 
-@dataclass(frozen=True)
+@record
 class Name:
     """What a name means before any source is consulted: a folder or a Hub repository id.
 
@@ -67,7 +67,7 @@ class Name:
     short_name: str
 
 
-@dataclass(frozen=True)
+@record
 class KernelSource:
     """Where a kernel lives, decided once (see :func:`find`).
 
@@ -312,7 +312,7 @@ def parse_local_kernels(value: str | None = None) -> dict[str, Path]:
     return out
 
 
-@dataclass(frozen=True)
+@record
 class LocalVariants:
     """The variants a local folder offers: name -> variant folder."""
 

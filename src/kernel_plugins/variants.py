@@ -9,9 +9,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from ._record import record
 from .device import SystemInfo
 from .errors import VariantNameError
 
@@ -246,7 +246,7 @@ def judge_archs(archs: Iterable[str], runs: Callable[[str], bool | None]) -> boo
     return False if readable else None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class VariantTokens:
     """The form of a backend's arch-variant token and its compatibility rule.
 

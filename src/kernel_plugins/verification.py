@@ -17,8 +17,8 @@ executes those and nothing else.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
+from ._record import record
 from .errors import MetadataError
 from .fetching import Fetched, Offer, fetch
 from .integrity import VariantCheck, VariantSnapshot, read_variant, verify_digest, verify_snapshot
@@ -30,7 +30,7 @@ __all__ = ["VerifiedVariant", "verify", "check_cached", "fetch_checked", "peek_m
            "archs_reader"]
 
 
-@dataclass(frozen=True)
+@record
 class VerifiedVariant:
     """A variant whose files were read once and passed every check that applies.
 

@@ -25,7 +25,7 @@ PACKAGES = {PACKAGE: SRC, **{p.name: p for p in sorted(
 #: of lower layers; an entry names a module and everything below it.
 LAYERS: list[tuple[str, ...]] = [
     # basics: no knowledge of kernels or plugins
-    ("errors", "_suggest", "_warn", "jsonfile", "emulation_registry"),
+    ("_record", "errors", "_suggest", "_warn", "jsonfile", "emulation_registry"),
     # values and checks
     ("device", "variants", "metadata", "contracts", "known_plugins", "distributed",
      "provenance", "integrity", "registry"),

@@ -4,9 +4,9 @@ and :class:`TorchGpuBackend`, the hooks of a stack built into torch, stated as f
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from .._record import field, record
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo, major_minor, torch_or_none
 from ..hookspecs import hookimpl
 from ..variants import Variant, VariantTokens, arch_variant_names, judge_archs, noarch_variant_names
@@ -42,7 +42,7 @@ def no_device_reason(version_attr: str, stack: str, driver_hint: str) -> str:
     return f"the {stack} driver sees 0 devices ({driver_hint})"
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@record(kw_only=True, eq=False)
 class ArchFacts:
     """How a backend names its devices' architectures and judges a build's ``backend.archs``.
 
@@ -62,7 +62,7 @@ class ArchFacts:
         return None if runs is None else judge_archs(archs, lambda a: runs(device, a))
 
 
-@dataclass(frozen=True, eq=False)  # a plugin object: hashed by identity
+@record(eq=False)  # a plugin object: hashed by identity
 class TorchGpuBackend(ArchFacts):
     """A backend whose stack is built into torch (CUDA, ROCm, XPU), stated as facts; the
     hooks are the methods below (an instance is registered like any plugin object).

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .._record import record
 from ..dependencies import get_kernel_dep as get_kernel_dep
 from ._kernels_errors import kernels_advice, need_version_or_revision, translated
 from ._kernels_repos import resolve_trust
@@ -204,7 +204,7 @@ def get_kernel_variants(
 
 
 # ------------------------------------------------------------------- loaded kernels
-@dataclass(frozen=True)
+@record
 class LoadedKernel:
     """A kernel loaded in this process: ``metadata``, ``module`` and ``repo_info`` (Hub
     kernels only; None for local folders, lock files and bundled references)."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import inspect
 import logging
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import layers as core
+from .._record import field, record
 from .._warn import warn_user
 
 log = logging.getLogger("kernel_plugins.compat.kernels")
@@ -120,7 +120,7 @@ def _trust() -> Any:
     return field(default=False, kw_only=True)
 
 
-@dataclass(frozen=True)
+@record
 class LayerRepository(_Compat, core.LayerRepository):
     """A layer of a Hub kernel: ``LayerRepository(repo_id, *, layer_name, revision=None,
     version=None, trust_remote_code=False, user_agent=None)``; one of revision/version."""
@@ -129,12 +129,12 @@ class LayerRepository(_Compat, core.LayerRepository):
     user_agent: Any = field(default=None, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True)
+@record
 class LocalLayerRepository(_Compat, core.LocalLayerRepository):
     """A layer of a kernel repository folder: ``LocalLayerRepository(repo_path, *, layer_name)``."""
 
 
-@dataclass(frozen=True)
+@record
 class LockedLayerRepository(_Compat, core.LockedLayerRepository):
     """A layer of a Hub kernel pinned by ``kernels.lock``: ``LockedLayerRepository(repo_id,
     *, lockfile=None, layer_name, trust_remote_code=False)``."""
@@ -142,7 +142,7 @@ class LockedLayerRepository(_Compat, core.LockedLayerRepository):
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
 
 
-@dataclass(frozen=True)
+@record
 class FuncRepository(_Compat, core.FuncRepository):
     """A function of a Hub kernel (deprecated in ``kernels``; use LayerRepository)."""
 
@@ -150,14 +150,14 @@ class FuncRepository(_Compat, core.FuncRepository):
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
 
 
-@dataclass(frozen=True)
+@record
 class LocalFuncRepository(_Compat, core.LocalFuncRepository):
     """A function of a kernel repository folder (deprecated in ``kernels``)."""
 
     instead = "LocalLayerRepository"
 
 
-@dataclass(frozen=True)
+@record
 class LockedFuncRepository(_Compat, core.LockedFuncRepository):
     """A function of a locked Hub kernel (deprecated in ``kernels``)."""
 

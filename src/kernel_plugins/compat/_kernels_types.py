@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from enum import Flag, auto
 from pathlib import Path
 from typing import Any
 
+from .._record import record
 from ..layers import CapabilityRange
 
 __all__ = [
@@ -30,7 +30,7 @@ def _check_int(value: object, what: str) -> int:
     return value
 
 
-@dataclass(frozen=True)
+@record
 class _CapabilityProperties:
     min_capability: int
     max_capability: int
@@ -55,7 +55,7 @@ class _CapabilityProperties:
         )
 
 
-@dataclass(frozen=True)
+@record
 class CUDAProperties(_CapabilityProperties):
     """CUDA compute capabilities a mapping entry serves, as ints (75 = 7.5), inclusive.
 
@@ -65,12 +65,12 @@ class CUDAProperties(_CapabilityProperties):
     """
 
 
-@dataclass(frozen=True)
+@record
 class ROCMProperties(_CapabilityProperties):
     """ROCm capabilities a mapping entry serves, as ints (115 = 11.5), inclusive."""
 
 
-@dataclass(frozen=True)
+@record
 class Device:
     """A mapping key: a device type with optional capability properties.
 
@@ -119,7 +119,7 @@ class KernelizeFallback(Flag):
     ALL = DEFAULT | CANNOT_LOAD
 
 
-@dataclass(frozen=True)
+@record
 class RepoInfo:
     """Where a Hub kernel came from: ``repo_id`` and the ``revision`` (commit sha)."""
 
@@ -207,7 +207,7 @@ class Metadata:
         return f"Metadata(name={self.name!r}, id={self.id!r}, version={self.version})"
 
 
-@dataclass(frozen=True)
+@record
 class VariantName:
     """A build variant, named as in ``build/`` (``variant_str``)."""
 
@@ -217,14 +217,14 @@ class VariantName:
         return self.variant_str
 
 
-@dataclass(frozen=True)
+@record
 class VariantAccepted:
     """A variant compatible with this system."""
 
     variant: VariantName
 
 
-@dataclass(frozen=True)
+@record
 class VariantRejected:
     """A variant incompatible with this system, with the reason."""
 

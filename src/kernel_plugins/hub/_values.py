@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 from kernel_plugins.errors import RepoIdError, RevisionError, SourceError
+
+from .._record import record
 
 RepoType = Literal["kernel", "model"]
 
@@ -28,7 +29,7 @@ _VERSION_BRANCH_RE = re.compile(r"v([1-9][0-9]*)")
 _VARIANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
-@dataclass(frozen=True)
+@record
 class HubRef:
     """A kernel repository on the Hub pinned to one commit.
 

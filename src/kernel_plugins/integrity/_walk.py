@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from .._record import record
 from ..errors import IntegrityError
 
 __all__ = ["WalkEntry", "VariantTree", "walk_variant", "is_bytecode", "inside", "MAX_FILES", "MAX_DEPTH"]
@@ -24,7 +24,7 @@ MAX_FILES = 20_000
 MAX_DEPTH = 32
 
 
-@dataclass(frozen=True)
+@record
 class WalkEntry:
     """One file of a variant: ``rel`` (POSIX, relative to the variant folder), ``path`` (not
     resolved) and, for a link, ``link_target``: the name of the file it points to (a blob's hash)."""
@@ -34,7 +34,7 @@ class WalkEntry:
     link_target: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class VariantTree:
     """What :func:`walk_variant` found: the files that count and the bytecode beside them."""
 

@@ -13,10 +13,10 @@ import base64
 import binascii
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from .._record import record
 from ..errors import IntegrityError
 from ._walk import is_bytecode
 from .snapshot import VariantSnapshot, read_variant
@@ -32,7 +32,7 @@ EXCLUDED_TOP_LEVEL: frozenset[str] = frozenset({"metadata.json", "metadata.json.
 MismatchKind = Literal["missing", "changed", "unexpected", "malformed"]
 
 
-@dataclass(frozen=True)
+@record
 class DigestMismatch:
     """One difference between a recorded digest and the files: the file's relative ``path``,
     ``kind`` (``missing``, ``changed``, ``unexpected`` or ``malformed``: an escaping path, a bad

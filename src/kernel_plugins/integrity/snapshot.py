@@ -16,9 +16,9 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._record import field, record
 from ..errors import IntegrityError
 from ..jsonfile import OPEN_FLAGS, read_capped
 from ._hash import Hasher, hash_bytes
@@ -34,7 +34,7 @@ _OPEN_FLAGS = OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)  # a FIFO is refused, ne
 _private_fds: list[int] = []  # kept open for the life of the process (modules use them; append is atomic)
 
 
-@dataclass(frozen=True)
+@record
 class SnapshotFile:
     """One file of a variant as read: ``rel`` (POSIX), ``path`` (in the folder), ``size``,
     ``hashes`` (hex by name, see ``_hash``), ``data`` (when kept in memory), ``private_path``
@@ -49,7 +49,7 @@ class SnapshotFile:
     link_target: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class VariantSnapshot:
     """A variant folder read once: every file that counts, and the bytecode found beside (never read)."""
 

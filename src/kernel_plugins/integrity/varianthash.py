@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from .._record import record
 from ._hash import git_blob_id
 from ._walk import is_bytecode
 from .snapshot import VariantSnapshot, read_variant
@@ -35,7 +35,7 @@ _HEX40 = re.compile(r"[0-9a-f]{40}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
-@dataclass(frozen=True)
+@record
 class FileHash:
     """The hash of one file: a git blob id (``kind="git"``) or an LFS sha256 (``"lfs"``), as
     lowercase ``hex``, with its ``size`` when known."""
@@ -51,7 +51,7 @@ class FileHash:
         return f"{label} {self.hex}{size}"
 
 
-@dataclass(frozen=True)
+@record
 class FileMismatch:
     """One difference between the expected files of a variant and those on disk: the relative
     ``path``, ``kind`` and the ``expected`` / ``actual`` hashes (None where the file is absent)."""

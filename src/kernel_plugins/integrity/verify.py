@@ -7,9 +7,9 @@ listing (the commit's on the Hub, or the record of the first verification), the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._record import field, record
 from ..errors import IntegrityError
 from .digest import DigestMismatch, check_digest
 from .snapshot import VariantSnapshot
@@ -25,7 +25,7 @@ from .varianthash import (
 __all__ = ["VariantCheck", "verify_snapshot"]
 
 
-@dataclass
+@record(frozen=False)
 class VariantCheck:
     """The outcome of checking one variant (:func:`verify_snapshot`): its ``label`` in messages,
     the ``computed_hash`` of the files read and the ``pinned_hash`` (by ``pinned_by``), per-file

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 
+from .._record import record
 from ._errors import MappingError
 
 __all__ = ["Capability", "CapabilityRange", "parse_capability", "format_capability"]
@@ -55,7 +55,7 @@ def _ordinal(cap: Capability) -> int:
     return cap[0] * _BASE + cap[1]
 
 
-@dataclass(frozen=True, init=False)
+@record
 class CapabilityRange:
     """An inclusive range of device capabilities (``min``/``max``: e.g. ``(7, 5)`` or ``"7.5"``;
     None: no bound), for any backend.

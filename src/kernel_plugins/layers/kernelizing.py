@@ -37,9 +37,9 @@ import itertools
 import logging
 import types
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._record import record
 from .._warn import warn_user
 from ..contracts import format_properties, normalize_require
 from ..errors import ContractError, LayerError
@@ -69,7 +69,7 @@ log = logging.getLogger("kernel_plugins.layers")
 _CHOICES: weakref.WeakKeyDictionary[Any, KernelChoice] = weakref.WeakKeyDictionary()
 
 
-@dataclass(frozen=True)
+@record
 class KernelChoice:
     """What the last kernelize call decided for one module.
 
@@ -116,7 +116,7 @@ def _nothing_mapped(session: Session, name: str) -> str:
     )
 
 
-@dataclass(frozen=True)
+@record
 class _Decision:
     """What every module of one marked class gets: ``forward`` (the kernel layer class's
     forward to bind to each instance, or the kernel function itself; None: the original

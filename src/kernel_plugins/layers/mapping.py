@@ -30,9 +30,9 @@ import contextvars
 import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._record import record
 from ._errors import MappingError
 from .capability import Capability, CapabilityRange, format_capability
 from .mode import Mode, candidate_modes, check_mapping_mode, describe_mode
@@ -52,7 +52,7 @@ class DeviceLike(Protocol):
     capability: Capability | None
 
 
-@dataclass(frozen=True)
+@record
 class _Entry:
     """Mode entries for one (layer, device key, capability range)."""
 
@@ -60,7 +60,7 @@ class _Entry:
     seq: int
 
 
-@dataclass(frozen=True)
+@record
 class Candidate:
     """One mapping entry that may serve ``layer_name``: ``repo``, the ``mode`` it was registered
     for, the ``device_key`` and ``capability_range`` (or None) that matched."""

@@ -21,10 +21,10 @@ hashable, so they can be compared and cached.
 from __future__ import annotations
 
 import os
-from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .._record import KW_ONLY, field, record
 from ._errors import MappingError
 
 __all__ = [
@@ -100,7 +100,7 @@ class KernelRepository:
         return f"{self.kind} `{self.member}` of {where}"
 
 
-@dataclass(frozen=True)
+@record
 class _HubRepo(KernelRepository):
     repo_id: str
     _: KW_ONLY
@@ -127,7 +127,7 @@ class _HubRepo(KernelRepository):
         }
 
 
-@dataclass(frozen=True)
+@record
 class _LocalRepo(KernelRepository):
     repo_path: Path
     _: KW_ONLY
@@ -145,7 +145,7 @@ class _LocalRepo(KernelRepository):
         return self.repo_path
 
 
-@dataclass(frozen=True)
+@record
 class _LockedRepo(KernelRepository):
     repo_id: str
     _: KW_ONLY
@@ -193,7 +193,7 @@ class _LockedRepo(KernelRepository):
         return f"{self.kind} `{self.member}` of `{self.repo_id}` (locked by {lock})"
 
 
-@dataclass(frozen=True)
+@record
 class _LayerMember:
     """Mixin: the repository serves a layer class of the kernel's ``layers`` module."""
 
@@ -210,7 +210,7 @@ class _LayerMember:
         return self.layer_name
 
 
-@dataclass(frozen=True)
+@record
 class _FuncMember:
     """Mixin: the repository serves a top-level function of the kernel module."""
 
@@ -227,7 +227,7 @@ class _FuncMember:
         return self.func_name
 
 
-@dataclass(frozen=True)
+@record
 class LayerRepository(_LayerMember, _HubRepo):
     """A layer class of a Hub kernel repository.
 
@@ -245,7 +245,7 @@ class LayerRepository(_LayerMember, _HubRepo):
     """
 
 
-@dataclass(frozen=True)
+@record
 class LocalLayerRepository(_LayerMember, _LocalRepo):
     """A layer class of a kernel repository folder on disk (a folder holding ``build/``).
 
@@ -257,7 +257,7 @@ class LocalLayerRepository(_LayerMember, _LocalRepo):
     """
 
 
-@dataclass(frozen=True)
+@record
 class LockedLayerRepository(_LayerMember, _LockedRepo):
     """A layer class of a Hub kernel repository pinned by a lock file.
 
@@ -270,7 +270,7 @@ class LockedLayerRepository(_LayerMember, _LockedRepo):
     """
 
 
-@dataclass(frozen=True)
+@record
 class FuncRepository(_FuncMember, _HubRepo):
     """A top-level function of a Hub kernel repository (for marked functions).
 
@@ -283,11 +283,11 @@ class FuncRepository(_FuncMember, _HubRepo):
     """
 
 
-@dataclass(frozen=True)
+@record
 class LocalFuncRepository(_FuncMember, _LocalRepo):
     """A top-level function of a kernel repository folder on disk."""
 
 
-@dataclass(frozen=True)
+@record
 class LockedFuncRepository(_FuncMember, _LockedRepo):
     """A top-level function of a Hub kernel repository pinned by a lock file."""

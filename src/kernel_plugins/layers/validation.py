@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from .._record import record
 from ..contracts import declared_properties, format_properties
 from ..errors import LayerError
 from .mode import Mode, describe_mode
@@ -32,7 +32,7 @@ __all__ = ["KernelTraits", "ALLOWED_MEMBERS", "validate_layer", "validate_functi
 ALLOWED_MEMBERS = frozenset({"has_backward", "can_torch_compile", "kernel_properties"})
 
 
-@dataclass(frozen=True)
+@record
 class KernelTraits:
     """What a validated kernel layer or function declares: the two flags and its properties."""
 

@@ -17,10 +17,10 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .._record import field, record, replace
 from ..errors import KernelPluginsError, LockfileError
 from ..integrity.varianthash import HASH_TYPE
 
@@ -40,7 +40,7 @@ _KERNELS_KEYS = {"": ("dependency", "lock"), "dependency.": ("repo-id", "version
                  "lock.": ("commit",)}
 
 
-@dataclass(frozen=True)
+@record
 class VariantLock:
     """A variant's pinned ``hash`` (``sha256-<hex>``) and ``signer`` at lock time (``identity (issuer)``)."""
 
@@ -53,7 +53,7 @@ class VariantLock:
         return {"hash": self.hash, "hash_type": self.hash_type, **({"signer": self.signer} if self.signer else {})}
 
 
-@dataclass(frozen=True)
+@record
 class KernelLock:
     """A repository pinned to a commit for a ``version`` or ``revision`` (neither in the earlier
     format), with the hashes of the commit's variants (empty: the lock pins the commit only)."""
@@ -88,7 +88,7 @@ class KernelLock:
         return {"dependency": {"repo-id": self.repo_id, **spec}, "lock": {"commit": self.sha}}
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Lockfile:
     """A lock file as read (one object per read): entries with their hashes, and the file those
     came from (None: commits only). Path-like: ``os.fspath`` and ``str`` give ``path``."""

@@ -8,13 +8,14 @@ here imports torch or the testing distribution.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from .._record import field, record
 
 __all__ = ["Emulation", "SdkFile"]
 
 
-@dataclass(frozen=True)
+@record
 class SdkFile:
     """A file of the vendor SDK folder that the emulation writes.
 
@@ -29,7 +30,7 @@ class SdkFile:
     fact: str
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@record(kw_only=True, eq=False)
 class Emulation:
     """What a vendor stack shows PyTorch, declared as data for tests without hardware.
 

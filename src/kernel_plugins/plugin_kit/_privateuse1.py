@@ -10,10 +10,10 @@ method of a subclass. Importing this module imports neither torch nor any vendor
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._record import field, record
 from ..backends.torchinfo import ArchFacts
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
 from ..hookspecs import hookimpl
@@ -55,7 +55,7 @@ class Reading(Protocol):
         """Why the version is unknown or unusable, else None."""
 
 
-@dataclass(frozen=True)
+@record
 class RuntimeReading:
     """A runtime version as read: the text (None when unknown) and a note, if any."""
 
@@ -63,7 +63,7 @@ class RuntimeReading:
     note: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class RuntimeVersion:
     """Where a backend's runtime version comes from and how to read it.
 
@@ -114,7 +114,7 @@ class RuntimeVersion:
 NoteSource = Callable[[VendorDevices], Iterable[str]]
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)  # a plugin is compared by identity
+@record(kw_only=True, eq=False)  # a plugin is compared by identity
 class PrivateUse1Backend(ArchFacts):
     """A backend for a vendor extension on PyTorch's PrivateUse1 slot, stated as facts.
 

@@ -14,10 +14,10 @@ import importlib.util
 import re
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .._record import record
 from ..backends.torchinfo import major_minor
 from ..backends.torchinfo import torch_or_none as torch_if_installed
 from ..errors import KernelImportError, PluginError
@@ -235,7 +235,7 @@ def version_note(
     return unparsable_note(what, text, expected, backend=backend)
 
 
-@dataclass(frozen=True)
+@record
 class VendorDevices:
     """A vendor stack with at least one device, as :func:`find_vendor_devices` found it.
 

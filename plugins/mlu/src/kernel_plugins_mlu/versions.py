@@ -30,8 +30,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kernel_plugins.plugin_kit import DeviceInfo, VendorDevices, capability_of, match_version
 
@@ -64,8 +64,7 @@ _TOOLKIT_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 _IN_FILE_RE = re.compile(r"\d+\.\d+\.\d+")
 
 
-@dataclass(frozen=True)
-class ExtensionVersion:
+class ExtensionVersion(NamedTuple):  # a named tuple: no code compiled at import
     """``torch_mlu.__version__`` split into the extension and the torch it was built for."""
 
     extension: str
@@ -78,8 +77,7 @@ class ExtensionVersion:
         return int(major), int(minor)
 
 
-@dataclass(frozen=True)
-class ToolkitVersion:
+class ToolkitVersion(NamedTuple):
     """The CNToolkit version as read, where it came from, and a note when unusable.
 
     Attributes:
