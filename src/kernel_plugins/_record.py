@@ -28,25 +28,24 @@ _NONE = dataclasses.MISSING
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     cls = type(self)
     positional, plan = cls._record_init
-    if len(args) > len(positional):
-        raise TypeError(f"{cls.__qualname__}() takes {len(positional)} positional arguments, "
-                        f"{len(args)} were given")
-    for name, value in zip(positional, args, strict=False):
-        if name in kwargs:
-            raise TypeError(f"{cls.__qualname__}() got multiple values for argument {name!r}")
-        kwargs[name] = value
+    if args:
+        if len(args) > len(positional):
+            raise TypeError(f"{cls.__qualname__}() takes {len(positional)} positional arguments, "
+                            f"{len(args)} were given")
+        for name, value in zip(positional, args, strict=False):
+            if name in kwargs:
+                raise TypeError(f"{cls.__qualname__}() got multiple values for argument {name!r}")
+            kwargs[name] = value
+    values = self.__dict__  # frozen or not, as a dataclass's __init__ sets them
     for name, default, factory, init in plan:
-        value = kwargs.pop(name, _NONE) if init else _NONE
-        if value is _NONE:
-            if default is not _NONE:
-                value = default
-            elif factory is not _NONE:
-                value = factory()
-            elif init:
-                raise TypeError(f"{cls.__qualname__}() missing required argument {name!r}")
-            else:
-                continue
-        object.__setattr__(self, name, value)
+        if init and name in kwargs:
+            values[name] = kwargs.pop(name)
+        elif default is not _NONE:
+            values[name] = default
+        elif factory is not _NONE:
+            values[name] = factory()
+        elif init:
+            raise TypeError(f"{cls.__qualname__}() missing required argument {name!r}")
     if kwargs:
         raise TypeError(f"{cls.__qualname__}() got an unexpected keyword argument {next(iter(kwargs))!r}")
     if hasattr(cls, "__post_init__"):

@@ -344,17 +344,19 @@ def local_variants(root: Path) -> LocalVariants:
         )
     base, layout = (build, "repo") if build.is_dir() else (root, "variants")
     variants: dict[str, Path] = {}
-    for child in sorted(base.iterdir()) if base.is_dir() else []:
-        if child.name.startswith((".", "__")):
+    # scandir tells a link or a folder without a stat (closed once it is read to the end)
+    for entry in sorted(os.scandir(base), key=lambda e: e.name) if base.is_dir() else []:
+        if entry.name.startswith((".", "__")):
             continue
-        if child.is_symlink():
+        child = base / entry.name
+        if entry.is_symlink():
             target = child.resolve()
             where = "outside" if root not in target.parents else "elsewhere in"
             raise SourceError(
                 f"variant folder {child} is a link that points {where} {root} (to {target}); "
                 "refusing to load code from there. Replace the link with the folder itself."
             )
-        if not child.is_dir():
+        if not entry.is_dir(follow_symlinks=False):
             continue
         if layout == "variants" and not (child / "metadata.json").is_file():
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import types
 
 import pytest
@@ -88,6 +89,11 @@ def test_kernel_forward_is_bound_directly_on_the_instance(fake_loader):
     choice = kernel_choice(model.a)
     assert choice.uses_kernel and choice.candidate.repo == repo("k")
     assert choice.device == "cuda (capability 8.0)"
+    # a copy of the model runs the kernel and says so; its weights are all a state dict holds
+    twin = copy.deepcopy(model)
+    assert twin.a.forward.__func__ is k.forward and twin.a.forward.__self__ is twin.a
+    assert kernel_choice(twin.a) == choice and torch.equal(out(twin), out(model))
+    assert twin.state_dict().keys() == Model().state_dict().keys()
 
 
 def test_unmarked_model_is_untouched_and_no_device_is_resolved(monkeypatch):

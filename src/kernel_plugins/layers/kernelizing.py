@@ -36,7 +36,6 @@ import inspect
 import itertools
 import logging
 import types
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._record import record
@@ -45,7 +44,7 @@ from ..contracts import format_properties, normalize_require
 from ..errors import ContractError, LayerError
 from ..fallback import deferred_warnings, warn_reference
 from ._session import DISABLE_ENV, Session, load_member, mapping_disabled
-from .decorators import kernel_funcs, marked_name
+from .decorators import marked_name
 from .mapping import Candidate, describe_device
 from .mode import Mode, check_kernelize_mode, describe_mode
 from .validation import missing_for
@@ -66,7 +65,9 @@ __all__ = [
 
 log = logging.getLogger("kernel_plugins.layers")
 
-_CHOICES: weakref.WeakKeyDictionary[Any, KernelChoice] = weakref.WeakKeyDictionary()
+#: Where kernelize keeps its decision: in the module's own ``__dict__``, beside the forward it
+#: installs (no weak reference per module, and a copy of the model keeps both).
+_CHOICE = "_kernel_plugins_choice"
 
 
 @record
@@ -98,10 +99,8 @@ class KernelChoice:
 
 def kernel_choice(module: object) -> KernelChoice | None:
     """The decision of the last :func:`kernelize` for this module instance, or None."""
-    try:
-        return _CHOICES.get(module)
-    except TypeError:
-        return None
+    choice = getattr(module, "__dict__", {}).get(_CHOICE)
+    return choice if isinstance(choice, KernelChoice) else None
 
 
 def _nothing_mapped(session: Session, name: str) -> str:
@@ -195,20 +194,21 @@ def _decide(module: Any, name: str, session: Session) -> _Decision:
     )
 
 
-def _apply(module: Any, decision: _Decision) -> None:
-    # Straight into the instance dict: what ``module.forward = f`` does for a function
+def _apply(modules: list[Any], decision: _Decision) -> None:
+    # Straight into each instance dict: what ``module.forward = f`` does for a function
     # (``forward`` can never be a parameter, buffer or submodule name), without
     # ``nn.Module.__setattr__``'s lookups, once per module of a large model.
-    if decision.forward is None:
-        module.__dict__.pop("forward", None)
-    elif decision.bind:
-        module.__dict__["forward"] = types.MethodType(decision.forward, module)
-    else:
-        module.__dict__["forward"] = decision.forward
-    if decision.choice is None:
-        _CHOICES.pop(module, None)
-    else:
-        _CHOICES[module] = decision.choice
+    forward, choice = decision.forward, decision.choice
+    for module in modules:
+        state = module.__dict__
+        if forward is None:
+            state.pop("forward", None)
+        else:
+            state["forward"] = types.MethodType(forward, module) if decision.bind else forward
+        if choice is None:
+            state.pop(_CHOICE, None)
+        else:
+            state[_CHOICE] = choice
 
 
 def kernelize(
@@ -268,19 +268,13 @@ def kernelize(
     )
     # The mark, the marked function and so the decision belong to the class: decide once
     # per class, and change no module before every one was decided (all or nothing).
-    decided: dict[type, _Decision] = {}
-    plan = []
-    marked, excluded = _marked_modules(model)
+    groups, excluded = _marked_modules(model)
     with deferred_warnings() as fallbacks:  # said once below, naming the layers served
-        for module, name in marked:
-            decision = decided.get(type(module))
-            if decision is None:
-                decision = decided[type(module)] = _decide(module, name, session)
-            plan.append((module, decision))
-    for module, decision in plan:
-        _apply(module, decision)
+        plan = [(_decide(modules[0], name, session), modules) for name, modules in groups]
+    for decision, modules in plan:
+        _apply(modules, decision)
     for kmod, kernel, device, why in fallbacks:
-        if served := sorted({d.choice.layer_name for d in decided.values()
+        if served := sorted({d.choice.layer_name for d, _ in plan
                              if d.choice is not None and d.choice.kernel_module == kmod}):
             warn_reference(kernel, device, why, served)
     _say_when_nothing_changed(model, plan, excluded, session)
@@ -288,7 +282,7 @@ def kernelize(
 
 
 def _say_when_nothing_changed(
-    model: nn.Module, plan: list[tuple[Any, _Decision]], excluded: int, session: Session
+    model: nn.Module, plan: list[tuple[_Decision, list[Any]]], excluded: int, session: Session
 ) -> None:
     """Warn when no forward of the model was replaced, with why (unless that was asked)."""
     what = type(model).__name__
@@ -302,56 +296,45 @@ def _say_when_nothing_changed(
             "before importing or building it."
         )
         return
-    if session.disabled or any(d.forward is not None for _, d in plan):
+    if session.disabled or any(d.forward is not None for d, _ in plan):
         return
     reasons: dict[str, tuple[str, ...]] = {}
-    for _, d in plan:
+    for d, _ in plan:
         if d.choice is not None:
             reasons.setdefault(d.choice.layer_name, d.choice.skipped)
     listed = "\n".join(f"`{n}`:\n" + "\n".join(r) for n, r in reasons.items())
     warn_user(
-        f"kernelize: none of the {len(plan)} marked layers of `{what}` got a kernel on "
+        f"kernelize: none of the {sum(len(m) for _, m in plan)} marked layers of `{what}` got a kernel on "
         f"{describe_device(session.device)} in mode {describe_mode(session.mode)}, so "
         f"nothing was replaced; they keep their original forward:\n{listed}"
     )
 
 
-def _marked_modules(model: nn.Module) -> tuple[list[tuple[Any, str]], int]:
-    """Marked modules of ``model`` and the marked functions its modules hold
-    (``_kernel_funcs``), each once with its name, skipping (and counting) instances their
-    ``kernel_condition`` refuses. Marks and conditions are read once per class."""
-    marks: dict[type, tuple[str | None, Any]] = {}
+def _marked_modules(model: nn.Module) -> tuple[list[tuple[str, list[Any]]], int]:
+    """The marked modules of ``model`` and the marked functions its modules hold
+    (``_kernel_funcs``), each once, as (layer name, instances) per class in the order met,
+    skipping (and counting) instances their ``kernel_condition`` refuses. Marks and conditions
+    are read once per class."""
+    marks: dict[type, tuple[str | None, Any, list[Any]]] = {}
     seen: set[int] = set()
-    out: list[tuple[Any, str]] = []
     excluded = 0
-
-    def mark_of(cls: type) -> tuple[str | None, Any]:
-        mark = marks.get(cls)
-        if mark is None:
-            mark = marks[cls] = (marked_name(cls), getattr(cls, "kernel_condition", None))
-        return mark
-
-    def visit(candidate: Any, name: str, condition: Any) -> None:
-        nonlocal excluded
-        if id(candidate) in seen:
-            return
-        seen.add(id(candidate))
-        if condition is not None and not condition(candidate):
-            log.info("kernelize: `%s` keeps its forward: its kernel_condition refused it",
-                     type(candidate).__name__)
-            excluded += 1
-        else:
-            out.append((candidate, name))
-
     for module in _modules(model):
-        for func in kernel_funcs(module):
-            name, condition = mark_of(type(func))
-            if name is not None:
-                visit(func, name, condition)
-        name, condition = mark_of(type(module))
-        if name is not None:
-            visit(module, name, condition)
-    return out, excluded
+        funcs = module.__dict__.get("_kernel_funcs")
+        for candidate in (*funcs.values(), module) if isinstance(funcs, dict) else (module,):
+            mark = marks.get(type(candidate))
+            if mark is None:
+                cls = type(candidate)
+                mark = marks[cls] = (marked_name(cls), getattr(cls, "kernel_condition", None), [])
+            if mark[0] is None or id(candidate) in seen:
+                continue
+            seen.add(id(candidate))
+            if mark[1] is not None and not mark[1](candidate):
+                log.info("kernelize: `%s` keeps its forward: its kernel_condition refused it",
+                         type(candidate).__name__)
+                excluded += 1
+            else:
+                mark[2].append(candidate)
+    return [(name, found) for name, _, found in marks.values() if found and name], excluded
 
 
 def _modules(model: nn.Module) -> list[Any]:
