@@ -99,7 +99,12 @@ def record(cls: Any = None, /, *, frozen: bool = True, eq: bool = True, kw_only:
     ``kw_only`` as for ``dataclass``). Methods the class defines itself are kept."""
 
     def wrap(cls: type) -> type:
-        dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only)
+        # dataclass refuses to mix frozen and mutable classes: it reads each base's params, so a
+        # record's say what it is (and a record below a frozen one lets dataclass freeze it)
+        below_frozen = any(getattr(b.__dict__.get("__dataclass_params__"), "frozen", False)
+                           for b in cls.__mro__[1:])
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only, frozen=below_frozen)
+        cls.__dataclass_params__.frozen = frozen  # type: ignore[attr-defined]
         fields = dataclasses.fields(cls)
         cls._record_init = (  # type: ignore[attr-defined]
             tuple(f.name for f in fields if f.init and not f.kw_only),

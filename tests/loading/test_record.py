@@ -137,6 +137,27 @@ def test_post_init_own_methods_mutable_records_and_identity_records() -> None:
     assert hash(first) == object.__hash__(first)
 
 
+def test_dataclasses_and_records_subclass_records_as_a_frozen_dataclass() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Labelled(RECORD):
+        """A frozen dataclass below a record."""
+
+        colour: str = "red"
+
+    @record
+    class Deeper(Labelled):
+        """A record below both."""
+
+        size: int = 1
+
+    item = Deeper(1, label="x", colour="blue")
+    assert (item.x, item.label, item.colour, item.size) == (1, "x", "blue", 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        item.size = 2
+    with pytest.raises(TypeError, match="non-frozen dataclass from a frozen one"):
+        dataclasses.dataclass(type("Loose", (RECORD,), {"__annotations__": {"z": "int"}, "z": 0}))
+
+
 def test_defining_a_record_compiles_no_code(monkeypatch) -> None:
     calls: list[object] = []
     for name in ("exec", "compile", "eval"):
