@@ -44,7 +44,7 @@ from ..contracts import format_properties, normalize_require
 from ..errors import ContractError, LayerError
 from ..fallback import deferred_warnings, warn_reference
 from ._session import DISABLE_ENV, Session, load_member, mapping_disabled
-from .decorators import marked_name
+from .decorators import kernel_funcs, marked_name
 from .mapping import Candidate, describe_device
 from .mode import Mode, check_kernelize_mode, describe_mode
 from .validation import missing_for
@@ -319,8 +319,7 @@ def _marked_modules(model: nn.Module) -> tuple[list[tuple[str, list[Any]]], int]
     seen: set[int] = set()
     excluded = 0
     for module in _modules(model):
-        funcs = module.__dict__.get("_kernel_funcs")
-        for candidate in (*funcs.values(), module) if isinstance(funcs, dict) else (module,):
+        for candidate in (*kernel_funcs(module), module):
             mark = marks.get(type(candidate))
             if mark is None:
                 cls = type(candidate)
