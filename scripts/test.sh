@@ -13,15 +13,6 @@ else
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
-# tests/reference/test_hf_kernels_compat.py runs the reference kernels under HF kernels
-# 0.17.2 in a second environment (benchmarks/.work/venv-kernels, created once, reused); it
-# is made in the background while ruff and mypy run
-kernels_env="$(mktemp)"
-step "setup: benchmarks/.work/venv-kernels: torch and HF kernels 0.17.2 (in the background; reused once made)"
-python -c 'import sys; sys.path.insert(0, "benchmarks")
-from harness.envs import ensure_kernels_env
-print(ensure_kernels_env(say=lambda m: print(m, file=sys.stderr)).python)' >"$kernels_env" &
-kernels_env_pid=$!
 step "check: ruff"
 ruff check src plugins tests benchmarks
 step "check: mypy"
@@ -29,11 +20,6 @@ mypy
 step "check: the docs site (mkdocs build --strict)"
 # the docs site (mkdocs.yml): every page builds, links and API references resolve
 NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --quiet
-step "waiting for benchmarks/.work/venv-kernels"
-wait "$kernels_env_pid"
-KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON="$(tail -n 1 "$kernels_env")"
-rm -f "$kernels_env"
-export KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON
 # two workers: the machine has two cores (pytest-xdist, from the test extra); an idle worker
 # takes tests queued for the other (worksteal), so one long test does not leave a core idle
 step "tests: pytest on 2 workers"

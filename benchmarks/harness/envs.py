@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import venv
@@ -33,8 +34,18 @@ __all__ = [
     "plot_python",
 ]
 
-#: The ``kernels`` release compared against (PyPI).
-KERNELS_PIN = "0.17.2"
+def _kernels_pin() -> str:
+    """The ``kernels`` release pinned in the core's ``test`` extra (pyproject.toml): one pin
+    for the test suite (which imports it from ``.venv``) and the benchmarks."""
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    found = re.search(r'"kernels==([^"]+)"', text)
+    if found is None:
+        raise RuntimeError("pyproject.toml's test extra pins no kernels release (kernels==X.Y.Z)")
+    return found.group(1)
+
+
+#: The ``kernels`` release compared against (PyPI), pinned once in pyproject.toml.
+KERNELS_PIN = _kernels_pin()
 #: The torch both environments get (a local wheel on this project's machines).
 TORCH_PIN = "2.13.0"
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -1,9 +1,9 @@
 """The bundled reference repositories and ``examples/relu`` load and kernelize with HF
-``kernels`` 0.17.2 on CPU, and the example's benchmark scripts run there as with us.
+``kernels`` (the release pinned in pyproject.toml's ``test`` extra) on CPU, and the
+example's benchmark scripts run there as with us.
 
-Runs in a second environment (torch and ``kernels`` 0.17.2 from PyPI, no kernel-plugins)
-whose interpreter ``$KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON`` names; ``scripts/test.sh``
-(and so CI) creates one with ``benchmarks/harness/envs.py`` and sets it. Without it the
+Runs in a fresh interpreter: ``.venv``'s own (the test extra installs the pinned ``kernels``)
+or the one ``$KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON`` names. Without the pinned release the
 test is skipped, saying so (and fails under ``CI``). The script gets the paths of
 repositories materialised in a temporary folder, so it needs nothing of ours and writes
 nothing elsewhere (no bytecode either).
@@ -15,19 +15,21 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from kernel_plugins.reference import reference_repo
+from tests.support.pins import kernels_pin
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relu"
 
 PYTHON_ENV = "KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON"
+KERNELS_PIN = kernels_pin()
 NEEDS = (
-    "this test needs a second Python environment with torch and HF kernels 0.17.2 and "
-    f"without kernel-plugins: set {PYTHON_ENV} to its interpreter (scripts/test.sh creates "
-    "benchmarks/.work/venv-kernels with benchmarks/harness/envs.py and sets it)"
+    f"this test needs torch and HF kernels=={KERNELS_PIN} (pyproject.toml's test extra): "
+    f"pip install -e '.[test]', or set {PYTHON_ENV} to an interpreter that has them"
 )
 
 SCRIPT = r'''
@@ -108,14 +110,16 @@ print(json.dumps(report))
 
 @pytest.fixture(scope="module")
 def kernels_python() -> Path:
-    """The second environment's interpreter (see the module doc)."""
+    """An interpreter with HF ``kernels`` at the pinned release (see the module doc)."""
     value = os.environ.get(PYTHON_ENV)
-    if not value:
+    python = Path(value) if value else Path(sys.executable)
+    done = subprocess.run([str(python), "-I", "-c", "import kernels; print(kernels.__version__)"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0 or done.stdout.strip() != KERNELS_PIN:
+        message = f"{python} has no kernels=={KERNELS_PIN} ({done.stdout.strip() or done.stderr[-300:]}); {NEEDS}"
         if os.environ.get("CI"):
-            pytest.fail(NEEDS)
-        pytest.skip(NEEDS)
-    python = Path(value)
-    assert python.is_file(), f"{PYTHON_ENV}={value} is not a file; {NEEDS}"
+            pytest.fail(message)
+        pytest.skip(message)
     return python
 
 
