@@ -61,11 +61,12 @@ class Signer:
         return "/".join(parts[:5]) if github and parts[5:7] == [".github", "workflows"] else None
 
 
-_KC = "https://github.com/huggingface/kernels-community/.github/workflows"
-#: kernels-community's build workflows (the signers Hugging Face ``kernels`` trusts).
+#: The build workflows of kernels-community and kernels-community-rs (the signers HF ``kernels``
+#: 0.19.1 trusts), each vouching for the Hub organisation kernels-community only.
 DEFAULT_SIGNERS: tuple[Signer, ...] = tuple(
-    Signer(f"{_KC}/{w}.yaml@refs/heads/main", GITHUB_ACTIONS, ("kernels-community",))
-    for w in ("build", "build-mac", "build-windows", "sign-old-builds"))
+    Signer(f"https://github.com/huggingface/{r}/.github/workflows/{w}.yaml@refs/heads/main", GITHUB_ACTIONS,
+           ("kernels-community",)) for r, ws in (("kernels-community", ("build", "build-mac", "build-windows",
+           "sign-old-builds")), ("kernels-community-rs", ("build",))) for w in ws)
 _added: list[Signer] = []
 _blocks: list[tuple[bool, str | None]] = []  # (required, trusted root) of the requiring() blocks open now
 _root_file: contextvars.ContextVar[str | None] = contextvars.ContextVar("kp_root", default=None)
