@@ -16,8 +16,8 @@ _RANGE = "torch >= {}.{}, < {}".format(*SUPPORTED_TORCH[0], SUPPORTED_TORCH[1][0
 INSTALL_TORCH = (
     "install the torch build for your device first: for an accelerator the one its vendor "
     "pairs with its extension, for the CPU pip install torch --index-url "
-    "https://download.pytorch.org/whl/cpu; or pip install 'kernel-plugins[torch]' (PyPI's "
-    "default build, on Linux the CUDA one)"
+    "https://download.pytorch.org/whl/cpu; or pip install torch (PyPI's default build, on Linux "
+    "the CUDA one)"
 )
 
 

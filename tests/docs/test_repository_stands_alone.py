@@ -61,6 +61,34 @@ def test_relative_links_resolve(doc: str) -> None:
     assert missing == [], f"{doc} links to missing files"
 
 
+DOCS = sorted(p.relative_to(ROOT).as_posix() for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md"),
+                                                      *(ROOT / "plugins").glob("*/README.md")])
+#: what mkdocs --strict builds without a word but a reader sees as broken
+_MARKUP_FAULTS = {
+    "a link inside a link's text (renders as literal brackets)": re.compile(r"\[\[[^\]]*\]\([^)]*\)\]\("),
+    "a PyPI spelling (kernel-plugins is installed from a checkout: pip install '.[extra]')":
+        re.compile(r"pip install '?kernel-plugins\["),
+}
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_docs_markup_renders_as_meant(doc: str) -> None:
+    path = ROOT / doc
+    text = path.read_text(encoding="utf-8")
+    faults = [f"{doc}:{text.count(chr(10), 0, m.start()) + 1}: {what}: {m.group(0)}"
+              for what, pattern in _MARKUP_FAULTS.items() for m in pattern.finditer(text)]
+    faults += [f"{doc}: links to itself ({m.group(0)})" for m in _LINK_RE.finditer(text)
+               if (path.parent / m.group("target")).resolve() == path.resolve()]
+    assert faults == []
+
+
+def test_the_markup_check_sees_the_faults_it_names(tmp_path: Path) -> None:
+    for bad in ("see [[loading](loading.md)](loading.md).", "pip install 'kernel-plugins[torch]'"):
+        assert any(p.search(bad) for p in _MARKUP_FAULTS.values()), bad
+    assert not any(p.search("see [loading](loading.md); pip install '.[torch]'")
+                   for p in _MARKUP_FAULTS.values())
+
+
 def test_vendor_facts_the_tests_rely_on_are_in_docs() -> None:
     """docs/vendors.md holds the facts the plugins' independent stand-ins are written from."""
     text = (ROOT / "docs" / "vendors.md").read_text(encoding="utf-8")

@@ -290,7 +290,7 @@ def test_sigstore_missing_names_the_install(signed: Path, root: Path, monkeypatc
     monkeypatch.setitem(sys.modules, "sigstore", None)
     raw = (signed / "build/torch-cpu/metadata.json").read_bytes()
     res = signatures.check_bundle(raw, b"{}", variant="v", org=None, trusted_root=root)
-    assert res.state == "cannot check" and "pip install 'kernel-plugins[signatures]'" in res.detail
+    assert res.state == "cannot check" and "pip install 'sigstore>=4,<5'" in res.detail
 
 
 def test_importing_kernel_plugins_does_not_import_sigstore() -> None:

@@ -181,8 +181,9 @@ class VariantRows:
     collected and printed by :meth:`finish` as ``{"target", "checked", "failed", "variants"}``.
     """
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, *, allow_missing: bool = True) -> None:
         self.as_json = as_json
+        self.allow_missing = allow_missing
         self.rows: list[dict[str, str]] = []
 
     def add(self, repo_id: str, variant: str, status: str, detail: str, **extra: str) -> None:
@@ -194,11 +195,21 @@ class VariantRows:
             print(clean(f"{repo_id} {variant}: {shown.get(status, detail)}"))
 
     def finish(self, where: str) -> int:
-        """Print the summary (or the JSON document); exit status 1 when any row failed."""
+        """Print the summary (or the JSON document); exit status 1 when any row failed, or
+        (unless ``allow_missing``) when a repository had no variant checked at all."""
         checked = sum(r["status"] != "skipped" for r in self.rows)
         failed = sum(r["status"] == "failed" for r in self.rows)
+        seen = {r["repo_id"]: False for r in self.rows}
+        for r in self.rows:
+            seen[r["repo_id"]] |= r["status"] != "skipped"
+        missing = [] if self.allow_missing else [repo for repo, done in seen.items() if not done]
         if self.as_json:
-            print_json({"target": where, "checked": checked, "failed": failed, "variants": self.rows})
+            print_json({"target": where, "checked": checked, "failed": failed, "unchecked": missing,
+                        "variants": self.rows})
         else:
             print(clean(f"{where}: {checked} checked, {failed} failed"))
-        return 1 if failed else 0
+        if missing:
+            print(clean(f"error: nothing was checked for {', '.join(missing)}: no variant is downloaded. "
+                        "Run `kernel-plugins download` first (for a project: `kernel-plugins download "
+                        "PROJECT`), or pass --allow-missing to accept it"), file=sys.stderr)
+        return 1 if failed or missing else 0

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 NAME = "verify"
 HELP = ("check the cached files of the kernels a project's kernels.lock pins (PROJECT_DIR), or of a Hub "
-        "repository (REPO [--revision R | --version N]); one line per variant, exit 1 on any failure")
+        "repository (REPO [--revision R | --version N]); one line per variant, exit 1 on any failure "
+        "or when a pinned kernel had nothing downloaded to check (--allow-missing allows it)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder holding kernels.lock (or the lock file), or a Hub repository "
                         "org/name (hub:org/name when a folder of that name exists here; default: .)")
     add_revision_options(parser)
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="exit 0 when a kernel has no downloaded variant to check")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -37,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from ..sources import parse_name
     from ._output import CommandError
 
-    rows = VariantRows(args.json)
+    rows = VariantRows(args.json, allow_missing=args.allow_missing)
     if Path(args.target).expanduser().is_file():
         return _verify_project(Path(args.target).expanduser(), rows)
     name = parse_name(args.target)  # one meaning per name, as for load
