@@ -10,6 +10,7 @@ import json
 import os
 import stat
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +27,7 @@ class JSONFileError(ValueError):
 
 def parse_json(data: bytes, *, where: str, max_bytes: int) -> object:
     """Decode ``data`` (UTF-8 JSON, named ``where`` in messages) unless larger than ``max_bytes``.
-    :raises JSONFileError: too large, not UTF-8, malformed, or nested too deeply."""
+    :raises JSONFileError: too large, not UTF-8, malformed, nested too deeply, or a key twice in an object."""
     if len(data) > max_bytes:
         raise JSONFileError(f"{where}: larger than the {max_bytes} allowed")
     try:
@@ -34,11 +35,19 @@ def parse_json(data: bytes, *, where: str, max_bytes: int) -> object:
     except UnicodeDecodeError as e:
         raise JSONFileError(f"{where}: not UTF-8 text ({e})") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique)
     except json.JSONDecodeError as e:
         raise JSONFileError(f"{where}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except RecursionError:
         raise JSONFileError(f"{where}: malformed JSON: values are nested too deeply") from None
+    except ValueError as e:  # a key twice in one object (kernels refuses that too), a number too long
+        raise JSONFileError(f"{where}: malformed JSON: {e}") from None
+
+
+def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    if len(obj := dict(pairs)) < len(pairs):
+        raise ValueError(f"key {Counter(k for k, _ in pairs).most_common(1)[0][0]!r} appears twice in one object")
+    return obj
 
 
 def read_regular_file(path: str | os.PathLike[str], *, max_bytes: int, follow: bool = True,

@@ -573,7 +573,7 @@ CASES: list[Case] = [
     Case("lock-missing-key", P, "an entry without `sha`", _read_lock(_lock_with(sha=None)),
          E.LockfileError, "key 'sha' is missing", "Regenerate the lock file."),
     Case("lock-wrong-type", P, '`"sha": 5`', _read_lock(_lock_with(sha=5)), E.LockfileError,
-         "key 'sha' must be a 40-character lowercase hex commit sha, got 5",
+         "key 'sha' must be a commit sha (40 or 64 lowercase hex digits), got 5",
          "Regenerate the lock file."),
     Case("lock-variant-traversal", P, 'variant `"../x"`',
          _read_lock(_lock_with(variants={"../x": LOCK_ENTRY["variants"]["torch-cpu"]})),

@@ -22,7 +22,7 @@ REPO_TYPES: tuple[RepoType, ...] = ("kernel", "model")
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
-_SHA_RE = re.compile(r"[0-9a-f]{40}")
+_SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256 git commits
 
 _VERSION_BRANCH_RE = re.compile(r"v([1-9][0-9]*)")
 
@@ -37,7 +37,7 @@ class HubRef:
     :param repo_type: ``"kernel"`` or ``"model"``, the type the repository answered as.
     :param requested: what the caller asked for: the revision string, ``f"v{N}"`` for a
         version, or ``None`` when neither was given.
-    :param sha: the 40-hex commit sha everything else uses.
+    :param sha: the commit sha (40 or 64 hex digits) everything else uses.
     :param version: the kernel version ``N`` when the commit came from branch ``vN``.
     :param endpoint: the Hub endpoint it was resolved against (``None``: huggingface_hub's).
     """

@@ -2,7 +2,7 @@
 
 ``kernels.lock`` is in kernels 0.17's format (which refuses any other key):
 ``[{"dependency": {"repo-id": "org/name", "version": 1 | "revision": "main"},
-"lock": {"commit": "<40-hex sha>"}}]``. The hash and signer of every variant of each commit
+"lock": {"commit": "<40 or 64 hex digits>"}}]``. The hash and signer of every variant of each commit
 are in ``kernels.lock.variants`` (exactly the commits pinned; without it a lock pins commits
 only): ``[{"repo_id", "sha", "variants": {"torch-cpu": {"hash": "sha256-<hex>", "hash_type":
 "git_lfs_concat", "signer": "<identity> (<issuer>)"}}}]``, the format of earlier lock files
@@ -32,7 +32,7 @@ LOCKFILE_NAME, HASHES_SUFFIX = "kernels.lock", ".variants"
 #: Lock files (and pyproject.toml files read for locking) larger than this are refused.
 MAX_LOCKFILE_BYTES = 16 << 20
 
-_SHA_RE = re.compile(r"[0-9a-f]{40}")
+_SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256 git commits
 _HASH_RE = re.compile(r"sha256-[0-9a-f]{64}")
 _VARIANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 #: The keys kernels' format allows, per object (kernels refuses any other).
@@ -144,7 +144,7 @@ def _repo_id(label: str, key: str, value: object) -> str:
 
 def _sha(label: str, key: str, value: object) -> str:
     if not isinstance(value, str) or not _SHA_RE.fullmatch(value):
-        raise LockfileError(f"{label}: key '{key}' must be a 40-character lowercase hex commit sha, got {value!r}")
+        raise LockfileError(f"{label}: key '{key}' must be a commit sha (40 or 64 lowercase hex digits), got {value!r}")
     return value
 
 
@@ -166,7 +166,7 @@ def _kernels_entry(label: str, entry: dict[str, Any]) -> KernelLock:
     if ("version" in dep) == ("revision" in dep):
         raise LockfileError(f"{label}: 'dependency' needs exactly one of 'version' and 'revision'")
     key, ok, want = ("revision", isinstance(revision, str), "a string") if "revision" in dep else \
-        ("version", type(version) is int and version >= 0, "a kernel version (an integer)")
+        ("version", type(version) is int and 0 <= version < 1 << 64, "a kernel version (an integer >= 0)")
     if not ok:
         raise LockfileError(f"{label}: key 'dependency.{key}' must be {want}, got {dep[key]!r}")
     commit = lock["commit"].lower() if isinstance(lock["commit"], str) else lock["commit"]
