@@ -32,7 +32,7 @@ from .verification import VerifiedVariant, archs_reader, verify
 if TYPE_CHECKING:
     from .lock import Lockfile
 
-__all__ = ["KernelTree", "verified_tree", "flatten", "import_tree", "get_kernel_dep"]
+__all__ = ["KernelTree", "verified_tree", "flatten", "import_tree", "get_kernel_dep", "require_pinned"]
 
 
 @record
@@ -106,18 +106,22 @@ class _Walk:
                                         f"which cannot be loaded: {type(e).__name__}: {e}") from e
 
     def source(self, dep: KernelDepend) -> KernelSource:
-        """Where ``dep`` comes from, pinned by the lock file when it has an entry for it."""
-        lock = self.lock
-        if lock is not None:
-            try:  # the one place a dependency's lock entry is looked up
-                lock.entry(dep.repo_id, version=dep.version, revision=dep.revision)
-            except KernelPluginsError:  # LockfileError: no entry for it
-                lock = None
-        found = find(HUB_PREFIX + dep.repo_id, device=self.info, revision=dep.revision,  # never a folder
-                     version=dep.version, lockfile=lock)
-        if lock is self.lock:
-            return found
-        return dataclasses.replace(found, notes=(*found.notes, f"not in {self.lock}: {dep}"))
+        """Where ``dep`` comes from; under a lock file, its entry there (:func:`require_pinned`)."""
+        require_pinned(self.lock, dep)
+        return find(HUB_PREFIX + dep.repo_id, device=self.info, revision=dep.revision,  # never a folder
+                    version=dep.version, lockfile=self.lock)
+
+
+def require_pinned(lock: Lockfile | None, dep: KernelDepend) -> None:
+    """Under a lock, a dependency comes from its entry there: locked code or an error (the one
+    place a dependency's entry is looked up). :raises LockfileError: ``lock`` has no entry for ``dep``."""
+    from .errors import LockfileError
+
+    try:
+        lock and lock.entry(dep.repo_id, version=dep.version, revision=dep.revision)
+    except LockfileError:
+        raise LockfileError(f"{lock} does not pin {dep}, a dependency (kernel-depends): a locked load takes "
+                            "every kernel from its lock. Run `kernel-plugins lock` to pin it") from None
 
 
 def import_tree(tree: KernelTree, info: DeviceInfo) -> ModuleType:
@@ -162,9 +166,10 @@ class _Scope:
 
     def share(self) -> None:
         """Give HF kernels' loading context the same dependencies, once it is imported."""
-        var = getattr(sys.modules.get("kernels.deps"), "_KERNEL_DEPS", None)
-        if isinstance(var, ContextVar) and all(v is not var for v, _ in self._set):
-            self._set.append((var, var.set(dict(self.deps))))
+        for name in ("kernels.deps", "kernels._internals.deps"):  # kernels 0.17; 0.19
+            var = getattr(sys.modules.get(name), "_KERNEL_DEPS", None)
+            if isinstance(var, ContextVar) and all(v is not var for v, _ in self._set):
+                self._set.append((var, var.set(dict(self.deps))))
 
     def __exit__(self, *exc: object) -> None:
         for var, token in reversed(self._set):

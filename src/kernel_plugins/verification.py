@@ -180,6 +180,7 @@ def check_cached(
     metadata: KernelMetadata | None = None
     raw: bytes | None = None
     problem: str | None = None
+    from .dependencies import require_pinned
     from .signatures import check_locked, on_load, read_metadata, signature_required
 
     try:
@@ -188,6 +189,8 @@ def check_cached(
     except MetadataError as e:
         problem = str(e)
     check = check_hub_snapshot(fetched, _snapshot(fetched, raw, metadata), metadata, listing=listing)
+    for dep in metadata.kernel_depends if metadata else ():  # as a locked load would
+        require_pinned(fetched.offer.lockfile, dep)
     if problem is not None:
         check.notes.append(f"metadata.json could not be used, so its digest was not checked: {problem}")
 

@@ -3,6 +3,7 @@ tampering and trust, each through the whole pipeline."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import sys
@@ -13,7 +14,7 @@ import pytest
 import kernel_plugins
 from kernel_plugins import registry
 from kernel_plugins.cli.main import main
-from kernel_plugins.errors import IntegrityError, KernelDependencyError, TrustError
+from kernel_plugins.errors import IntegrityError, KernelDependencyError, LockfileError, TrustError
 from tests.lock.conftest import forget_kernel_modules, write_pyproject  # noqa: F401 - fixture
 from tests.support.hub import GitRepo, HubServer, make_kernel_repo
 
@@ -79,8 +80,10 @@ def test_a_hub_dependency_loads_and_then_offline_from_the_cache(
 
 
 def test_a_locked_load_takes_the_dependency_from_the_lock(
-    manager: object, pair: tuple[str, GitRepo, str], tmp_path: Path,
+    manager: object, pair: tuple[str, GitRepo, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from kernel_plugins.lock import read_lockfile, write_lockfile
+
     top, git, base = pair
     locked_sha = git.head()
     project = write_pyproject(tmp_path / "proj", {top: 1, base: 1})
@@ -93,13 +96,22 @@ def test_a_locked_load_takes_the_dependency_from_the_lock(
     (dep,) = module.__kernel_provenance__.dependencies
     assert (module.VALUE, dep.sha) == (1, locked_sha)
     assert f"locked by {project / 'kernels.lock'}" in dep.notes
-    # a lock without an entry for the dependency: the kernel-depends entry pins it, said so
-    only_top = lock_only(tmp_path / "only-top", project, top)
     forget(module, module.DEP)
-    module = kernel_plugins.load(top, lockfile=only_top, device="cpu")
-    (dep,) = module.__kernel_provenance__.dependencies
-    assert (module.VALUE, dep.sha) == (2, git.head())
-    assert f"not in {only_top}: {base} (version 1)" in dep.notes
+    # a lock without an entry for the dependency (as every lock before dependencies were
+    # locked), or pinning it for another version: an error naming it, never its moving branch
+    only_top = lock_only(tmp_path / "only-top", project, top)
+    (tmp_path / "other").mkdir()
+    other = write_lockfile(tmp_path / "other" / "kernels.lock", [
+        read_lockfile(project).entry(top), dataclasses.replace(read_lockfile(project).entry(base), version=2)])
+    for lock, env in ((only_top, {}), (other, {}), (only_top, {"KERNEL_PLUGINS_STRICT": "1"})):
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            with pytest.raises(KernelDependencyError) as e:
+                kernel_plugins.load(top, lockfile=lock, device="cpu", fallback="error")
+        assert f"{lock} does not pin {base} (version 1), a dependency (kernel-depends)" in str(e.value)
+        assert "Run `kernel-plugins lock`" in str(e.value) and isinstance(e.value.__cause__, LockfileError)
+        assert not any(k.startswith(module.DEP.__name__) for k in sys.modules)
 
 
 def test_download_fetches_the_dependencies_so_an_offline_load_needs_nothing_more(
@@ -114,21 +126,22 @@ def test_download_fetches_the_dependencies_so_an_offline_load_needs_nothing_more
     rows = json.loads(capsys.readouterr().out)["variants"]
     assert [(r["repo_id"], r["status"], r["detail"][:3]) for r in rows] == [
         (top, "ok", "OK "), (base, "ok", "OK ")]
-    # a lock without the dependency (an older one): download fetches it as the load will take it
+    # a lock without the dependency (an older one): the load would refuse it, so download fails
     only_top = lock_only(tmp_path / "only-top", project, top)
-    assert main(["download", str(only_top), "--device", "cpu", "--json"]) == 0
+    assert main(["download", str(only_top), "--device", "cpu", "--json"]) == 1
     rows = json.loads(capsys.readouterr().out)["variants"]
-    assert [(r["repo_id"], r["status"]) for r in rows] == [(top, "ok"), (base, "ok")]
-    assert rows[1]["detail"].startswith(f"OK dependency of {top}: ")
+    assert [(r["repo_id"], r["status"]) for r in rows] == [(top, "failed")]
+    assert f"does not pin {base} (version 1), a dependency" in rows[0]["detail"]
+    assert main(["verify", str(only_top), "--json"]) == 1  # and verify fails on it
+    (row,) = json.loads(capsys.readouterr().out)["variants"]
+    assert (row["repo_id"], row["status"]) == (top, "failed") and "Run `kernel-plugins lock`" in row["detail"]
     assert main(["download", top, "--version", "1", "--device", "cpu", "--json"]) == 0  # no project
     rows = json.loads(capsys.readouterr().out)["variants"]
     assert [r["status"] for r in rows] == ["ok", "ok"] and rows[1]["detail"].startswith(f"OK dependency of {top}: ")
     hub_env.clear_requests()
     hub_offline(True)  # type: ignore[operator]
-    for lock in (project, only_top):
-        module = kernel_plugins.load(top, lockfile=lock, device="cpu")
-        assert module.DEP.__kernel_provenance__.sha == git.head() and hub_env.requests == []
-        forget(module, module.DEP)
+    module = kernel_plugins.load(top, lockfile=project, device="cpu")
+    assert module.DEP.__kernel_provenance__.sha == git.head() and hub_env.requests == []
 
 
 def test_a_dependency_changed_in_the_cache_is_refused(
