@@ -5,8 +5,9 @@ from the files on disk again: a finder placed first on ``sys.meta_path`` serves 
 module below the kernel's package from the snapshot, and refuses any module the snapshot
 does not hold (a file added after verification never runs). Python sources are compiled
 from memory, so no bytecode (``__pycache__``, ``*.pyc``, unchecked hash-based pycs
-included) is read or written; native extension modules are loaded from their private
-verified copy (see :mod:`kernel_plugins.integrity.snapshot`).
+included) is read or written; native extension modules are loaded through the descriptor
+whose bytes were verified, or from their private verified copy
+(see :mod:`kernel_plugins.integrity.snapshot`).
 
 Module names: every kernel lives under the private namespace of :mod:`.registry`, so its
 ``id`` never meets a top-level module name. Two builds of one kernel have different ids,

@@ -49,11 +49,18 @@ class VerifiedVariant:
     signer: str | None = None
 
 
-def _snapshot(fetched: Fetched, raw: bytes | None, metadata: KernelMetadata | None) -> VariantSnapshot:
-    """Every file read once (``metadata.json``: these bytes), hashed as the checks need."""
+def _snapshot(fetched: Fetched, raw: bytes | None, metadata: KernelMetadata | None,
+              use_receipts: bool = True) -> VariantSnapshot:
+    """Every file read once (``metadata.json``: these bytes), hashed as the checks need (large
+    files known by a receipt: not again, unless not ``use_receipts``); native extensions of the
+    Hub cache are imported from the cached files when only this user can change them."""
+    from . import hub
+
     alg = digest_algorithm(metadata.digest) if metadata is not None else None
     algorithms = ["sha256", *(["git"] if fetched.offer.ref is not None else []), *([alg] if alg else [])]
-    return read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=algorithms,
+    caches = (hub.cache_dir(),) if fetched.offer.ref is not None else ()
+    return read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=algorithms, caches=caches,
+                        use_receipts=use_receipts,
                         preread={"metadata.json": raw} if raw is not None else None)
 
 
@@ -188,7 +195,7 @@ def check_cached(
         metadata = parse_metadata_bytes(raw, where=str(fetched.path / "metadata.json"))
     except MetadataError as e:
         problem = str(e)
-    check = check_hub_snapshot(fetched, _snapshot(fetched, raw, metadata), metadata, listing=listing)
+    check = check_hub_snapshot(fetched, _snapshot(fetched, raw, metadata, False), metadata, listing=listing)
     for dep in metadata.kernel_depends if metadata else ():  # as a locked load would
         require_pinned(fetched.offer.lockfile, dep)
     if problem is not None:

@@ -3,9 +3,10 @@
 :func:`read_variant` is the only place that reads a variant's files for loading: each is
 opened at the target the walker approved, checked again through the descriptor, read to the
 end and hashed in the same pass. Python sources and small files stay in memory (the importer
-executes exactly the bytes hashed), native extensions are copied into a private sealed file
-(Linux ``memfd``, else a private temporary folder) to be imported from, and larger data
-files are hashed only (see ``docs/loading.md``).
+executes exactly the bytes hashed), native extensions are imported through the very
+descriptor that was read when only this user can change them in a download cache, else from
+a private sealed copy (Linux ``memfd``, else a private temporary folder), and larger data
+files are hashed only; a large file known by a receipt is not hashed again (``receipts``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from .._record import field, record
 from ..errors import IntegrityError
 from ..jsonfile import OPEN_FLAGS, read_capped
+from . import receipts
 from ._hash import Hasher, hash_bytes
 from ._walk import WalkEntry, inside, walk_variant
 
@@ -114,41 +116,52 @@ def _seal(fd: int, path: str) -> None:
         os.chmod(path, 0o500)
 
 
-def _read_one(entry: WalkEntry, roots: Sequence[Path], algorithms: Iterable[str]) -> SnapshotFile:
+def _read_one(entry: WalkEntry, roots: Sequence[Path], algorithms: Iterable[str],
+              caches: Sequence[Path], receipted: bool) -> SnapshotFile:
     entry_rel, path = entry.rel, entry.path
     fd = _open_checked(path, roots)
     sink: tuple[int, str] | None = None
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         native = entry_rel.endswith(_NATIVE_SUFFIXES)  # imported from a private copy
         keep = not native and (size <= MAX_KEPT_BYTES or entry_rel.endswith(".py"))
-        if native:
+        known = receipts.recall(st, algorithms) if receipted and not keep else None  # hashed before
+        private = receipts.shareable(fd, st, caches) if native else None  # mapped from the page cache
+        if native and private is None:
             sink = _private_sink(os.path.basename(entry_rel))
         hasher = Hasher(size, algorithms)
         chunks: list[bytes] = []
-        read = 0
-        while chunk := os.read(fd, _CHUNK):
+        read, reading = 0, known is None or keep or sink is not None
+        while reading and (chunk := os.read(fd, _CHUNK)):
             read += len(chunk)
             if read > size:
                 break
-            hasher.update(chunk)
+            if known is None:
+                hasher.update(chunk)
             if keep:
                 chunks.append(chunk)
             if sink is not None:
                 os.write(sink[0], chunk)
-        if read != size:
+        if (reading and read != size) or (known is not None and os.fstat(fd).st_ctime_ns != st.st_ctime_ns):
             raise IntegrityError(f"{path} changed while it was being read; try again")
-        private = None
+        hashes = hasher.hexdigests() if known is None else known
+        if known is None and not keep and receipted:
+            receipts.remember(st, os.fstat(fd), hashes)
         if sink is not None:
             _seal(*sink)
             _private_fds.append(sink[0])
             private, sink = sink[1], None
-        return SnapshotFile(entry_rel, path, size, hasher.hexdigests(), b"".join(chunks) if keep else None,
-                            private, entry.link_target)
+        elif private is not None:  # the module is loaded through this very descriptor: it stays open
+            _private_fds.append(fd)
+            fd = -1
+        return SnapshotFile(entry_rel, path, size, hashes, b"".join(chunks) if keep else None, private,
+                            entry.link_target)
     except OSError as e:
         raise IntegrityError(f"cannot read {path}: {e}") from None
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
         if sink is not None:
             os.close(sink[0])
 
@@ -165,10 +178,14 @@ def read_small_file(path: Path, *, max_bytes: int, roots: Sequence[Path]) -> byt
 
 
 def read_variant(root: Path, *, link_roots: Sequence[Path] = (), algorithms: Iterable[str] = ("sha256",),
-                 preread: Mapping[str, bytes] | None = None) -> VariantSnapshot:
+                 preread: Mapping[str, bytes] | None = None,
+                 caches: Sequence[Path] = (), use_receipts: bool = True) -> VariantSnapshot:
     """Read every file of the variant folder ``root`` once, hashing it with ``algorithms`` (and
     ``sha256``); links may also lead into ``link_roots``; ``preread`` (relative path -> content,
     e.g. ``metadata.json``) is hashed from those bytes, not read again.
+    A native extension inside one of ``caches`` that only this user can change is imported from
+    the file itself; large files with a matching receipt are not hashed again unless not
+    ``use_receipts`` (see :mod:`.receipts`).
 
     :raises IntegrityError: a refused link or entry (see ``_walk.walk_variant``), or a file that
         cannot be read or changed while it was read.
@@ -177,11 +194,12 @@ def read_variant(root: Path, *, link_roots: Sequence[Path] = (), algorithms: Ite
     tree = walk_variant(root, link_roots=link_roots)
     roots = [Path(root).resolve(), *(Path(r).resolve() for r in link_roots)]
     files: dict[str, SnapshotFile] = {}
+    shared = [Path(c).resolve() for c in caches]
     for entry in tree.files:
         if (given := (preread or {}).get(entry.rel)) is not None:
             files[entry.rel] = SnapshotFile(entry.rel, entry.path, len(given), hash_bytes(given, algos), given, None,
                                             entry.link_target)
         else:
-            files[entry.rel] = _read_one(entry, roots, algos)
+            files[entry.rel] = _read_one(entry, roots, algos, shared, use_receipts)
     return VariantSnapshot(Path(root), files, tree.bytecode)
 
