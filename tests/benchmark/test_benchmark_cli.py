@@ -80,7 +80,7 @@ def test_json_report_follows_the_documented_schema(manager, capsys):
         for d in ("float32", "bfloat16")
     }
     for r in data["results"]:
-        assert set(r) == {"function", "shape", "dtype", "kernel", "reference", "speedup", "check"}
+        assert set(r) == {"function", "shape", "dtype", "kernel", "reference", "speedup", "speedup_noise", "check"}
         assert set(r["kernel"]) == STATS and set(r["reference"]) == STATS
         assert r["kernel"]["samples"] == 3 and r["kernel"]["inner"] >= 1
         k = r["kernel"]

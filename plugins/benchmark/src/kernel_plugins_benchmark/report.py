@@ -15,6 +15,8 @@ __all__ = ["SCHEMA", "TABLE_HEADERS", "CaseResult", "BenchmarkReport", "plot_rep
 
 #: Identifier and version of the JSON report layout.
 SCHEMA = "kernel-plugins-benchmark/1"
+#: A side whose IQR exceeds this fraction of its median is too noisy for a speed-up to mean anything.
+NOISY_IQR = 0.5
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,15 @@ class CaseResult:
         if self.kernel is None or self.reference is None or self.kernel.median <= 0:
             return None
         return self.reference.median / self.kernel.median
+
+    @property
+    def noise(self) -> str | None:
+        """Why the speed-up means nothing (a side's IQR over :data:`NOISY_IQR` of its median), or None."""
+        for side, stats in (("kernel", self.kernel), ("reference", self.reference)):
+            if self.speedup is not None and stats is not None and stats.iqr > NOISY_IQR * stats.median:
+                return (f"the {side}'s spread (IQR {_fmt_time(stats.iqr)}) is {stats.iqr / stats.median:.2g}x "
+                        "its median: the speed-up is noise; rerun on an idle machine or with more --iterations")
+        return None
 
     def describe_failure(self) -> str:
         """``silu_and_mul, shape (16, 1024), float32: max abs error ... > tolerance ...``."""
@@ -59,6 +70,7 @@ class CaseResult:
             "kernel": self.kernel.to_dict() if self.kernel else None,
             "reference": self.reference.to_dict() if self.reference else None,
             "speedup": None if speedup is None else round(speedup, 4),
+            "speedup_noise": self.noise,
             "check": self.check.to_dict(),
         }
 
@@ -151,7 +163,7 @@ class BenchmarkReport:
                         for a in ("median", "mean", "std", "min", "iqr")
                     ),
                     _fmt_time(ref.median) if ref else "-",
-                    f"{s:.2f}x" if s is not None else "-",
+                    "-" if s is None else f"{s:.2f}x" + (" (noise)" if r.noise else ""),
                     check,
                 ]
             )
@@ -198,6 +210,9 @@ class BenchmarkReport:
                     f"tolerance  {dtype}: rtol={rtol:g} atol={atol:g} (pass when "
                     "|kernel - reference| <= atol + rtol*|reference|, element-wise)"
                 )
+        for r in self.results:
+            if r.noise:
+                out.append(f"noise      {r.function} {'x'.join(map(str, r.shape))} {r.dtype}: {r.noise}")
         for s in self.skipped:
             out.append(f"skipped    {s['function']}: {s['reason']}")
         if self.note():
