@@ -96,6 +96,19 @@ def test_usage_errors_exit_2(argv):
     assert r.returncode == 2 and "usage:" in r.stderr
 
 
+def test_load_lists_the_kernels_own_functions_as_info_does(manager, capsys, tmp_path):
+    code = ("from os.path import join\nfrom math import floor\n\n"
+            "def scale(x, k: int = 2):\n    return x * k\n")
+    plain = make_repo(tmp_path / "plain", ["torch-cpu"], code=code)  # no __all__
+    listed = make_repo(tmp_path / "listed", ["torch-cpu"], code=code + "__all__ = ['scale', 'floor']\n")
+    for repo, want in ((plain, ["scale"]), (listed, ["floor", "scale"])):
+        assert main(["load", str(repo), "--json"]) == 0
+        names = [f["name"] for f in json.loads(capsys.readouterr().out)["functions"]]
+        assert names == want  # imported names (join, floor) only when __all__ exports them
+        assert main(["info", str(repo), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["functions"] == want
+
+
 def test_info_counts_functions_not_submodules_or_the_ops_namespace(capsys):
     from kernel_plugins.reference import reference_repo
 

@@ -65,14 +65,19 @@ def signature_text(obj: object) -> str:
 
 
 def public_functions(module: object) -> list[dict[str, str]]:
-    """Public functions of a kernel module with their signatures (see :func:`signature_text`)."""
+    """Public functions of a kernel module with their signatures (see :func:`signature_text`):
+    those its ``__all__`` names, else those defined in the kernel's own package (a name it
+    imports, such as ``get_kernel_dep``, is not one of its functions)."""
+    names = getattr(module, "__all__", None)
+    package = getattr(module, "__name__", "")
     out = []
-    for name in sorted(dir(module)):
-        if name.startswith("_"):
+    for name in sorted(names if isinstance(names, (list, tuple)) else dir(module)):
+        obj = getattr(module, str(name), None)
+        if str(name).startswith("_") or not (inspect.isfunction(obj) or inspect.isbuiltin(obj)):
             continue
-        obj = getattr(module, name)
-        if inspect.isfunction(obj) or inspect.isbuiltin(obj):
-            out.append({"name": name, "signature": signature_text(obj)})
+        if names is None and not f"{getattr(obj, '__module__', None)}.".startswith(f"{package}."):
+            continue
+        out.append({"name": name, "signature": signature_text(obj)})
     return out
 
 
