@@ -2,9 +2,12 @@
 
 With a process group initialised, a Hub load resolves the revision on global rank 0 only
 and broadcasts the answer (every rank imports the same build even when a branch moves),
-then fetches on one process per node (``LOCAL_RANK == 0``, else the lowest rank of each
-host) while the others wait in the same collective; an error on the rank that did the work
-is raised on every rank. Every rank must make the same loads in the same order;
+then fetches on one process per cache folder while the others wait in the same collective
+and then verify on their own; an error on the rank that did the work is raised on every
+rank. Ranks share a cache folder when they see the mark that one of them leaves there (a
+file under ``.locks``, once per job): on a filesystem shared by every node (NFS, Lustre)
+one rank downloads for the whole job, else one per node (``LOCAL_RANK == 0``, else the
+lowest rank of each host). Every rank must make the same loads in the same order;
 ``KERNEL_PLUGINS_DISTRIBUTED=0`` makes each process load on its own. With NCCL, set each
 rank's CUDA device first, as object collectives require.
 """
@@ -13,14 +16,16 @@ from __future__ import annotations
 
 import os
 import pickle
+import secrets
 import socket
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import KernelPluginsError
 
-__all__ = ["DISABLE_ENV", "is_active", "share_from_rank0", "once_per_node", "is_node_leader"]
+__all__ = ["DISABLE_ENV", "is_active", "share_from_rank0", "once_per_node", "is_node_leader", "is_folder_leader"]
 
 #: ``KERNEL_PLUGINS_DISTRIBUTED=0`` turns the coordination off.
 DISABLE_ENV = "KERNEL_PLUGINS_DISTRIBUTED"
@@ -92,14 +97,46 @@ def is_node_leader() -> bool:
     return min(r for r, host in enumerate(hosts) if host == hosts[me]) == me
 
 
-def once_per_node(work: Callable[[], _T], *, what: str = "the download") -> _T:
-    """Run ``work`` on one process per node (the leaders) while the others wait in an
-    ``all_gather_object`` sharing each leader's outcome, then on the others (which find the
-    files cached); if a leader failed, every rank raises its error. No active group: ``work()``."""
+_sharing: dict[tuple[str, int, int], bool] = {}  # (folder, rank, world size) -> fetches for it
+
+
+def is_folder_leader(folder: Path) -> bool:
+    """Whether this process fetches into ``folder`` for every rank that sees the same folder
+    (without an active group: yes). A collective, answered once per folder: each node leader
+    leaves a uniquely named mark in ``folder/.locks``; a rank's leader is the lowest rank whose
+    mark it sees there (its own node's, at worst)."""
+    if not is_active():
+        return True
+    dist = _dist()
+    key = (str(folder), dist.get_rank(), dist.get_world_size())
+    if key not in _sharing:
+        locks = folder / ".locks"
+        mark = f"kernel-plugins-rank-{secrets.token_hex(8)}" if is_node_leader() else None
+        try:
+            if mark is not None:
+                locks.mkdir(parents=True, exist_ok=True)
+                (locks / mark).touch(exist_ok=False)
+        except OSError:  # cannot mark the folder: fetch for this rank alone
+            mark = None
+        marks: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(marks, mark)
+        seen = [r for r, name in enumerate(marks) if name is not None and (locks / name).exists()]
+        dist.all_gather_object([None] * dist.get_world_size(), None)  # everyone looked: the marks can go
+        if mark is not None:
+            (locks / mark).unlink(missing_ok=True)
+        _sharing[key] = min(seen, default=dist.get_rank()) == dist.get_rank()
+    return _sharing[key]
+
+
+def once_per_node(work: Callable[[], _T], *, what: str = "the download", folder: Path | None = None) -> _T:
+    """Run ``work`` on one process per node (with ``folder``: per group of ranks that see the
+    same folder, see :func:`is_folder_leader`) while the others wait in an ``all_gather_object``
+    sharing each leader's outcome, then on the others (which find the files cached); if a
+    leader failed, every rank raises its error. No active group: ``work()``."""
     if not is_active():
         return work()
     dist = _dist()
-    leader = is_node_leader()
+    leader = is_node_leader() if folder is None else is_folder_leader(folder)
     result: Any = None
     error: BaseException | None = None
     if leader:

@@ -177,7 +177,7 @@ def fetch(off: Offer, variant: str, *, progress: bool = True) -> Fetched:
     ref = off.ref
     path = distributed.once_per_node(
         lambda: hub.fetch_variant(ref, variant, progress=progress),
-        what=f"the download of {ref.repo_id} {variant}",
+        what=f"the download of {ref.repo_id} {variant}", folder=hub.cache_dir(),
     )
     return Fetched(off, variant, path, (hub.blobs_folder(ref),))
 

@@ -72,9 +72,11 @@ def peek_metadata(off: Offer, variant: str) -> bytes:
 
     if off.ref is None:
         return read_metadata(fetch(off, variant))
-    from . import hub
+    from . import distributed, hub
 
-    path = hub.download_file(off.ref, f"build/{variant}/metadata.json")
+    ref, rel = off.ref, f"build/{variant}/metadata.json"
+    path = distributed.once_per_node(lambda: hub.download_file(ref, rel), what=f"the download of {ref.repo_id} {rel}",
+                                     folder=hub.cache_dir())
     return read_metadata(Fetched(off, variant, path.parent, (hub.blobs_folder(off.ref),)))
 
 
