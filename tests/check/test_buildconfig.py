@@ -37,12 +37,15 @@ def test_the_corpus_is_complete() -> None:
 def test_every_real_build_toml_validates(path: Path) -> None:
     build = read_build_toml(path)
     assert build.name == path.name.removesuffix(".build.toml") or path.name.startswith("mlx")
+    assert len(build.notes) == 1
     if build.edition == 5:
-        assert build.shape == "edition 5" and not build.legacy and build.notes == ()
+        assert build.shape == "edition 5" and not build.legacy
+        assert f"{path} is in edition 5, which kernels 0.19.1 still reads by upgrading it to " \
+            "edition 6 in memory" in build.notes[0]
     else:
         assert build.legacy and build.shape == "legacy v4"
-        assert len(build.notes) == 1 and "legacy (v4) build.toml" in build.notes[0]
-        assert "add edition = 5 to [general]" in build.notes[0]
+        assert "legacy (v4) build.toml" in build.notes[0]
+    assert "`kernel-builder update-build` migrates it" in build.notes[0]
 
 
 def test_corpus_editions_and_shapes() -> None:
@@ -134,8 +137,9 @@ def test_a_legacy_file_without_version_or_license_is_the_v3_format_kernels_refus
 def test_what_only_edition_5_has_is_refused_in_a_legacy_file(add: str, key: str) -> None:
     text = BUILD_TOML.replace("edition = 5\n", "").replace("\n[general.hub]", f"{add}[general.hub]")
     assert issues_of(text)[key] == (
-        f"'{key}' needs edition 5, and this file has no edition (a legacy file)",
-        "add edition = 5 to [general]",
+        f"'{key}' needs edition 5 or 6, and this file has no edition (a legacy file)",
+        "migrate the file to edition 6 with `kernel-builder update-build` (or add edition = 5 to "
+        "[general], which keeps its [kernel.*] tables as they are)",
     )
     assert parse_build_toml(text.replace("[general]\n", "[general]\nedition = 5\n"))
 
@@ -217,17 +221,18 @@ src = ["ops_musa/ops.mu"]
     build = parse_build_toml(text)
     assert build.backends == ["mlu", "musa", "npu"]  # cann is the builder name of npu
     assert build.python_depends("mlu") == ["einops"]
-    targets, unchecked = build.notes
+    edition, targets, unchecked = build.notes
+    assert edition.startswith("build.toml is in edition 5, which kernels 0.19.1 still reads")
     assert unchecked == ("build.toml: [general.mlu] python-depends cannot be checked: backend "
                          "'mlu' is not installed (pip install kernel-plugins-mlu (from a checkout: "
                            "pip install ./plugins/mlu))")
     assert targets.startswith("build.toml targets mlu, musa: kernel-plugins backends that "
-                              "kernel-builder 0.17.2 does not know")
+                              "kernel-builder does not know")
 
 
 def test_a_tpu_noarch_kernel_validates_with_or_without_the_plugin(manager) -> None:
-    """kernels 0.17.2's TPU layout (relu-tpu): backends = ["tpu"] with [torch-noarch]."""
-    text = RELU_TPU.replace("[torch-noarch]", '[general.tpu]\npython-depends = ["jax"]\n\n[torch-noarch]')
+    """kernels' TPU layout (relu-tpu): backends = ["tpu"] with [torch-noarch]."""
+    text = RELU_TPU.replace("edition = 5", "edition = 6").replace("[torch-noarch]", '[general.tpu]\npython-depends = ["jax"]\n\n[torch-noarch]')
     build = parse_build_toml(text)
     assert build.backends == ["tpu"]
     assert build.python_depends("tpu") == ["jax"]
@@ -282,13 +287,69 @@ def test_duplicate_backend_is_reported() -> None:
 
 @pytest.mark.parametrize(
     ("edition", "message"),
-    [("6", "is not supported"), ("4", "is not supported"), ('"5"', "must be a whole number"),
+    [("7", "is not supported"), ("4", "is not supported"), ('"5"', "must be a whole number"),
      ("-1", "must be a whole number"), ("true", "must be a whole number")],
 )
 def test_unsupported_or_malformed_editions(edition: str, message: str) -> None:
     found = issues_of(BUILD_TOML.replace("edition = 5", f"edition = {edition}"))
     assert message in found["general.edition"][0]
-    assert found["general.edition"][1] == "write edition = 5"
+    assert found["general.edition"][1].startswith("write edition = 6")
+    assert ("kernel-builder and kernels 0.19.1 read editions 5 and 6" in found["general.edition"][0]
+            or message == "must be a whole number")
+
+
+EDITION_6 = BUILD_TOML.replace("edition = 5", "edition = 6").replace(
+    'backend = "cpu"', 'language = "cpp-cpu"').replace('backend = "cuda"', 'language = "cpp-cuda"')
+
+
+def test_an_edition_6_file_validates_without_notes_and_its_kernels_name_their_backend() -> None:
+    build = parse_build_toml(EDITION_6.replace("[general.hub]", 'build-layout = "zip"\n\n[general.hub]'))
+    assert (build.edition, build.shape, build.notes) == (6, "edition 6", ())
+    assert build.config.general.build_layout == "zip"  # type: ignore[attr-defined]
+    assert {n: (k.language, k.backend) for n, k in build.config.kernel.items()} == {
+        "relu_cpu": ("cpp-cpu", "cpu"), "relu_cuda": ("cpp-cuda", "cuda")}
+
+
+@pytest.mark.parametrize("edition", ["edition = 5\n", ""])
+def test_what_only_edition_6_has_is_refused_before_it_with_the_fix(edition: str) -> None:
+    text = BUILD_TOML.replace("edition = 5\n", edition).replace(
+        "[general.hub]", 'build-layout = "zip"\n\n[general.hub]')
+    message, fix = issues_of(text)["general.build-layout"]
+    assert message.startswith("'general.build-layout' needs edition 6, and this file has ")
+    assert fix.startswith("write edition = 6 (a kernel then names its kind with language")
+
+
+def test_edition_6_kernels_name_a_language_not_a_backend() -> None:
+    found = issues_of(EDITION_6.replace('language = "cpp-cpu"', 'backend = "cpu"'))
+    message, fix = found["kernel.relu_cpu.language"]
+    assert message == "missing required key 'kernel.relu_cpu.language'"
+    assert fix.startswith("use one of cpp-cpu, cpp-cuda, cpp-metal, cpp-rocm, cpp-xpu, rust-cpu, "
+                          "rust-cuda-oxide, rust-cutile: edition 6 names a kernel's kind")
+    unknown = issues_of(EDITION_6.replace('"cpp-cpu"', '"cpp"'))["kernel.relu_cpu.language"]
+    assert unknown[0] == "unknown kernel kind 'cpp'"
+    flags = issues_of(EDITION_6.replace('language = "cpp-cpu"', 'language = "cpp-cpu"\n'
+                                        'cuda-flags = ["-x"]'))["kernel.relu_cpu.cuda-flags"]
+    assert flags[1] == ("remove it or fix its spelling; keys allowed in [kernel.relu_cpu]: "
+                        "cxx-flags, depends, include, language, src")
+
+
+def test_rust_kernels_need_tvm_ffi_and_cutile_needs_cuda_13_2() -> None:
+    head = EDITION_6[:EDITION_6.index("[torch]")]
+    rust = '\n[kernel.k]\nlanguage = "rust-cutile"\ncargo-manifest = "Cargo.toml"\nsrc = []\n'
+    found = issues_of(f'{head}[torch]\nsrc = []\n{rust}tileiras-minver = "13.1"\n')
+    assert found["kernel.k.language"][1] == "use a [tvm-ffi] framework table instead of [torch]"
+    assert found["kernel.k.tileiras-minver"][0] == (
+        "tileiras-minver '13.1' is below 13.2, the first CUDA version with cuTile")
+    build = parse_build_toml(f'{head}[tvm-ffi]\nsrc = []\n{rust}tileiras-minver = "13.2"\n')
+    assert build.config.kernel["k"].backend == "cuda"
+
+
+def test_mlx_noarch_is_for_metal_alone() -> None:
+    head = EDITION_6[:EDITION_6.index("[torch]")]
+    assert parse_build_toml(head.replace('["cpu", "cuda"]', '["metal"]') + "[mlx-noarch]\n")
+    found = issues_of(head + "[mlx-noarch]\n")
+    assert found["general.backends[0]"][0] == (
+        "[mlx-noarch] kernels are for the metal backend only, got 'cpu'")
 
 
 def test_edition_5_needs_exactly_one_framework_table() -> None:

@@ -1,20 +1,18 @@
-"""Our build.toml validator against kernels 0.17.2's own parser (``kernels._rust.Build``).
+"""Our build.toml validator against the reader of the pinned kernels release
+(``kernels._rust.Build.open``, kernel-builder's own parser), in this process.
 
 Both read the same table of files (valid and invalid, every edition, each key of every
-table) and every file of the corpus, and must agree on accepting or refusing each, and on
-the ``kernel-depends`` of every backend of a file both accept. Where we differ on purpose,
-the case says so: ``STRICTER`` (kernels accepts what fails later: a bad repository id, an
-empty backend list...) or ``PLUGIN`` (a kernel-plugins backend that kernel-builder does
-not know: we accept it, with a note). The real parser runs once for the whole table, in
-the second environment (``$KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON``; see
-tests/reference/test_hf_kernels_compat.py); without it these tests are skipped.
+table; edition 6 with ``build-layout``, ``[mlx-noarch]`` and every kernel ``language``,
+C++ and Rust) and every file of the corpus, and must agree on accepting or refusing each,
+and on the ``kernel-depends`` of every backend of a file both accept. Where we differ on
+purpose, the case says so: ``STRICTER`` (kernels accepts what fails later: a bad
+repository id, an empty backend list...) or ``PLUGIN`` (a kernel-plugins backend that
+kernel-builder does not know: we accept it, with a note). kernels' reader prints a note on
+stderr for every file it upgrades in memory (legacy and edition 5); pytest captures it.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,8 +21,8 @@ from kernel_plugins_check.buildconfig import loads_toml, validate_build_data
 
 from kernel_plugins.errors import BuildConfigError
 from tests.support.inputs import BUILD_TOML, CORPUS
+from tests.support.pins import kernels_pin
 
-PYTHON_ENV = "KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON"
 SAME, STRICTER, PLUGIN = "same", "stricter", "plugin"
 
 
@@ -65,10 +63,40 @@ def kernel(lines: str, backend: str = "cpu", depends: str = '["torch"]') -> str:
 
 NOARCH = sub(BUILD_TOML[BUILD_TOML.index("[torch]"):], "[torch-noarch]\n")
 LEGACY = sub("edition = 5\n", "")
+
+
+def six(text: str) -> str:
+    """``text`` in edition 6: each kernel names its ``language`` instead of its ``backend``."""
+    text = sub("edition = 5", "edition = 6", text)
+    for backend in ("cpu", "cuda", "metal", "rocm", "xpu"):
+        text = text.replace(f'backend = "{backend}"', f'language = "cpp-{backend}"')
+    return text
+
+
+E6 = six(BUILD_TOML)
+MLX = sub('["cpu", "cuda"]', '["metal"]', six(NOARCH)).replace("[torch-noarch]", "[mlx-noarch]")
+
+#: Each kernel language of edition 6 with the keys it needs.
+LANGUAGES = {
+    **{f"cpp-{b}": 'depends = ["torch"]\nsrc = ["k.cpp"]' for b in ("cpu", "metal", "rocm", "xpu")},
+    "cpp-cuda": 'depends = ["torch"]\nsrc = ["k.cu"]\ncuda-capabilities = ["8.0"]',
+    "rust-cpu": 'cargo-manifest = "Cargo.toml"\nsrc = ["src/lib.rs"]',
+    "rust-cuda-oxide": 'cargo-manifest = "Cargo.toml"\nsrc = ["src/lib.rs"]\n'
+                       'cuda-capabilities = ["9.0"]',
+    "rust-cutile": 'cargo-manifest = "Cargo.toml"\nsrc = ["src/lib.rs"]\ntileiras-minver = "13.2"',
+}
+
+
+def kernel6(language: str, keys: str, framework: str = "[tvm-ffi]\nsrc = []",
+            backends: str = '["cpu", "cuda", "metal", "rocm", "xpu"]') -> str:
+    """An edition-6 file with one kernel ``k`` of ``language`` (``keys`` its table's lines)."""
+    head = E6[:E6.index("[torch]")].replace('["cpu", "cuda"]', backends)
+    return f'{head}{framework}\n\n[kernel.k]\nlanguage = "{language}"\n{keys}\n'
+
 DEP = '{repo-id = "kernels-community/activation", version = 1}'
 
-#: Edition 5 and 6 files written after kernels' own examples (relu-tpu, relu-nki,
-#: relu-tvm-ffi): kernel-builder 0.17.2 knows edition 5 only.
+#: Edition 5 files written after kernels' own examples (relu-tpu, relu-nki, relu-tvm-ffi),
+#: and the same in edition 6 (where relu-tvm-ffi's kernels, which name a backend, are refused).
 RELU_TPU = """\
 [general]
 name = "relu-tpu"
@@ -305,6 +333,73 @@ CASES = [
                                     '[tvm-ffi]\nsrc = ["b.cpp"]')),
     Case("kernel-quoted-name", sub("[kernel.relu_cpu]", '[kernel."relu.cpu"]')),
     Case("kernel-not-a-table", NOARCH + "\n[kernel]\nk = 1\n"),
+    # edition 6: kernels chosen by language, build-layout, [mlx-noarch]
+    Case("e6", E6),
+    Case("e6-noarch", six(NOARCH)),
+    Case("e6-without-framework", six(sub('[torch]\nsrc = ["torch-ext/torch_binding.cpp"]\n', ""))),
+    Case("e6-kernel-with-backend", sub('language = "cpp-cpu"', 'backend = "cpu"', E6)),
+    Case("e6-kernel-with-backend-and-language", sub('language = "cpp-cpu"',
+                                                    'language = "cpp-cpu"\nbackend = "cpu"', E6)),
+    Case("e6-kernel-without-language", sub('language = "cpp-cpu"\n', "", E6)),
+    *(Case(f"e6-language-{n}", sub('"cpp-cpu"', v, E6)) for n, v in (
+        ("cpp", '"cpp"'), ("rust", '"rust"'), ("capital", '"CPP-CPU"'), ("integer", "1"),
+        ("cuda", '"cuda"'))),
+    Case("e6-language-in-edition-5", sub('backend = "cpu"', 'language = "cpp-cpu"')),
+    Case("e6-language-and-backend-in-edition-5", sub('backend = "cpu"',
+                                                     'backend = "cpu"\nlanguage = "cpp-cpu"')),
+    *(Case(f"e6-{lang}", kernel6(lang, keys)) for lang, keys in LANGUAGES.items()),
+    *(Case(f"e6-{lang}-without-{k.split(' ')[0]}",
+           kernel6(lang, "\n".join(x for x in keys.splitlines() if x != k)))
+      for lang, keys in LANGUAGES.items() for k in keys.splitlines()
+      if not k.startswith("cuda-capabilities")),
+    *(Case(f"e6-{lang}-key-{k.split(' ')[0]}", kernel6(lang, f"{keys}\n{k}"))
+      for lang, keys in LANGUAGES.items() for k in (
+          'cuda-flags = ["-x"]', 'hip-flags = ["x"]', 'sycl-flags = ["x"]', 'rocm-archs = ["a"]',
+          'cxx-flags = ["-O3"]', 'include = ["i"]', 'cargo-manifest = "Cargo.toml"',
+          'cuda-capabilities = ["8.0"]', 'tileiras-minver = "13.2"', 'cuda-minver = "12.4"')
+      if k.split(" ")[0] + " " not in keys),
+    *(Case(f"e6-{lang}-in-{fw}", kernel6(lang, LANGUAGES[lang], fw),
+           STRICTER if (lang, fw) == ("cpp-cpu", "[torch-noarch]") else SAME)
+      for lang in ("rust-cpu", "rust-cuda-oxide", "rust-cutile", "cpp-cpu")
+      for fw in ("[torch]", "[torch-noarch]", "[tvm-ffi]\nsrc = []")),
+    *(Case(f"e6-tileiras-minver-{v}", kernel6("rust-cutile", f'cargo-manifest = "C.toml"\n'
+                                              f'src = ["a.rs"]\ntileiras-minver = "{v}"'))
+      for v in ("12.8", "13.0", "13.1", "13.2", "13.10", "14.0", "13.2.0", "13", "x")),
+    Case("e6-cargo-manifest-integer", kernel6("rust-cpu", 'cargo-manifest = 1\nsrc = []')),
+    Case("e6-rust-and-cpp-kernels", kernel6("rust-cpu", LANGUAGES["rust-cpu"]) +
+         '\n[kernel.j]\nlanguage = "cpp-cpu"\ndepends = []\nsrc = []\n'),
+    Case("e6-cpp-cuda-kernel-backend-not-declared", kernel6("cpp-cuda", LANGUAGES["cpp-cuda"],
+                                                            backends='["cpu"]'), STRICTER),
+    *(Case(f"e6-depends-{n}", sub('depends = ["torch"]', f"depends = {v}", E6)) for n, v in (
+        ("shim", '["torch", "torch-stable-abi-shim"]'), ("unknown", '["numpy"]'),
+        ("metal-cpp", '["metal-cpp"]'))),
+    Case("e5-depends-shim", sub('depends = ["torch"]', 'depends = ["torch-stable-abi-shim"]')),
+    *(Case(f"e6-build-layout-{n}", general(f"build-layout = {v}", E6)) for n, v in (
+        ("files", '"files"'), ("zip", '"zip"'), ("capital", '"ZIP"'), ("tar", '"tar"'),
+        ("integer", "1"), ("table", "{zip = {}}"), ("empty-table", "{}"))),
+    Case("e6-build-layout-in-edition-5", general('build-layout = "zip"')),
+    Case("e6-build-layout-in-legacy", general('build-layout = "zip"', LEGACY)),
+    Case("e6-mlx-noarch", MLX),
+    Case("e6-mlx-noarch-pyext", sub("[mlx-noarch]\n", '[mlx-noarch]\npyext = ["py", "json"]\n',
+                                    MLX)),
+    Case("e6-mlx-noarch-unknown-key", sub("[mlx-noarch]\n", '[mlx-noarch]\nsrc = ["a"]\n', MLX)),
+    Case("e6-mlx-noarch-cpu", sub('["metal"]', '["cpu"]', MLX)),
+    Case("e6-mlx-noarch-metal-and-cpu", sub('["metal"]', '["metal", "cpu"]', MLX)),
+    Case("e6-mlx-noarch-and-torch", MLX + '\n[torch]\nsrc = ["a.cpp"]\n'),
+    Case("e6-mlx-noarch-and-torch-noarch", MLX + "\n[torch-noarch]\n"),
+    Case("e6-mlx-noarch-and-tvm-ffi", MLX + '\n[tvm-ffi]\nsrc = ["a.cpp"]\n'),
+    Case("e6-mlx-noarch-with-kernels", MLX + '\n[kernel.k]\nlanguage = "cpp-metal"\n'
+         'depends = []\nsrc = []\n', STRICTER),
+    Case("e6-mlx-noarch-in-edition-5", sub("edition = 6", "edition = 5", MLX)),
+    Case("e6-mlx-noarch-in-legacy", sub("edition = 6\n", "", MLX)),
+    Case("e6-tpu-kernel-depends", table(f"[general.tpu]\nkernel-depends = [{DEP}]", E6)),
+    Case("e6-cuda-table", table(f'[general.cuda]\nminver = "12.1"\nkernel-depends = [{DEP}]', E6)),
+    Case("e6-metal-table", table('[general.metal]\npython-depends = ["einops"]', E6)),
+    Case("e6-kernel-depends", general(f"kernel-depends = [{DEP}]", E6)),
+    Case("e6-stable-abi-table", E6 + '\n[torch.stable-abi]\ncuda = "2.10"\n'),
+    Case("e6-backend-npu", sub('["cpu", "cuda"]', '["npu"]', six(NOARCH))),
+    Case("e6-backend-mlu", sub('["cpu", "cuda"]', '["mlu"]', six(NOARCH)), PLUGIN),
+    Case("e6-edition-string", sub("edition = 6", 'edition = "6"', E6)),
     # TOML 1.1 syntax, which neither parser reads
     Case("toml-newline-in-inline-table", general('kernel-depends = [{repo-id = "a/b",\n'
                                                  "  version = 1}]")),
@@ -314,52 +409,36 @@ CASES = [
 
 CORPUS_FILES = sorted(CORPUS.glob("*.build.toml"))
 
-SCRIPT = r'''
-import json, sys
-from pathlib import Path
-import kernels
-from kernels._rust import Build, KernelVersion
-
-out = {"version": kernels.__version__, "cases": {}}
-for case in sorted(Path(sys.argv[1]).iterdir()):
+def _kernels_verdict(build_cls: Any, version_cls: Any, folder: Path) -> dict[str, Any]:
     try:
-        build = Build.open(case)
+        build = build_cls.open(folder)
     except ValueError as e:
-        out["cases"][case.name] = {"ok": False, "error": str(e)}
-        continue
-    deps = {}
-    for backend in build.general.backends:
-        deps[str(backend).lower()] = [
-            [d.repo_id, "version", d.version.version] if isinstance(d.version, KernelVersion.Version)
+        return {"ok": False, "error": str(e)}
+    return {"ok": True, "deps": {
+        str(backend).lower(): [
+            [d.repo_id, "version", d.version.version] if isinstance(d.version, version_cls.Version)
             else [d.repo_id, "revision", d.version.revision]
-            for d in build.all_kernel_depends(backend)
-        ]
-    out["cases"][case.name] = {"ok": True, "deps": deps}
-print(json.dumps(out))
-'''
+            for d in build.all_kernel_depends(backend)]
+        for backend in build.general.backends}}
 
 
 @pytest.fixture(scope="module")
 def kernels_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """kernels 0.17.2's verdict on every case and corpus file, from one run of its parser."""
-    value = os.environ.get(PYTHON_ENV)
-    if not value:
-        if os.environ.get("CI"):
-            pytest.fail(f"set {PYTHON_ENV} (see tests/reference/test_hf_kernels_compat.py)")
-        pytest.skip(f"needs kernels 0.17.2 in a second environment: set {PYTHON_ENV}")
+    """The pinned kernels release's verdict on every case and corpus file, from its own
+    reader (``kernels._rust.Build.open``), in this process."""
+    import kernels
+    from kernels._rust import Build, KernelVersion
+
+    assert kernels.__version__ == kernels_pin()
     root = tmp_path_factory.mktemp("cases")
     texts = {c.id: c.text for c in CASES}
     texts.update({f"corpus-{p.name}": p.read_text(encoding="utf-8") for p in CORPUS_FILES})
+    out = {}
     for name, text in texts.items():
         (root / name).mkdir()
         (root / name / "build.toml").write_text(text, encoding="utf-8")
-    done = subprocess.run([value, "-B", "-c", SCRIPT, str(root)], capture_output=True, text=True,
-                          timeout=300, cwd=root)
-    assert done.returncode == 0, done.stderr[-4000:]
-    report = json.loads(done.stdout)
-    assert report["version"] == "0.17.2"
-    assert set(report["cases"]) == set(texts)
-    return report["cases"]
+        out[name] = _kernels_verdict(Build, KernelVersion, root / name)
+    return out
 
 
 def ours(text: str) -> tuple[Any, list[str]]:
@@ -380,6 +459,7 @@ def depends_by_backend(build: Any) -> dict[str, list[list[Any]]]:
 
 def test_the_table_covers_each_verdict() -> None:
     assert len({c.id for c in CASES}) == len(CASES)
+    assert all(loads_toml(c.text) for c in CASES if not c.id.startswith("toml-"))
     assert {c.ours for c in CASES} == {SAME, STRICTER, PLUGIN}
 
 
@@ -395,7 +475,7 @@ def test_we_agree_with_kernels_on_every_case(case: Case, kernels_verdicts: dict)
         assert theirs["ok"] and build is None, said
     else:
         assert not theirs["ok"] and build is not None, said
-        assert any("kernel-builder 0.17.2 does not know" in n for n in build.notes)
+        assert any("kernel-builder does not know" in n for n in build.notes)
     if build is not None and theirs["ok"]:
         assert depends_by_backend(build) == theirs["deps"]
 

@@ -206,17 +206,30 @@ def test_the_command_line_names_the_build_toml_key_and_the_fix(
                      build_toml=BUILD_TOML.replace("edition = 5", "edition = 6"))
     assert main(["check", str(repo)]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == (
-        "build.toml: general.edition: edition 6 is not supported: kernel-builder and kernels "
-        "0.17.2 read edition 5 (and legacy files without an edition) (fix: write edition = 5)"
+    assert lines[:2] == [  # edition 6 kernels name their language
+        "build.toml: kernel.relu_cpu.language: missing required key 'kernel.relu_cpu.language' "
+        "(fix: use one of cpp-cpu, cpp-cuda, cpp-metal, cpp-rocm, cpp-xpu, rust-cpu, "
+        "rust-cuda-oxide, rust-cutile: edition 6 names a kernel's kind with language, and its "
+        "backend follows from it)",
+        "build.toml: kernel.relu_cuda.language: missing required key 'kernel.relu_cuda.language' "
+        "(fix: use one of cpp-cpu, cpp-cuda, cpp-metal, cpp-rocm, cpp-xpu, rust-cpu, "
+        "rust-cuda-oxide, rust-cutile: edition 6 names a kernel's kind with language, and its "
+        "backend follows from it)",
+    ]
+    assert lines[-1] == f"2 problem(s) in {repo} (1 variant(s))"
+    (repo / "build.toml").write_text(BUILD_TOML.replace("edition = 5", "edition = 7"))
+    assert main(["check", str(repo)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "build.toml: general.edition: edition 7 is not supported: kernel-builder and kernels "
+        "0.19.1 read editions 5 and 6 (and legacy files without an edition) (fix: write edition "
+        "= 6 (or upgrade kernel-plugins-check, if kernel-builder has a newer edition))"
     )
-    assert lines[-1] == f"1 problem(s) in {repo} (1 variant(s))"
     mlu = BUILD_TOML.replace('["cpu", "cuda"]', '["cpu", "cuda", "mlu"]')
     (repo / "build.toml").write_text(mlu)
     assert main(["check", str(repo)]) == 0
     out = capsys.readouterr().out
-    assert "note: build.toml targets mlu: kernel-plugins backends that kernel-builder 0.17.2 " \
-        "does not know" in out
+    assert "note: build.toml targets mlu: kernel-plugins backends that kernel-builder does not " \
+        "know" in out
 
 
 @pytest.mark.parametrize("path", sorted(CORPUS.glob("*.build.toml"))[::7], ids=lambda p: p.name)
@@ -342,7 +355,11 @@ def test_hub_repo_on_a_server(hub_env, tmp_path: Path) -> None:  # noqa: ANN001
     report = check("hardening-org/checked", version=1)
     [problem] = report.problems
     assert (problem.file, problem.key) == ("build/torch-xpu/metadata.json", "backend.type")
-    assert not any("build.toml" in n for n in report.notes)  # fetched and valid
+    # fetched and valid (edition 5: kernels reads it by upgrading it in memory)
+    assert [n for n in report.notes if "build.toml" in n] == [
+        "build.toml is in edition 5, which kernels 0.19.1 still reads by upgrading it to edition 6 "
+        "in memory (kernel-builder's Nix builder needs edition 6); `kernel-builder update-build` "
+        "migrates it"]
     make_kernel_repo(hub_env, "hardening-org/no-toml")
     report = check("hardening-org/no-toml")
     assert "no build.toml: only build/ was checked" in report.notes

@@ -7,7 +7,7 @@ are not problems (a legacy build.toml, a deprecated ``torch-universal`` variant.
 What is checked:
 
 - ``build.toml`` (when present): the models of :mod:`kernel_plugins_check.buildconfig`
-  (edition 5 or legacy), backend names against the backends this installation knows.
+  (edition 6, 5 or legacy), backend names against the backends this installation knows.
 - every ``build/<variant>/``: the folder name parses as a variant; the folder is not a
   link leading out of the repository, nor holds one; ``metadata.json`` validates; its
   ``backend.type`` agrees with the variant (``torch-<backend>`` for noarch, the owner of

@@ -14,9 +14,26 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from ._models import KERNEL_BACKEND_KEYS, BuildConfig, BuildConfigIssue, General, Kernel, _kebab
+from ._models import (
+    KERNEL_BACKEND_KEYS,
+    KERNEL_LANGUAGES,
+    BuildConfig,
+    BuildConfigIssue,
+    General,
+    Kernel,
+    Kernel6,
+    _kebab,
+)
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+#: Edition 6's kernel model of each ``language``.
+_KERNEL6_MODELS: dict[str, type[BaseModel]] = {
+    tag: cls for cls in get_args(get_args(Kernel6)[0])
+    for tag in get_args(cls.model_fields["language"].annotation)
+}
+_LANGUAGE_FIX = (f"use one of {', '.join(KERNEL_LANGUAGES)}: edition 6 names a kernel's kind "
+                 "with language, and its backend follows from it")
 
 
 def _fmt_loc(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -53,9 +70,9 @@ def _unwrap(annotation: Any) -> Any:
             return annotation
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+def _model_at(loc: tuple[Any, ...], root: type[BaseModel] = BuildConfig) -> type[BaseModel] | None:
     """The model class describing the table at ``loc`` (None when not a model)."""
-    current: Any = BuildConfig
+    current: Any = root
     parts = list(loc)
     while parts:
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
@@ -98,21 +115,35 @@ _CUSTOM_FIXES = {
     "git_url": 'write a git URL such as "https://github.com/org/repo" or '
     '"git@github.com:org/repo.git"',
     "repo_id": "use the form 'org/name'",
+    "cutile_minver": 'write tileiras-minver = "13.2" or a later CUDA version',
 }
 
 
-def _issue_from_error(err: Mapping[str, Any], prefix: tuple[Any, ...] = ()) -> BuildConfigIssue:
+def _issue_from_error(err: Mapping[str, Any], prefix: tuple[Any, ...] = (), *,
+                      root: type[BaseModel] = BuildConfig) -> BuildConfigIssue:
+    """One pydantic error of the model ``root`` (at ``prefix``) as an issue with a fix."""
     loc = prefix + tuple(err.get("loc", ()))
-    key = _fmt_loc(loc)
     kind = err.get("type", "")
+    tagged = _KERNEL6_MODELS.get(loc[2]) if loc[:1] == ("kernel",) and len(loc) > 3 else None
+    if tagged:  # an edition-6 kernel: pydantic puts its language into the location
+        loc = loc[:2] + loc[3:]
+    elif kind.startswith("union_tag_"):  # an edition-6 kernel without a known language
+        key = _fmt_loc((*loc, "language"))
+        if kind == "union_tag_not_found":
+            return BuildConfigIssue(key, f"missing required key '{key}'", _LANGUAGE_FIX)
+        tag = (err.get("ctx") or {}).get("tag")
+        return BuildConfigIssue(key, f"unknown kernel kind {_short(tag)}", _LANGUAGE_FIX)
+    key = _fmt_loc(loc)
     last = loc[-1] if loc else ""
     table = _fmt_loc(loc[:-1]) or "(top level)"
     if kind == "missing":
         return BuildConfigIssue(
             key, f"missing required key '{key}'", f"add {last} = ... to [{table}]"
         )
+    if kind == "extra_forbidden" and tagged and last == "backend":
+        return BuildConfigIssue(key, f"unknown key '{key}'", "remove it: " + _LANGUAGE_FIX)
     if kind == "extra_forbidden":
-        model = _model_at(loc[:-1])
+        model = tagged or _model_at(loc[:-1], root)
         allowed = _allowed_keys(model) if model is not None else []
         spelled = [a for a in allowed if isinstance(last, str) and _kebab(a) == _kebab(last)]
         if spelled and "-" in spelled[0]:
@@ -121,7 +152,7 @@ def _issue_from_error(err: Mapping[str, Any], prefix: tuple[Any, ...] = ()) -> B
             fix = f"write '{spelled[0]}' instead of '{last}' (kernel-builder spells it with '_')"
         else:
             extra = ""
-            if model is General:
+            if isinstance(model, type) and issubclass(model, General):
                 extra = " ([general.<name>] tables exist for cuda, neuron, tpu and xpu only)"
             elif model is Kernel:
                 specific = {k for keys in KERNEL_BACKEND_KEYS.values() for k in keys}
@@ -145,6 +176,8 @@ def _issue_from_error(err: Mapping[str, Any], prefix: tuple[Any, ...] = ()) -> B
     if kind in _CUSTOM_FIXES:
         return BuildConfigIssue(key, err.get("msg", "invalid value"), _CUSTOM_FIXES[kind])
     fix = _TYPE_FIXES.get(kind, "fix the value")
+    if kind == "literal_error" and "depends" not in loc:
+        fix = "use one of the values named"
     return BuildConfigIssue(
         key, f"{err.get('msg', 'invalid value')} (got {_short(err.get('input'))})", fix
     )

@@ -1,10 +1,12 @@
 """The pydantic models of ``build.toml`` and the values the validator returns.
 
-One model per table, as kernel-builder 0.17.2 reads them (``[general]``, ``[general.hub]``,
-``[general.cuda|neuron|tpu|xpu]``, ``[torch]``, ``[torch-noarch]``, ``[tvm-ffi]``,
-``[kernel.<name>]``); unknown keys are refused and TOML types are exact. Edition 5 and
-legacy (v4) files share these models: what only edition 5 may use is checked in
-``_editions``. :class:`BuildToml` is a validated file and :class:`BuildConfigIssue` one
+One model per table, as the build.toml reader of kernels 0.19.1 (kernel-builder's) reads
+them (``[general]``, ``[general.hub]``, ``[general.cuda|neuron|tpu|xpu]``, ``[torch]``,
+``[torch-noarch]``, ``[tvm-ffi]``, ``[mlx-noarch]``, ``[kernel.<name>]``); unknown keys are
+refused and TOML types are exact. Edition 5 and legacy (v4) files share :class:`BuildConfig`
+(what only edition 5 may use is checked in ``_editions``); edition 6 has its own
+:class:`BuildConfig6`: ``general.build-layout``, ``[mlx-noarch]``, and kernels chosen by
+``language`` (:data:`KERNEL_LANGUAGES`, C++ and Rust) instead of ``backend``. :class:`BuildToml` is a validated file and :class:`BuildConfigIssue` one
 problem found in one.
 """
 
@@ -28,10 +30,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-#: The ``edition`` kernel-builder 0.17.2 reads (files without one are legacy v4 files).
-CURRENT_EDITION = 5
+#: The newest ``edition`` kernels 0.19.1 reads; it reads :data:`EDITIONS` (files without one
+#: are legacy v4 files, which it upgrades in memory, as it does edition 5).
+CURRENT_EDITION = 6
+EDITIONS = (5, 6)
 
-#: The backend names kernel-builder 0.17.2 knows (``general.backends``, stable-abi keys).
+#: The backend names kernel-builder knows (``general.backends``, stable-abi keys).
 BUILDER_BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
 
 #: The backends kernel-builder compiles ``[kernel.<name>]`` tables for, each with the keys
@@ -44,10 +48,20 @@ KERNEL_BACKEND_KEYS: dict[str, tuple[str, ...]] = {
     "xpu": ("sycl-flags",),
 }
 
+#: Edition 6's kernel kinds (``[kernel.<name>] language``): the backend each builds for.
+#: A Rust kernel (``rust-*``) needs ``cargo-manifest`` and a ``[tvm-ffi]`` framework.
+KERNEL_LANGUAGES: dict[str, str] = {
+    "cpp-cpu": "cpu", "cpp-cuda": "cuda", "cpp-metal": "metal", "cpp-rocm": "rocm",
+    "cpp-xpu": "xpu", "rust-cpu": "cpu", "rust-cuda-oxide": "cuda", "rust-cutile": "cuda",
+}
+
+#: The first CUDA version with cuTile: the least ``tileiras-minver`` of a ``rust-cutile`` kernel.
+CUTILE_MINVER = (13, 2)
+
 #: What a kernel's ``depends`` may name (kernel-builder's build dependencies).
 KernelBuildDependency = Literal[
     "cutlass_2_10", "cutlass_3_5", "cutlass_3_6", "cutlass_3_8", "cutlass_3_9", "cutlass_4_0",
-    "cutlass_4_4", "cutlass_4_5", "sycl_tla", "metal-cpp", "torch",
+    "cutlass_4_4", "cutlass_4_5", "sycl_tla", "metal-cpp", "torch", "torch-stable-abi-shim",
 ]
 
 _NAME_PATTERN = r"^[a-z][-a-z0-9]*[a-z0-9]$"
@@ -256,6 +270,113 @@ class BuildConfig(_Table):
     kernel: dict[StrictStr, Kernel] = {}
 
 
+def _cutile_minver(value: str) -> str:
+    parts = tuple(int(p.strip().lstrip("+")) for p in value.split("."))
+    if parts < CUTILE_MINVER:
+        least = ".".join(map(str, CUTILE_MINVER))
+        raise _error("cutile_minver", f"tileiras-minver {value!r} is below {least}, the first "
+                     "CUDA version with cuTile")
+    return value
+
+
+class _Kernel6(_Table):
+    """An edition-6 ``[kernel.<name>]`` table; ``language`` names its kind."""
+
+    language: str
+    src: StrList
+
+    @property
+    def backend(self) -> str:
+        """The backend this kind of kernel builds for (:data:`KERNEL_LANGUAGES`)."""
+        return KERNEL_LANGUAGES[self.language]
+
+
+class _CppKernel(_Kernel6):
+    depends: list[KernelBuildDependency]
+    include: StrList | None = None
+    cxx_flags: StrList | None = None
+
+
+class CppKernel(_CppKernel):
+    """``language = "cpp-cpu"`` or ``"cpp-metal"``: a C++ kernel."""
+
+    language: Literal["cpp-cpu", "cpp-metal"]
+
+
+class CppCudaKernel(_CppKernel):
+    """``language = "cpp-cuda"``: a C++/CUDA kernel."""
+
+    language: Literal["cpp-cuda"]
+    cuda_capabilities: StrList | None = None
+    cuda_flags: StrList | None = None
+    cuda_minver: Version | None = None
+
+
+class CppRocmKernel(_CppKernel):
+    """``language = "cpp-rocm"``: a HIP kernel."""
+
+    language: Literal["cpp-rocm"]
+    rocm_archs: StrList | None = None
+    hip_flags: StrList | None = None
+
+
+class CppXpuKernel(_CppKernel):
+    """``language = "cpp-xpu"``: a SYCL kernel."""
+
+    language: Literal["cpp-xpu"]
+    sycl_flags: StrList | None = None
+
+
+class RustKernel(_Kernel6):
+    """``language = "rust-cpu"``: a Rust kernel built from its Cargo manifest (the other
+    Rust kinds add their keys)."""
+
+    language: Literal["rust-cpu"]
+    cargo_manifest: StrictStr
+
+
+class RustCudaOxideKernel(RustKernel):
+    """``language = "rust-cuda-oxide"``: a Rust CUDA kernel (cuda-oxide)."""
+
+    language: Literal["rust-cuda-oxide"]  # type: ignore[assignment]
+    cuda_capabilities: StrList | None = None
+
+
+class RustCutileKernel(RustKernel):
+    """``language = "rust-cutile"``: a Rust cuTile kernel (CUDA >= 13.2)."""
+
+    language: Literal["rust-cutile"]  # type: ignore[assignment]
+    tileiras_minver: Annotated[Version, AfterValidator(_cutile_minver)]
+
+
+Kernel6 = Annotated[
+    CppKernel | CppCudaKernel | CppRocmKernel | CppXpuKernel | RustKernel | RustCudaOxideKernel
+    | RustCutileKernel,
+    Field(discriminator="language"),
+]
+
+
+class General6(General):
+    """Edition 6's ``[general]``: also ``build-layout``, how a build variant's files are
+    stored (``files``, or ``zip``: one archive)."""
+
+    build_layout: Literal["files", "zip"] | None = None
+
+
+class MlxNoarch(_Table):
+    """``[mlx-noarch]`` (edition 6): a pure-Python MLX kernel, for the metal backend only."""
+
+    pyext: StrList | None = None
+
+
+class BuildConfig6(BuildConfig):
+    """The whole edition-6 ``build.toml``."""
+
+    general: General6
+    mlx_noarch: MlxNoarch | None = None
+    kernel: dict[StrictStr, Kernel6] = {}  # type: ignore[assignment]
+
+
 @dataclass(frozen=True)
 class BuildConfigIssue:
     """One problem in a build.toml: the key (dotted TOML path), what is wrong, the fix."""
@@ -276,8 +397,8 @@ class BuildToml:
 
     Attributes:
         config: the validated tables.
-        edition: ``5``, or None for a legacy file.
-        shape: ``"edition 5"`` or ``"legacy v4"``.
+        edition: ``5`` or ``6``, or None for a legacy file.
+        shape: ``"edition 6"``, ``"edition 5"`` or ``"legacy v4"``.
         backend_tables: the ``[general.<backend>]`` tables by backend name.
         notes: remarks that are not problems (e.g. the legacy-format note).
         where: the file the data came from.

@@ -3,9 +3,10 @@
 Backend names (``general.backends``, ``[torch.stable-abi]`` keys, ``kernel.<name>.backend``)
 are kernel-builder's, or those of a kernel-plugins backend that kernel-builder does not know
 (``mlu``: accepted, with a note); a backend is listed once; a kernel is for a backend
-kernel-builder compiles, one of ``general.backends``, and uses only its own backend's keys;
-there is exactly one framework table, and a ``[torch-noarch]`` kernel has no
-``[kernel.*]`` tables. ``python-depends`` names are known to this installation: the general
+kernel-builder compiles, one of ``general.backends``, and uses only its own backend's keys
+(edition 6: its ``language``'s keys, and a Rust kernel needs ``[tvm-ffi]``); there is
+exactly one framework table (``[mlx-noarch]`` from edition 6, for metal only), and a
+``[torch-noarch]`` or ``[mlx-noarch]`` kernel has no ``[kernel.*]`` tables. ``python-depends`` names are known to this installation: the general
 ones in ``[general]``, those of the backend in ``[general.<backend>]``.
 """
 
@@ -18,6 +19,7 @@ from ._issues import _fmt_loc, _short
 from ._models import (
     BUILDER_BACKENDS,
     KERNEL_BACKEND_KEYS,
+    KERNEL_LANGUAGES,
     BuildConfigIssue,
     builder_spelling,
     canonical_backend,
@@ -43,7 +45,9 @@ def _backend_issue(key: str, name: object, known: Mapping[str, str]) -> BuildCon
     )
 
 
-def _semantic_issues(data: Mapping[str, Any], known: Mapping[str, str]) -> list[BuildConfigIssue]:
+def _semantic_issues(
+    data: Mapping[str, Any], known: Mapping[str, str], edition: int | None = None
+) -> list[BuildConfigIssue]:
     """Backend names, backend-specific kernel keys and cross-table rules (on raw data)."""
     issues: list[BuildConfigIssue] = []
     general = data.get("general")
@@ -71,27 +75,60 @@ def _semantic_issues(data: Mapping[str, Any], known: Mapping[str, str]) -> list[
     kernels = data.get("kernel")
     if isinstance(kernels, Mapping):
         for kname, table in kernels.items():
-            if isinstance(table, Mapping) and isinstance(table.get("backend"), str):
+            if edition == 6 and isinstance(table, Mapping):
+                issues += _kernel6_issues(kname, table, declared, "tvm-ffi" in data)
+            elif isinstance(table, Mapping) and isinstance(table.get("backend"), str):
                 issues += _kernel_issues(kname, table, declared, known)
-    frameworks = [t for t in ("torch", "torch-noarch", "tvm-ffi") if t in data]
+    frameworks = [t for t in ("torch", "torch-noarch", "tvm-ffi", "mlx-noarch") if t in data
+                  and (t != "mlx-noarch" or edition == 6)]
+    if "mlx-noarch" in frameworks and isinstance(backends, list):
+        issues += [BuildConfigIssue(
+            f"general.backends[{i}]", f"[mlx-noarch] kernels are for the metal backend only, got "
+            f"{_short(b)}", "list only \"metal\" in general.backends, or use [torch-noarch]",
+        ) for i, b in enumerate(backends) if b != "metal"]
     if not frameworks:
         legacy = " (a legacy file without one is in the v3 format, which kernel-builder no " \
             "longer reads)" if "edition" not in general else ""
         issues.append(BuildConfigIssue(
             "", "no framework table",
-            "add [torch] (compiled kernels), [torch-noarch] (pure Python / Triton) or "
-            f"[tvm-ffi]{legacy}",
+            "add [torch] (compiled kernels), [torch-noarch] (pure Python / Triton)"
+            f"{', [tvm-ffi] or [mlx-noarch] (MLX, metal only)' if edition == 6 else ' or [tvm-ffi]'}"
+            f"{legacy}",
         ))
     if len(frameworks) > 1:
         issues.append(BuildConfigIssue(
             "", f"more than one framework table: {', '.join(f'[{t}]' for t in frameworks)}",
-            "keep exactly one of [torch], [torch-noarch] and [tvm-ffi]",
+            "keep exactly one of [torch], [torch-noarch], [tvm-ffi] and [mlx-noarch] (edition 6)",
         ))
-    if "torch-noarch" in data and isinstance(kernels, Mapping) and kernels:
+    noarch = next((t for t in ("torch-noarch", "mlx-noarch") if t in frameworks), None)
+    if noarch and isinstance(kernels, Mapping) and kernels:
         issues.append(BuildConfigIssue(
             "kernel",
-            "a [torch-noarch] kernel has no compiled code, but [kernel.*] tables are present",
+            f"a [{noarch}] kernel has no compiled code, but [kernel.*] tables are present",
             "remove the [kernel.*] tables, or use [torch] for a compiled kernel",
+        ))
+    return issues
+
+
+def _kernel6_issues(
+    kname: str, table: Mapping[str, Any], declared: set[str], tvm_ffi: bool
+) -> list[BuildConfigIssue]:
+    """An edition-6 kernel: built for a declared backend; a Rust kernel needs [tvm-ffi]."""
+    language = table.get("language")
+    if not isinstance(language, str) or language not in KERNEL_LANGUAGES:
+        return []  # the model names the kinds
+    backend, key = KERNEL_LANGUAGES[language], _fmt_loc(("kernel", kname, "language"))
+    issues = []
+    if declared and backend not in declared:
+        issues.append(BuildConfigIssue(
+            key, f"kernel {kname!r} is a {language} kernel, for backend {backend!r}, which "
+            "general.backends does not list",
+            f"add {backend!r} to general.backends or remove [kernel.{kname}]",
+        ))
+    if language.startswith("rust-") and not tvm_ffi:
+        issues.append(BuildConfigIssue(
+            key, f"kernel {kname!r} is a Rust kernel; Rust kernels are built with tvm-ffi",
+            "use a [tvm-ffi] framework table instead of [torch]",
         ))
     return issues
 

@@ -1,6 +1,6 @@
 """Validate a whole ``build.toml``: every issue at once, or one error listing them.
 
-:func:`validate_build_data` runs the edition checks, the tables of kernel-plugins backends
+:func:`validate_build_data` runs the edition checks (edition 6 has its own models), the tables of kernel-plugins backends
 that kernel-builder does not know, the cross-table rules and the models of the whole file,
 and returns every issue (for ``kernel-plugins check``). :func:`parse_build_toml` and
 :func:`read_build_toml` decode text or a file first and raise one
@@ -22,6 +22,7 @@ from ._models import (
     CURRENT_EDITION,
     BackendGeneral,
     BuildConfig,
+    BuildConfig6,
     BuildConfigIssue,
     BuildToml,
     TpuGeneral,
@@ -64,13 +65,15 @@ def validate_build_data(
             except ValidationError as e:
                 issues += [_issue_from_error(err, ("general", key)) for err in e.errors()]
         rest["general"] = general
-    issues += _semantic_issues(data, known)
+    issues += _semantic_issues(data, known, edition)
+    model = BuildConfig6 if edition == 6 else BuildConfig
     config: BuildConfig | None = None
     try:
-        config = BuildConfig.model_validate(rest)
+        config = model.model_validate(rest)
     except ValidationError as e:
         located = {i.key for i in issues}  # a specific issue beats the generic type error
-        issues += [i for i in map(_issue_from_error, e.errors()) if i.key not in located]
+        issues += [i for i in (_issue_from_error(err, root=model) for err in e.errors())
+                   if i.key not in located]
     except RecursionError:
         issues.append(BuildConfigIssue("", "values are nested too deeply", "flatten the file"))
     unique = sorted(dict.fromkeys(issues), key=lambda i: i.key)
@@ -92,11 +95,13 @@ def _notes(
 ) -> list[str]:
     """The legacy-format note, and the one on backends kernel-builder does not know."""
     notes = []
-    if config.general.edition is None:
+    if config.general.edition != CURRENT_EDITION:
+        shape = "has no edition: it is a legacy (v4) build.toml" if config.general.edition is None \
+            else f"is in edition {config.general.edition}"
         notes.append(
-            f"{where} has no edition: it is a legacy (v4) build.toml, which kernels 0.17.2 "
-            f"still reads by upgrading it to edition {CURRENT_EDITION} in memory; add edition = "
-            f"{CURRENT_EDITION} to [general] to migrate it"
+            f"{where} {shape}, which kernels 0.19.1 still reads by upgrading it to edition "
+            f"{CURRENT_EDITION} in memory (kernel-builder's Nix builder needs edition "
+            f"{CURRENT_EDITION}); `kernel-builder update-build` migrates it"
         )
     abi = config.torch.stable_abi if config.torch else None
     named = [*config.general.backends, *tables, *(abi if isinstance(abi, dict) else ()),
@@ -104,7 +109,7 @@ def _notes(
     if others := sorted({b for b in named if plugin_only(b, known)}):
         notes.append(
             f"{where} targets {', '.join(others)}: kernel-plugins backends that kernel-builder "
-            "0.17.2 does not know (it refuses this build.toml); build those variants with the "
+            "does not know (kernels 0.19.1 refuses this build.toml); build those variants with the "
             "vendor's tools"
         )
     return notes
