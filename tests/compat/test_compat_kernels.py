@@ -1,8 +1,8 @@
-"""kernel_plugins.compat.kernels: the HF ``kernels`` 0.17 API on kernel-plugins."""
+"""kernel_plugins.compat.kernels: the HF ``kernels`` 0.19.1 API on kernel-plugins (names and
+signatures: test_compat_kernels_parity.py)."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import shutil
@@ -21,19 +21,6 @@ from kernel_plugins.layers import kernel_choice, mapping
 from kernel_plugins.reference import reference_repo
 from tests.support.kernels import make_variant
 
-# The public names of kernels 0.17 (its ``__all__``).
-KERNELS_017 = {
-    "__version__", "Benchmark", "CUDAProperties", "Device", "KernelizeFallback",
-    "ROCMProperties", "FuncRepository", "LayerRepository", "LoadedKernel",
-    "LocalFuncRepository", "LocalLayerRepository", "LockedFuncRepository",
-    "LockedLayerRepository", "Metadata", "Mode", "RepoInfo", "VariantAccepted",
-    "VariantRejected", "get_kernel", "get_kernel_dep", "get_kernel_variants",
-    "get_loaded_kernels", "get_local_kernel", "get_locked_kernel", "has_kernel",
-    "install_kernel", "kernelize", "load_kernel", "register_kernel_mapping",
-    "replace_kernel_forward_from_hub", "use_kernel_forward_from_hub",
-    "use_kernel_func_from_hub", "use_kernel_mapping", "use_kernelized_func",
-}  # fmt: skip
-
 ACTIVATION = reference_repo("activation")
 
 
@@ -51,33 +38,6 @@ class SiluAndMul(nn.Module):
     def forward(self, x):
         d = x.shape[-1] // 2
         return nn.functional.silu(x[..., :d]) * x[..., d:]
-
-
-def test_every_public_name_of_kernels_017_exists():
-    assert set(kernels.__all__) == KERNELS_017
-    for name in KERNELS_017:
-        assert getattr(kernels, name) is not None, name
-
-
-@pytest.mark.parametrize(
-    ("func", "params"),
-    [
-        ("get_kernel", ["repo_id", "revision", "version", "backend", "user_agent",
-                        "trust_remote_code", "check_arch"]),
-        ("get_local_kernel", ["repo_path", "backend", "trust_remote_code", "user_agent"]),
-        ("has_kernel", ["repo_id", "revision", "version", "backend", "trust_remote_code",
-                        "check_arch"]),
-        ("load_kernel", ["repo_id", "lockfile", "backend"]),
-        ("install_kernel", ["repo_id", "revision", "version", "backend", "local_files_only",
-                            "user_agent", "trust_remote_code"]),
-        ("get_kernel_variants", ["repo_id", "revision", "version", "backend"]),
-        ("kernelize", ["model", "mode", "device", "use_fallback"]),
-        ("register_kernel_mapping", ["mapping", "inherit_mapping"]),
-        ("use_kernel_mapping", ["mapping", "inherit_mapping"]),
-    ],
-)  # fmt: skip
-def test_signatures_match_kernels(func, params):
-    assert list(inspect.signature(getattr(kernels, func)).parameters) == params
 
 
 def test_layer_repository_needs_exactly_one_of_revision_and_version():
@@ -182,10 +142,10 @@ class ReLU(torch.nn.Module):
 EXAMPLE_RELU = Path(__file__).resolve().parents[2] / "examples" / "relu"
 
 
-def test_what_kernels_0172_refuses_works_with_a_warning_naming_it(tmp_path):
+def test_what_kernels_refuses_works_with_a_warning_naming_it(tmp_path):
     make_variant(tmp_path / "lenient", "torch-cpu", name="lenient", code="from . import layers\n",
                  extra_files={"layers.py": LENIENT_LAYERS})
-    with pytest.warns(DeprecationWarning, match="HF kernels 0.17.2 has no package_name"):
+    with pytest.warns(DeprecationWarning, match="HF kernels 0.19.1 has no package_name"):
         repo = kernels.LocalLayerRepository(tmp_path / "lenient", layer_name="ReLU", package_name="x")
     refused = r"refuses this layer class \(\"must not contain additional members\"\): kernel_properties\."
     with pytest.warns(UserWarning, match=refused):

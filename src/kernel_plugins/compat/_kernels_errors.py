@@ -8,6 +8,8 @@ kernel-plugins error               also                 message starts with
 TrustError                         ValueError           ``<repo> is not from a trusted publisher``
 VersionNotFoundError               ValueError           ``Version <n> not found``
 NoCompatibleVariantError           FileNotFoundError    ``Cannot find a build variant``
+(the same, builds refused for      and RuntimeError     ``A build of <repo> does not support
+their architectures: check_arch)                        the current device``
 (no version nor revision given)    ValueError           ``A kernel version or revision must be
                                                         specified``
 =================================  ===================  ===========================================
@@ -31,12 +33,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 _CLASSES: dict[tuple[type[BaseException], type[BaseException]], type[BaseException]] = {}
 
 
-def _with_builtin(cls: type[BaseException], builtin: type[BaseException]) -> type[BaseException]:
-    """``cls`` that is also a ``builtin`` (one class per pair)."""
-    key = (cls, builtin)
+def _with_builtin(cls: type[BaseException], *builtins: type[BaseException]) -> type[BaseException]:
+    """``cls`` that is also each of ``builtins`` (one class per combination)."""
+    key = (cls, *builtins)
     if key not in _CLASSES:
-        _CLASSES[key] = type(cls.__name__, (cls, builtin), {"__module__": cls.__module__})
-    return _CLASSES[key]
+        _CLASSES[key] = type(cls.__name__, key, {"__module__": cls.__module__})  # type: ignore[index]
+    return _CLASSES[key]  # type: ignore[index]
 
 
 def _translate(e: BaseException, repo_id: str, version: object) -> BaseException | None:
@@ -46,6 +48,10 @@ def _translate(e: BaseException, repo_id: str, version: object) -> BaseException
     if isinstance(e, VersionNotFoundError) and not isinstance(e, ValueError):
         return _with_builtin(type(e), ValueError)(f"Version {version} not found. {e}")
     if isinstance(e, NoCompatibleVariantError) and not isinstance(e, FileNotFoundError):
+        if getattr(e.resolution, "refused", ()):  # kernels' check_arch refusal is a RuntimeError
+            return _with_builtin(type(e), FileNotFoundError, RuntimeError)(
+                f"A build of {repo_id} does not support the current device: pass `check_arch=False` "
+                f"to skip this check (the kernel may fail or crash the process). {e}")
         return _with_builtin(type(e), FileNotFoundError)(
             f"Cannot find a build variant for this system in {repo_id}. {e}"
         )
@@ -94,7 +100,7 @@ def translated(func: F) -> F:
 
 
 def need_version_or_revision(revision: object, version: object) -> None:
-    """``kernels`` 0.17 needs one of them for Hub loads (no implicit newest version)."""
+    """``kernels`` (0.17 and later) needs one of them for Hub loads (no implicit newest version)."""
     if revision is None and version is None:
         raise ValueError(
             "A kernel version or revision must be specified (version=N for the v<N> branch, "

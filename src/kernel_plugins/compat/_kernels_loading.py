@@ -1,4 +1,4 @@
-"""The loading half of the ``kernels`` 0.17 API (see :mod:`.kernels`): get, has, install,
+"""The loading half of the ``kernels`` 0.19.1 API (see :mod:`.kernels`): get, has, install,
 locked and local kernels, variants and the record of loaded kernels."""
 
 from __future__ import annotations
@@ -60,12 +60,13 @@ def get_local_kernel(
     backend: str | None = None,
     trust_remote_code: bool | list[str] = False,
     user_agent: str | dict[str, Any] | None = None,
+    check_arch: bool = True,
 ) -> ModuleType:
     """Import a kernel from a local repository folder (one holding ``build/``); its
     dependencies come from ``LOCAL_KERNELS`` or the Hub (``trust_remote_code=True``: from
-    any organisation)."""
+    any organisation). ``check_arch`` as for :func:`get_kernel`."""
     _check_user_agent(user_agent)
-    return _load(Path(repo_path), backend=backend, trust=trust_remote_code is True)
+    return _load(Path(repo_path), backend=backend, trust=trust_remote_code is True, check_arch=check_arch)
 
 
 @translated
@@ -103,9 +104,13 @@ def _caller_lockfile(repo_id: str) -> os.PathLike[str]:
 
 
 @translated
-def load_kernel(repo_id: str, *, lockfile: Path | None, backend: str | None = None) -> ModuleType:
-    """Load a locked kernel (``kernels.lock``; None: the calling code's lock file)."""
-    return _load(repo_id, backend=backend, lockfile=lockfile if lockfile is not None else _caller_lockfile(repo_id))
+def load_kernel(
+    repo_id: str, *, lockfile: Path | None, backend: str | None = None, check_arch: bool = True
+) -> ModuleType:
+    """Load a locked kernel (``kernels.lock``; None: the calling code's lock file);
+    ``check_arch`` as for :func:`get_kernel`."""
+    lock = lockfile if lockfile is not None else _caller_lockfile(repo_id)
+    return _load(repo_id, backend=backend, lockfile=lock, check_arch=check_arch)
 
 
 @translated
@@ -116,11 +121,14 @@ def get_locked_kernel(
     backend: str | None = None,
     user_agent: str | dict[str, Any] | None = None,
     trust_remote_code: bool | list[str] = False,
+    check_arch: bool = True,
 ) -> ModuleType:
-    """Load the kernel revision pinned in ``kernels.lock`` (downloading it if needed)."""
+    """Load the kernel revision pinned in ``kernels.lock`` (downloading it if needed);
+    ``check_arch`` as for :func:`get_kernel`. ``backend`` is ours (kernels has none)."""
     _check_user_agent(user_agent)
     lock = lockfile if lockfile is not None else _caller_lockfile(repo_id)
-    return _load(repo_id, backend=backend, trust=resolve_trust(repo_id, trust_remote_code), lockfile=lock)
+    return _load(repo_id, backend=backend, trust=resolve_trust(repo_id, trust_remote_code), lockfile=lock,
+                 check_arch=check_arch)
 
 
 @translated
@@ -144,13 +152,8 @@ def install_kernel(
 
     _check_user_agent(user_agent)
     with hub.offline() if local_files_only else nullcontext():
-        module = get_kernel(
-            repo_id,
-            revision=revision,
-            version=version,
-            backend=backend,
-            trust_remote_code=trust_remote_code,
-        )
+        module = get_kernel(repo_id, revision=revision, version=version, backend=backend,
+                            trust_remote_code=trust_remote_code)
     return Path(module.__kernel_provenance__.path)
 
 
@@ -166,10 +169,10 @@ def _resolution(
     from ..errors import HubError
     from ..fetching import offer
     from ..resolving import resolve_for
-    from ..sources import hub_source
+    from ..sources import HUB_PREFIX, find
     from ..verification import archs_reader
 
-    source = hub_source(repo_id, revision=revision, version=version)
+    source = find(HUB_PREFIX + repo_id, revision=revision, version=version)  # LOCAL_KERNELS too
     try:
         off = offer(source, trust_remote_code=resolve_trust(repo_id, trust_remote_code))
     except HubError as e:  # offline with nothing cached, or no Hub: as get_kernel does

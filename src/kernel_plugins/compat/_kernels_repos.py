@@ -53,14 +53,15 @@ def func_layer(func: Any) -> type:
 
 
 def kernels_would_refuse(layer: object, where: str) -> None:
-    """Warn when HF ``kernels`` 0.17.2 refuses the layer class: members beyond ``forward``,
-    ``has_backward`` and ``can_torch_compile`` (kernel-plugins also takes ``kernel_properties``)."""
+    """Warn when HF ``kernels`` 0.19.1 refuses the layer class: members beyond ``forward``,
+    ``has_backward``, ``can_torch_compile``, ``__copy__`` and ``__deepcopy__`` (kernel-plugins
+    also takes ``kernel_properties``)."""
     import torch.nn as nn
 
-    allowed = {*dir(nn.Module), "has_backward", "can_torch_compile"}
+    allowed = {*dir(nn.Module), "has_backward", "can_torch_compile", "__copy__", "__deepcopy__"}
     extra = sorted(set(dir(layer)) - allowed) if isinstance(layer, type) else []
     if extra:
-        warn_user(f"{where}: HF kernels 0.17.2 refuses this layer class (\"must not contain additional "
+        warn_user(f"{where}: HF kernels 0.19.1 refuses this layer class (\"must not contain additional "
                   f"members\"): {', '.join(extra)}. Declare properties in the layers module's "
                   "__kernel_properties__ table, and move other members out of the class.")
 
@@ -77,11 +78,13 @@ def _load_member(repo: Any) -> Any:
 
 
 class _Compat:
-    """Mixin of the classes below: ``kernels``' checks when created, and ``.load()``."""
+    """Mixin of the classes below: ``check_arch`` (True: refuse a build whose ``backend.archs``
+    the device cannot run; False: skip that check), ``kernels``' checks when created, ``.load()``."""
 
     #: For a class ``kernels`` deprecates: the class to use instead.
     instead: ClassVar[str | None] = None
-    if TYPE_CHECKING:  # provided by the core classes
+    if TYPE_CHECKING:  # provided by the core classes, and check_arch by each class below
+        check_arch: bool
         repo_id: str
         revision: str | None
         version: int | None
@@ -95,15 +98,21 @@ class _Compat:
             if (self.revision is None) == (self.version is None):
                 raise ValueError("Either a revision or a version must be specified"
                                  + (", not both." if self.version is not None else "."))
+        if not isinstance(self.check_arch, bool):
+            raise TypeError(f"check_arch must be True or False, got {self.check_arch!r}")
         super().__post_init__()  # type: ignore[misc]
         if isinstance(getattr(self, "trust_remote_code", None), list):
             object.__setattr__(self, "trust_remote_code", tuple(self.trust_remote_code))
         if hasattr(self, "trust_remote_code"):
             resolve_trust(self.repo_id, self.trust_remote_code)
         if getattr(self, "package_name", None) is not None:
-            warn_user(f"{type(self).__name__}(package_name=...): HF kernels 0.17.2 has no "
+            warn_user(f"{type(self).__name__}(package_name=...): HF kernels 0.19.1 has no "
                       "package_name and raises TypeError on it; drop it (kernel-plugins ignores "
                       "it)", DeprecationWarning)
+
+    def load_options(self) -> dict[str, Any]:
+        """The core class's options, with ``check_arch=False`` when given."""
+        return {**super().load_options(), **({} if self.check_arch else {"check_arch": False})}  # type: ignore[misc]
 
     def _trusted(self) -> bool:
         """``trust_remote_code`` resolved for this repository (a list names repositories)."""
@@ -125,6 +134,8 @@ class LayerRepository(_Compat, core.LayerRepository):
     """A layer of a Hub kernel: ``LayerRepository(repo_id, *, layer_name, revision=None,
     version=None, trust_remote_code=False, user_agent=None)``; one of revision/version."""
 
+    check_arch: bool = field(default=True, kw_only=True)
+
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
     user_agent: Any = field(default=None, compare=False, repr=False, kw_only=True)
 
@@ -133,11 +144,15 @@ class LayerRepository(_Compat, core.LayerRepository):
 class LocalLayerRepository(_Compat, core.LocalLayerRepository):
     """A layer of a kernel repository folder: ``LocalLayerRepository(repo_path, *, layer_name)``."""
 
+    check_arch: bool = field(default=True, kw_only=True)
+
 
 @record
 class LockedLayerRepository(_Compat, core.LockedLayerRepository):
     """A layer of a Hub kernel pinned by ``kernels.lock``: ``LockedLayerRepository(repo_id,
     *, lockfile=None, layer_name, trust_remote_code=False)``."""
+
+    check_arch: bool = field(default=True, kw_only=True)
 
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
 
@@ -145,6 +160,8 @@ class LockedLayerRepository(_Compat, core.LockedLayerRepository):
 @record
 class FuncRepository(_Compat, core.FuncRepository):
     """A function of a Hub kernel (deprecated in ``kernels``; use LayerRepository)."""
+
+    check_arch: bool = field(default=True, kw_only=True)
 
     instead = "LayerRepository"
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
@@ -154,12 +171,16 @@ class FuncRepository(_Compat, core.FuncRepository):
 class LocalFuncRepository(_Compat, core.LocalFuncRepository):
     """A function of a kernel repository folder (deprecated in ``kernels``)."""
 
+    check_arch: bool = field(default=True, kw_only=True)
+
     instead = "LocalLayerRepository"
 
 
 @record
 class LockedFuncRepository(_Compat, core.LockedFuncRepository):
     """A function of a locked Hub kernel (deprecated in ``kernels``)."""
+
+    check_arch: bool = field(default=True, kw_only=True)
 
     instead = "LockedLayerRepository"
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]

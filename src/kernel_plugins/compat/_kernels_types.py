@@ -43,16 +43,11 @@ class _CapabilityProperties:
     def validate_capability_range(self) -> None:
         """Raise ValueError when ``min_capability > max_capability``."""
         if self.min_capability > self.max_capability:
-            raise ValueError(
-                f"min_capability ({self.min_capability}) must be <= max_capability "
-                f"({self.max_capability})"
-            )
+            raise ValueError(f"min_capability ({self.min_capability}) must be <= max_capability ({self.max_capability})")
 
     def capability_range(self) -> CapabilityRange:
         """The same range as a :class:`~kernel_plugins.layers.CapabilityRange` (75 -> 7.5)."""
-        return CapabilityRange(
-            min=divmod(self.min_capability, 10), max=divmod(self.max_capability, 10)
-        )
+        return CapabilityRange(min=divmod(self.min_capability, 10), max=divmod(self.max_capability, 10))
 
 
 @record
@@ -91,13 +86,9 @@ class Device:
             raise ValueError("CUDAProperties is only supported for 'cuda' devices.")
         if isinstance(self.properties, ROCMProperties) and self.type != "rocm":
             raise ValueError("ROCMProperties is only supported for 'rocm' devices.")
-        if self.properties is not None and not isinstance(
-            self.properties, (CUDAProperties, ROCMProperties)
-        ):
-            raise TypeError(
-                f"Device properties must be CUDAProperties or ROCMProperties, got "
-                f"{type(self.properties).__name__}"
-            )
+        if self.properties is not None and not isinstance(self.properties, (CUDAProperties, ROCMProperties)):
+            raise TypeError("Device properties must be CUDAProperties or ROCMProperties, got "
+                            f"{type(self.properties).__name__}")
 
 
 class KernelizeFallback(Flag):
@@ -127,8 +118,15 @@ class RepoInfo:
     revision: str
 
 
+def _field(name: str, doc: str, convert: Any = None) -> Any:
+    """A read-only property of :class:`Metadata` giving the parsed field ``name``."""
+    return property(lambda self: (convert or (lambda v: v))(getattr(self._data, name)), doc=doc)
+
+
 class Metadata:
-    """A variant's parsed ``metadata.json`` (read with kernel-plugins' validation)."""
+    """A variant's parsed ``metadata.json`` (read with kernel-plugins' validation). The
+    values are kernel-plugins' own types where kernels has Rust classes (see
+    ``docs/compat-kernels.md``)."""
 
     def __init__(self, data: Any) -> None:
         self._data = data
@@ -153,55 +151,23 @@ class Metadata:
             raise ValueError(f"{where} is not valid JSON: {e}") from e
         return Metadata(parse_metadata(data, where=where))
 
-    @property
-    def id(self) -> str:
-        """Identifier unique to the kernel version and backend (the import name)."""
-        return str(self._data.id)
-
-    @property
-    def name(self) -> str:
-        """The kernel name."""
-        return str(self._data.name)
-
-    @property
-    def version(self) -> int | None:
-        """The kernel's major version."""
-        return int(self._data.version)
-
-    @property
-    def kernels_minver(self) -> str | None:
-        """The minimum ``kernels`` version the build needs (``"0.17.0"``), or None."""
-        return self._data.kernels_minver  # type: ignore[no-any-return]
-
-    @property
-    def license(self) -> str:
-        """The license."""
-        return str(self._data.license)
-
-    @property
-    def upstream(self) -> str | None:
-        """The upstream repository, if declared."""
-        return self._data.upstream  # type: ignore[no-any-return]
-
-    @property
-    def source(self) -> str | None:
-        """The source repository, if declared."""
-        return self._data.source  # type: ignore[no-any-return]
-
-    @property
-    def python_depends(self) -> list[str]:
-        """Required Python dependencies."""
-        return list(self._data.python_depends)
-
-    @property
-    def kernel_depends(self) -> list[Any]:
-        """The kernels this variant depends on (``repo_id``, ``version`` or ``revision``)."""
-        return list(self._data.kernel_depends)
-
-    @property
-    def backend(self) -> Any:
-        """The backend field."""
-        return self._data.backend
+    id = _field("id", "Identifier unique to the kernel version and backend (the import name).", str)
+    name = _field("name", "The kernel name.", str)
+    version = _field("version", "The kernel's major version.", int)
+    kernels_minver = _field("kernels_minver", 'The minimum ``kernels`` release the build needs '
+                            '(``"0.17.0"``; a ``Version`` in kernels), or None.')
+    license = _field("license", "The license.", str)
+    upstream = _field("upstream", "The upstream repository, if declared.")
+    source = _field("source", "The source repository, if declared.")
+    python_depends = _field("python_depends", "Required Python dependencies.", list)
+    kernel_depends = _field("kernel_depends", "The kernels this variant depends on (``repo_id``, "
+                            "``version`` or ``revision``).", list)
+    backend = _field("backend", "The backend field (``type``, ``archs``).")
+    build_layout = _field("build_layout", 'How the files lie: ``"files"`` or ``"zip"`` (a '
+                          "``BuildLayout`` in kernels).")
+    digest = _field("digest", "Per-file hashes of the variant (``algorithm``, ``files``), or None.")
+    provenance = _field("provenance", "The build's provenance as declared (a dict; a ``Provenance`` "
+                        "in kernels), or None.")
 
     def __repr__(self) -> str:
         return f"Metadata(name={self.name!r}, id={self.id!r}, version={self.version})"

@@ -1,4 +1,4 @@
-"""The public API of the Hugging Face ``kernels`` package (0.17), on kernel-plugins.
+"""The public API of the Hugging Face ``kernels`` package (0.19.1), on kernel-plugins.
 
 ``import kernel_plugins.compat.kernels as kernels`` runs code written for ``kernels``
 unchanged, on every backend kernel-plugins has (MLU, MUSA, NPU, Neuron and TPU included):
@@ -65,7 +65,7 @@ from ._kernels_types import (
     VariantRejected,
 )
 
-__version__ = KERNELS_VERSION  # the kernels release this module and our formats follow
+__version__ = KERNELS_VERSION  # the kernels release whose API this module and our formats follow
 
 __all__ = [
     "__version__",
