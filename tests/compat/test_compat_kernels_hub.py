@@ -149,3 +149,77 @@ def test_missing_version_and_variant_errors_as_in_kernels(manager, hub_env, repo
         kernels.get_kernel("kernels-community/compat-k", version=3)
     with pytest.raises(FileNotFoundError, match="Cannot find a build variant"):
         kernels.get_kernel("kernels-community/compat-cuda-only", version=1)
+
+
+# kernels' guide "Lock kernel versions" (docs/source/locking.md), its Python examples as
+# written; run with the import changed and the repository one of this loopback Hub.
+LOCKING_GUIDE = {
+    "get_locked_kernel": """
+from kernels import get_locked_kernel
+
+activation = get_locked_kernel("kernels-community/activation")
+""",
+    "LockedLayerRepository": """
+kernel_layer_mapping = {
+    "SiluAndMul": {
+        "cuda": LockedLayerRepository(
+            repo_id="kernels-community/activation",
+            layer_name="SiluAndMul",
+        )
+    }
+}
+
+register_kernel_mapping(kernel_layer_mapping)
+""",
+    "LockedFuncRepository": """
+kernel_layer_mapping = {
+    "silu_and_mul": {
+        "cuda": LockedFuncRepository(
+            repo_id="kernels-community/activation",
+            func_name="silu_and_mul",
+        )
+    }
+}
+
+register_kernel_mapping(kernel_layer_mapping)
+""",
+    "load_kernel": """
+from kernels import load_kernel
+
+activation = load_kernel("kernels-community/activation")
+""",
+}
+
+
+def test_the_locking_guides_examples(manager, hub_env, repos, tmp_path, monkeypatch):
+    """As in kernels 0.19.1, ``lockfile`` is a required keyword of ``get_locked_kernel`` and
+    ``load_kernel``: the guide's calls without it raise the same TypeError there and here;
+    with ``lockfile=None`` (the caller's lock file) they load the locked kernel."""
+    import kernels as hf_kernels
+
+    from kernel_plugins.cli.main import main
+    from kernel_plugins.layers import mapping
+    from tests.lock.conftest import write_pyproject
+
+    project = write_pyproject(tmp_path / "proj", {"kernels-community/compat-k": 1})
+    assert main(["lock", str(project)]) == 0
+    monkeypatch.setattr("kernel_plugins.lock._discovery._temp_roots", lambda: [])
+    monkeypatch.chdir(project)
+    mapping._reset_for_tests()
+    for name, code in LOCKING_GUIDE.items():
+        code = code.replace("from kernels import", "from kernel_plugins.compat.kernels import")
+        code = code.replace("kernels-community/activation", "kernels-community/compat-k")
+        namespace = {n: getattr(kernels, n) for n in kernels.__all__}  # the guide's imports
+        if name in ("get_locked_kernel", "load_kernel"):
+            with pytest.raises(TypeError, match="lockfile") as ours:
+                exec(code, dict(namespace))  # noqa: S102
+            with pytest.raises(TypeError) as theirs:
+                getattr(hf_kernels, name)("kernels-community/compat-k")
+            assert str(theirs.value).split("()")[-1] == str(ours.value).split("()")[-1]
+            code = code.replace('/compat-k")', '/compat-k", lockfile=None)')
+        exec(code, namespace)  # noqa: S102
+        if "activation" in namespace:
+            assert namespace["activation"].VALUE == 7 and namespace["activation"].__kernel_provenance__.sha
+    names = set(mapping.current_mapping().layer_names())
+    mapping._reset_for_tests()
+    assert {"SiluAndMul", "silu_and_mul"} <= names
