@@ -27,11 +27,11 @@ def backend_spec_problem(spec: object, name: str) -> str | None:
     return None
 
 
-def detect_outcome(rec: BackendRecord, result: object) -> DetectOutcome:
-    """What ``detect_device`` of ``rec`` returned as a :class:`DetectOutcome`: None (or ``[]``) and
-    ``count == 0`` are no device, anything but a valid :class:`DeviceInfo` of this backend an
-    error outcome (:raises PluginError: instead, under ``KERNEL_PLUGINS_STRICT=1``); a device
-    type under emulation is marked emulated."""
+def detect_outcome(rec: BackendRecord, result: object, index: int | None = None) -> DetectOutcome:
+    """What ``detect_device`` of ``rec`` returned for device ``index`` as a :class:`DetectOutcome`: None
+    (or ``[]``) and ``count == 0`` are no device, anything but a valid :class:`DeviceInfo` of this
+    backend and index an error outcome (:raises PluginError: instead, under ``KERNEL_PLUGINS_STRICT=1``);
+    a device type under emulation is marked emulated; an answer without an index, noted as device 0's."""
     def failed(msg: str, cause: Exception | None = None) -> DetectOutcome:
         if strict_mode():
             raise PluginError(f"{rec.origin()}: {msg}") from cause
@@ -49,6 +49,11 @@ def detect_outcome(rec: BackendRecord, result: object) -> DetectOutcome:
     if result.backend != rec.name or result.device_type != rec.spec.device_type:
         return failed(f"detect_device returned backend {result.backend!r} / device type {result.device_type!r}, "
                       f"expected {rec.name!r} / {rec.spec.device_type!r}")
+    if index is not None and result.index is None:  # a plugin that knows no index: device 0's facts
+        note = (f"name, capability and architecture are device 0's: {rec.origin()} reports no other device's",)
+        result = result.replace(index=index, notes=(*result.notes, *(note if index else ())))
+    if result.index != index:
+        return failed(f"detect_device was asked for device {index} and returned device {result.index}")
     if emulation_registry.is_emulated(result.device_type) and not result.emulated:
         result = result.replace(emulated=True)
     return DetectOutcome(rec.name, result if result.count else None)

@@ -114,8 +114,13 @@ def get_device(device: object = None) -> DeviceInfo:
                 f"device {req.device_type}:{req.index} requested, but {rec.name} has "
                 f"{info.count} device(s) (indices 0..{info.count - 1})"
             )
+        elif req.index is None:
+            return info
+        elif (found := manager.detect(rec.name, index=req.index)).device is None:
+            raise DeviceError(f"the facts of device {req.device_type}:{req.index} could not be read ({rec.origin()}: "
+                              f"{found.error or found.reason or 'no device'})")
         else:
-            return info if req.index is None else info.replace(index=req.index)
+            return found.device
     hint = ""
     if not any(rec.builtin for rec in records):  # out-of-tree backends can be emulated
         hint = (

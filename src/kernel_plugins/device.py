@@ -43,13 +43,14 @@ class DeviceInfo:
         count: number of devices present (>= 0).
         runtime_version: the runtime version exactly as the vendor reports it
             (``"12.8"``, ``"4030"``, ``"8.3.RC1"``), or None when not readable.
-        name: device name of device 0 (``"MLU590-H8"``), or None.
-        capability: ``(major, minor)`` compute capability, or None.
-        arch: device 0's architecture as builds name it in ``backend.archs`` (``gfx90a``,
+        name: the device's name (``"MLU590-H8"``; device ``index``, else device 0), or None.
+        capability: the device's ``(major, minor)`` compute capability, or None.
+        arch: the device's architecture as builds name it in ``backend.archs`` (``gfx90a``,
             ``mp_22``, ``Ascend910B2C``), or None (CUDA builds name capabilities).
         extension_version: version of the vendor's PyTorch extension, or None.
         emulated: True when the device is emulated on the CPU (never real hardware).
-        index: the device index a caller asked for, or None for "the backend's devices".
+        index: the device index a caller asked for (name, capability and arch are its), or None
+            for "the backend's devices" (those facts are device 0's).
         notes: human-readable remarks (e.g. a version string that could not be parsed).
     """
 

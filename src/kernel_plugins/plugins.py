@@ -99,7 +99,7 @@ class PluginManager:
         self._records: dict[str, BackendRecord] = {}
         self._failures: list[PluginFailure] = []
         self._left_out: set[str] = set()
-        self._detected: dict[str, DetectOutcome] = {}
+        self._detected: dict[tuple[str, int | None], DetectOutcome] = {}  # (backend, device index)
         self._callers: dict[tuple[str, str], Any] = {}
         self._loaded = False
         self._lock = threading.RLock()
@@ -166,7 +166,7 @@ class PluginManager:
             rec = self._records.pop(name, None)
             if rec is not None:
                 self._pm.unregister(rec.plugin)
-            self._detected.pop(name, None)
+            self._forget(name)
             self._callers.clear()
 
     def _add(
@@ -293,24 +293,27 @@ class PluginManager:
         return next((r.name for r in self.backends().values() if prefix in r.spec.arch_tokens), None)
 
     # ---------------------------------------------------------------- detection
-    def detect(self, backend: str, *, refresh: bool = False) -> DetectOutcome:
-        """Ask one backend's ``detect_device`` (cached per process)."""
+    def detect(self, backend: str, *, refresh: bool = False, index: int | None = None) -> DetectOutcome:
+        """Ask one backend's ``detect_device`` for device ``index``'s facts (None: the backend's
+        devices, with device 0's facts); cached per process."""
         rec = self.record(backend)
         with self._lock:
-            if not refresh and backend in self._detected:
-                return self._detected[backend]
-            outcome = self._detect(rec)
-            self._detected[backend] = outcome
+            if not refresh and (backend, index) in self._detected:
+                return self._detected[backend, index]
+            outcome = self._detected[backend, index] = self._detect(rec, index)
             return outcome
 
-    def _detect(self, rec: BackendRecord) -> DetectOutcome:
+    def _forget(self, backend: str) -> None:
+        self._detected = {k: v for k, v in self._detected.items() if k[0] != backend}
+
+    def _detect(self, rec: BackendRecord, index: int | None) -> DetectOutcome:
         try:
-            result = self._ask_owner("detect_device", rec.name)
+            result = self._ask_owner("detect_device", rec.name, index=index)
         except HookFailure as f:  # shown as this backend's error
             if strict_mode():
                 f.reraise()
             return DetectOutcome(rec.name, None, f"detect_device raised {_describe_exc(f.error)}")
-        outcome = detect_outcome(rec, result)
+        outcome = detect_outcome(rec, result, index)
         if outcome.status == "no device" and outcome.error is None:
             outcome = dataclasses.replace(outcome, reason=self._no_device_reason(rec))
         return outcome
@@ -418,7 +421,7 @@ class PluginManager:
         self.load()
         if backend not in self._records:
             return False
-        self._detected.pop(backend, None)
+        self._forget(backend)
         try:
             return bool(self._ask_owner("emulate_device", backend, count=count, facts=facts))
         except HookFailure as f:

@@ -28,5 +28,5 @@ ROCM = TorchGpuBackend(
     name="rocm", device_type="cuda", display_name="AMD ROCm", priority=100,
     version_attr="hip", label="ROCm", tokens=VariantTokens(prefix="rocm"),
     driver_hint="check rocm-smi and HIP_VISIBLE_DEVICES", arch_runs=runs_rocm_arch,
-    read_arch=lambda cuda: gfx_name(getattr(cuda.get_device_properties(0), "gcnArchName", None)),
+    read_arch=lambda cuda, i=0: gfx_name(getattr(cuda.get_device_properties(i), "gcnArchName", None)),
 )

@@ -4,7 +4,6 @@ and :class:`TorchGpuBackend`, the hooks of a stack built into torch, stated as f
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from .._record import field, record
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo, major_minor, torch_or_none
@@ -47,12 +46,13 @@ class ArchFacts:
     """How a backend names its devices' architectures and judges a build's ``backend.archs``.
 
     Attributes:
-        read_arch: what detection found -> device 0's architecture (``DeviceInfo.arch``).
+        read_arch: what detection found -> the described device's architecture (``DeviceInfo.arch``):
+            ``(torch.<device_type>, index)`` here, a :class:`VendorDevices` (which knows its index) in the kit.
         arch_runs: ``(device, an entry of backend.archs)`` -> whether the device runs code
             built for it (None: an entry it cannot read); None: architectures unchecked.
     """
 
-    read_arch: Callable[[Any], str | None] | None = None
+    read_arch: Callable[..., str | None] | None = None
     arch_runs: Callable[[DeviceInfo, str], bool | None] | None = None
 
     @hookimpl
@@ -101,23 +101,23 @@ class TorchGpuBackend(ArchFacts):
                            (self.tokens.prefix,), dict(self.python_depends), self.capability_label)
 
     @hookimpl
-    def detect_device(self) -> DeviceInfo | None:
-        """A torch build for the stack with at least one visible device."""
+    def detect_device(self, index: int | None = None) -> DeviceInfo | None:
+        """A torch build for the stack with at least one visible device; the facts of device ``index`` (None: 0)."""
         torch = torch_or_none()
         version = None if torch is None else getattr(torch.version, self.version_attr, None)
         module = None if torch is None or version is None else getattr(torch, self.device_type, None)
         if torch is None or module is None or not module.is_available() or module.device_count() == 0:
             return None
-        version = str(version)
+        version, i = str(version), index or 0
         notes = () if self.parse(version) else (
             f"unparsable torch.version.{self.version_attr} {version!r}",
         )
         return DeviceInfo(
             backend=self.name, device_type=self.device_type, count=module.device_count(),
-            runtime_version=version, name=module.get_device_name(0),
-            capability=tuple(module.get_device_capability(0)) if self.capability else None,
+            runtime_version=version, name=module.get_device_name(i), index=index,
+            capability=tuple(module.get_device_capability(i)) if self.capability else None,
             extension_version=str(torch.__version__), notes=notes,
-            arch=None if self.read_arch is None else self.read_arch(module),
+            arch=None if self.read_arch is None else self.read_arch(module, i),
         )
 
     @hookimpl

@@ -40,6 +40,6 @@ XPU = TorchGpuBackend(
     version_attr="xpu", label="oneAPI", tokens=VariantTokens(prefix="xpu", major_width=4),
     parse=oneapi_version, capability=False, stack="XPU",
     driver_hint="check the Intel GPU driver and ZE_AFFINITY_MASK", arch_runs=runs_xpu_arch,
-    read_arch=lambda xpu: TARGETS.get(getattr(xpu.get_device_properties(0), "device_id", None)),
+    read_arch=lambda xpu, i=0: TARGETS.get(getattr(xpu.get_device_properties(i), "device_id", None)),
     python_depends={"onednn": PyDepend("onednn-devel", None)},  # a native library: no import
 )

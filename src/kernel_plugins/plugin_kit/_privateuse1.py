@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._record import field, record
+from .._record import field, record, replace
 from ..backends.torchinfo import ArchFacts
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
 from ..hookspecs import hookimpl
@@ -147,7 +147,8 @@ class PrivateUse1Backend(ArchFacts):
         built_for_torch: the vendor version -> the torch ``"X.Y"`` it was built for
             (``"1.22.0+torch2.4.0"`` -> ``"2.4"``), or None when it does not say.
         read_arch, arch_runs: see :class:`~kernel_plugins.backends.torchinfo.ArchFacts`
-            (``read_arch`` reads the found :class:`VendorDevices`).
+            (``read_arch`` reads the found :class:`VendorDevices`: ``found.properties()`` are the
+            described device's).
     """
 
     name: str
@@ -184,24 +185,22 @@ class PrivateUse1Backend(ArchFacts):
         )
 
     @hookimpl
-    def detect_device(self) -> DeviceInfo | None:
-        """The ``detect_device`` hook: the vendor installed, importable, with devices."""
+    def detect_device(self, index: int | None = None) -> DeviceInfo | None:
+        """The ``detect_device`` hook: the vendor installed, importable, with devices; device ``index``'s facts."""
         found = find_vendor_devices(
             self.name, self.vendor_module, self.dtype, import_hint=self.import_hint
         )
-        if found is None:
-            return None
-        return self.describe(found)
+        return None if found is None else self.describe(replace(found, index=index))
 
     def describe(self, found: VendorDevices) -> DeviceInfo:
-        """The :class:`DeviceInfo` of a found stack (capability, runtime, notes)."""
+        """The :class:`DeviceInfo` of a found stack (capability, runtime, notes), for ``found.index``."""
         notes: list[str] = []
-        props = found.properties(0)
+        props = found.properties()
         capability = None
         if self.reports_capability:
             capability = capability_of(props)
             if capability is None:
-                notes.append(missing_capability_note(self.dtype, props))
+                notes.append(missing_capability_note(self.dtype, props, found.index or 0))
         reading: Reading = RuntimeReading(None)
         if self.runtime is not None:
             reading = self.runtime.reading(found.torch, self.name)

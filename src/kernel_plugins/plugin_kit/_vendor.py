@@ -243,6 +243,7 @@ class VendorDevices:
         backend: the backend name. device_type: the torch device type.
         torch: the torch module. vendor: the imported vendor package.
         module: ``torch.<device_type>``. count: the number of devices (> 0).
+        index: the device described (its properties by default; ``DeviceInfo.index``), None: device 0.
     """
 
     backend: str
@@ -251,6 +252,7 @@ class VendorDevices:
     vendor: ModuleType
     module: Any
     count: int
+    index: int | None = None
 
     @property
     def emulated(self) -> bool:
@@ -263,9 +265,9 @@ class VendorDevices:
         version = getattr(self.vendor, "__version__", None)
         return None if version is None else str(version)
 
-    def properties(self, index: int = 0) -> Any:
-        """``torch.<device_type>.get_device_properties(index)``."""
-        return self.module.get_device_properties(index)
+    def properties(self, index: int | None = None) -> Any:
+        """``torch.<device_type>.get_device_properties(index)`` (default: the device described)."""
+        return self.module.get_device_properties(index if index is not None else self.index or 0)
 
     def info(self, *, runtime_version: str | None = None, name: str | None = None,
              capability: tuple[int, int] | None = None, notes: Iterable[str] = (),
@@ -281,7 +283,7 @@ class VendorDevices:
             backend=self.backend, device_type=self.device_type, count=self.count,
             runtime_version=runtime_version, name=name, capability=capability,
             extension_version=self.extension_version, emulated=self.emulated, notes=tuple(notes),
-            arch=arch,
+            arch=arch, index=self.index,
         )
 
 

@@ -164,8 +164,8 @@ _CAPABILITY_RE = re.compile(r"(?:compute_([0-9])([0-9])|([0-9]+)\.([0-9]+))")
 
 
 def mlu_target(found: VendorDevices) -> str | None:
-    """Device 0's compile target: capability 5.0 -> ``"mtp_592"``; None when unknown."""
-    capability = capability_of(found.properties(0))
+    """The described device's compile target: capability 5.0 -> ``"mtp_592"``; None when unknown."""
+    capability = capability_of(found.properties())
     return None if capability is None else TARGETS.get(capability[0])
 
 

@@ -58,8 +58,8 @@ def musa_arch(capability: tuple[int, int]) -> int:
 
 
 def musa_target(found: VendorDevices) -> str | None:
-    """Device 0's compile target: capability 2.2 -> ``"mp_22"``; None when unknown."""
-    capability = capability_of(found.properties(0))
+    """The described device's compile target: capability 2.2 -> ``"mp_22"``; None when unknown."""
+    capability = capability_of(found.properties())
     return None if capability is None else f"mp_{musa_arch(capability)}"
 
 

@@ -75,12 +75,12 @@ def runs_neuron_arch(device: DeviceInfo, arch: str) -> bool | None:
     return None if device.arch is None or not _TARGET_RE.fullmatch(name) else name == device.arch
 
 
-def _device_name(module: object) -> str | None:
+def _device_name(module: object, index: int = 0) -> str | None:
     get = getattr(module, "get_device_properties", None)
     if get is None:
         return None
     try:
-        return str(get(0).name) or None
+        return str(get(index).name) or None
     except Exception:  # noqa: BLE001 - the attribute names are unverified; the name is optional
         return None
 
@@ -89,8 +89,9 @@ class NeuronBackend(PrivateUse1Backend):
     """The Neuron backend: the PrivateUse1 facts, with its own ``detect_device``."""
 
     @hookimpl
-    def detect_device(self) -> DeviceInfo | None:
-        """A native ``neuron`` PrivateUse1 backend with at least one device.
+    def detect_device(self, index: int | None = None) -> DeviceInfo | None:
+        """A native ``neuron`` PrivateUse1 backend with at least one device; device ``index``'s
+        name (None: 0's).
 
         When another out-of-tree backend already owns PrivateUse1 in this process, no native
         Neuron device can exist here: None, and ``torch_neuronx`` is not imported.
@@ -106,7 +107,7 @@ class NeuronBackend(PrivateUse1Backend):
         if not count:
             return None
         module = getattr(torch, self.name, None)
-        name = _device_name(module)
+        name = _device_name(module, index or 0)
         ext = getattr(vendor, "__version__", None) if vendor is not None else None
         notes = () if vendor is not None else (
             f"{vendor_module} is not installed; the neuron device was found through PyTorch alone",
@@ -115,7 +116,7 @@ class NeuronBackend(PrivateUse1Backend):
             backend=self.name,
             device_type=self.dtype,
             count=count,
-            name=name,
+            name=name, index=index,
             arch=neuron_target(name),
             extension_version=None if ext is None else str(ext),
             emulated=bool(getattr(module, "__kernel_plugins_emulated__", False)),

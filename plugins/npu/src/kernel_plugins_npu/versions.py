@@ -82,7 +82,8 @@ _FAMILY_RE = re.compile(r"(?:ascend)?(910_93|910b|910c|310p|310b|910)(?:[0-9]+[a
 
 
 def soc_name(found: VendorDevices) -> str | None:
-    """Device 0's SoC name from ``torch.npu.get_soc_version()`` (222 -> ``Ascend910B2C``)."""
+    """The SoC name from ``torch.npu.get_soc_version()`` (222 -> ``Ascend910B2C``): torch_npu
+    reports one SoC for the machine, not one per device."""
     get = getattr(found.module, "get_soc_version", None)
     try:
         return _SOCS.get(get()) if get is not None else None

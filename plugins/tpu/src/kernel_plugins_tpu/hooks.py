@@ -85,10 +85,10 @@ def stack_loaded(torch: ModuleType) -> bool:
     return hasattr(torch.backends, "tpu")
 
 
-def _device_name(module: object) -> str | None:
-    """``torch.tpu.get_device_properties(0).name``, when that exists (the name is optional)."""
+def _device_name(module: object, index: int = 0) -> str | None:
+    """``torch.tpu.get_device_properties(index).name``, when that exists (the name is optional)."""
     try:
-        return device_name_of(module.get_device_properties(0))  # type: ignore[attr-defined]
+        return device_name_of(module.get_device_properties(index))  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - the torch.tpu.* names beyond device_count are unverified
         return None
 
@@ -97,8 +97,9 @@ class TpuBackend(PrivateUse1Backend):
     """The TPU backend: the PrivateUse1 facts, with its own detection."""
 
     @hookimpl
-    def detect_device(self) -> DeviceInfo | None:
-        """TPU devices: ``torch_tpu`` imported, ``torch.backends.tpu`` set, ``torch.tpu`` has some.
+    def detect_device(self, index: int | None = None) -> DeviceInfo | None:
+        """TPU devices: ``torch_tpu`` imported, ``torch.backends.tpu`` set, ``torch.tpu`` has some;
+        device ``index``'s name and generation (None: 0's).
 
         ``torch_tpu`` is never imported while another backend owns PrivateUse1 here (that
         is a :class:`~kernel_plugins.errors.PluginError` naming both).
@@ -116,8 +117,8 @@ class TpuBackend(PrivateUse1Backend):
             return None
         runtime = self.runtime
         reading = RuntimeReading(None) if runtime is None else runtime.reading(torch, self.name)
-        found = VendorDevices(self.name, self.dtype, torch, vendor, module, count)
-        name = _device_name(module)
+        found = VendorDevices(self.name, self.dtype, torch, vendor, module, count, index)
+        name = _device_name(module, index or 0)
         return found.info(
             runtime_version=reading.text,
             name=name,
