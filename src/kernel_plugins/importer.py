@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from ._warn import warn_user
 from .device import BackendSpec
 from .errors import KernelImportError, MetadataError, MissingDependencyError
+from .integrity.archive import archive_view
 from .metadata import KernelMetadata
 from .provenance import KernelLoad, Provenance
 from .registry import NAMESPACE, _Kernel, _kernel_of, _kernels, _lock, module_name, record_loaded
@@ -136,7 +137,7 @@ def _spec(kernel: _Kernel, fullname: str) -> importlib.machinery.ModuleSpec:
     folder = snap.root / stem if stem else snap.root
     init = f"{stem}/__init__.py" if stem else "__init__.py"
     if init in snap.files:
-        return _source_spec(fullname, snap.files[init], folder / "__init__.py", folder)
+        return _source_spec(fullname, snap.files[init], snap.files[init].path, folder)
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         ext = snap.files.get(stem + suffix)
         if ext is not None and ext.private_path is not None:
@@ -147,7 +148,7 @@ def _spec(kernel: _Kernel, fullname: str) -> importlib.machinery.ModuleSpec:
             return spec
     source = snap.files.get(stem + ".py")
     if source is not None:
-        return _source_spec(fullname, source, snap.root / (stem + ".py"), None)
+        return _source_spec(fullname, source, source.path, None)
     if parts and any(rel.startswith(stem + "/") for rel in snap.files):
         return _source_spec(fullname, None, folder, folder)  # a folder without __init__.py
     raise ModuleNotFoundError(
@@ -214,6 +215,8 @@ def import_snapshot(
                 f"loaded from {kernel.snapshot.root} with different files. Two different builds "
                 "claim the same build id; remove one copy or rebuild with a unique id."
             )
+        if load.metadata.build_layout == "zip":  # the verified archive's members, opened in memory
+            snapshot = archive_view(snapshot, f"{load.metadata.id}.zip")
         base = _package_base(snapshot, load.metadata)
         kernel = _Kernel(name, snapshot, base, key, builtins)
         _kernels[name] = kernel

@@ -35,7 +35,9 @@ __all__ = [
 
 #: The release of HF ``kernels`` whose formats (``metadata.json``, ``kernels.lock``, the Hub
 #: layout) kernel-plugins implements: a kernel whose ``kernels-minver`` is newer is refused.
-KERNELS_VERSION = "0.17.2"
+KERNELS_VERSION = "0.19.1"
+#: ``build-layout`` values: the package as files in the variant folder, or ``<id>.zip`` there.
+BUILD_LAYOUTS = ("files", "zip")
 
 #: Metadata files larger than this are refused (a real one is a few hundred bytes).
 MAX_METADATA_BYTES = 1 << 20
@@ -43,6 +45,8 @@ MAX_METADATA_BYTES = 1 << 20
 MAX_ARCHS = 1000
 
 _NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
+#: What kernels strips around ``kernels-minver`` (Unicode White_Space; str.strip also takes \x1c-\x1f).
+_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 @record
@@ -110,6 +114,7 @@ class KernelMetadata:
     digest: Digest | None = None
     provenance: dict[str, Any] | None = None
     kernels_minver: str | None = None
+    build_layout: str = "files"
 
     @property
     def python_name(self) -> str:
@@ -235,17 +240,24 @@ def _id(value: object) -> str:
 
 
 def _version(value: object) -> int:
-    if (v := _int(value)) < 0:
-        raise _Bad(f"Value error, kernel version must be >= 0, got {v}")
+    if not 0 <= (v := _int(value)) < 1 << 64:
+        raise _Bad(f"Value error, kernel version must be >= 0 and < 2**64, got {v}")
     return v
 
 
 def _minver(value: object) -> str:
-    """``X.Y.Z`` as kernels reads it (outer spaces and a ``+`` per number allowed), normalised."""
-    parts = _str(value).strip().split(".")
-    if len(parts) != 3 or not all(re.fullmatch(r"\+?[0-9]+", n) and int(n) < 1 << 64 for n in parts):
-        raise _Bad(f"Value error, {value!r} is not a kernels version X.Y.Z (e.g. '0.17.2')")
-    return ".".join(str(int(n)) for n in parts)
+    """``X.Y.Z`` as kernels reads it (outer spaces, a ``+`` and leading zeros per number
+    allowed; each below 2**64), normalised. Digits are counted before any is converted."""
+    nums = [re.fullmatch(r"\+?0*([0-9]{1,20})", n) for n in _str(value).strip(_SPACE).split(".")]
+    if len(nums) != 3 or not all(m and int(m[1]) < 1 << 64 for m in nums):
+        raise _Bad(f"Value error, {value!r} is not a kernels version X.Y.Z (e.g. '0.19.1')")
+    return ".".join(str(int(m[1])) for m in nums if m)
+
+
+def _layout(value: object) -> str:
+    if value not in BUILD_LAYOUTS:
+        raise _Bad(f"Input should be 'files' or 'zip' (how the variant's package is stored), got {value!r}")
+    return str(value)
 
 
 def _backend_type(value: object) -> str:
@@ -308,7 +320,7 @@ _METADATA = _record(KernelMetadata, {
     "kernel-depends": (_items(_kernel_depend), ()),
     "backend": (_record(BackendField, {
         "type": (_backend_type, _REQUIRED),
-        "archs": (_archs, ()),
+        "archs": (lambda v: () if v is None else _archs(v), ()),
     }), _REQUIRED),
     "digest": (_optional(_record(Digest, {
         "algorithm": (_algorithm, _REQUIRED),
@@ -316,6 +328,7 @@ _METADATA = _record(KernelMetadata, {
     })), None),
     "provenance": (_optional(_dict), None),
     "kernels-minver": (_optional(_minver), None),
+    "build-layout": (_layout, "files"),
 })
 
 

@@ -22,6 +22,7 @@ from ._record import record
 from .errors import MetadataError
 from .fetching import Fetched, Offer, fetch
 from .integrity import VariantCheck, VariantSnapshot, read_variant, verify_digest, verify_snapshot
+from .integrity.archive import read_archive
 from .integrity.digest import digest_algorithm
 from .integrity.varianthash import FileHash
 from .metadata import KernelMetadata, parse_metadata_bytes
@@ -61,7 +62,8 @@ def _snapshot(fetched: Fetched, raw: bytes | None, metadata: KernelMetadata | No
     caches = (hub.cache_dir(),) if fetched.offer.ref is not None else ()
     return read_variant(fetched.path, link_roots=fetched.link_roots, algorithms=algorithms, caches=caches,
                         use_receipts=use_receipts,
-                        preread={"metadata.json": raw} if raw is not None else None)
+                        preread={**({"metadata.json": raw} if raw is not None else {}),
+                                 **read_archive(fetched.path, metadata, fetched.link_roots)})
 
 
 def peek_metadata(off: Offer, variant: str) -> bytes:

@@ -695,9 +695,9 @@ CASES: list[Case] = [
     Case("python-depends-missing", K, "`nvidia-cutlass-dsl` not installed",
          _python_depends(["nvidia-cutlass-dsl"], CUDA_SPEC), E.MissingDependencyError,
          "pip install nvidia-cutlass-dsl", "Install the package the message names."),
-    Case("kernels-minver-too-new", K, '`"kernels-minver": "0.18.0"`', _minver("0.18.0"),
-         E.KernelsVersionError, "needs kernels>=0.18.0 (kernels-minver), but this kernel-plugins "
-         "reads the format of kernels 0.17.2", "Upgrade kernel-plugins, or load an older version "
+    Case("kernels-minver-too-new", K, '`"kernels-minver": "0.20.0"`', _minver("0.20.0"),
+         E.KernelsVersionError, "needs kernels>=0.20.0 (kernels-minver), but this kernel-plugins "
+         "reads the format of kernels 0.19.1", "Upgrade kernel-plugins, or load an older version "
          "of the kernel."),
     Case("kernel-depends-cycle", K, "`ring` depends on `link`, `link` on `ring`",
          _load_depending(("ring", [{"repo-id": "kernels-community/link", "version": 1}]),

@@ -178,16 +178,16 @@ def test_a_dependency_that_needs_a_newer_kernels_refuses_the_load_before_any_cod
     tmp_path: Path, manager: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = tmp_path / "runs.log"
-    newer = kernel(tmp_path, "newer", marking(log, "newer"), **{"kernels-minver": "0.18.0"})
+    newer = kernel(tmp_path, "newer", marking(log, "newer"), **{"kernels-minver": "0.20.0"})
     local_kernels(monkeypatch, newer=newer)
     top = kernel(tmp_path, "top", marking(log, "top"), [dep("newer")])
-    with pytest.raises(KernelDependencyError, match="KernelsVersionError: .*kernels>=0.18.0") as e:
+    with pytest.raises(KernelDependencyError, match="KernelsVersionError: .*kernels>=0.20.0") as e:
         kernel_plugins.load(top, device="cpu")
     assert isinstance(e.value.__cause__, KernelsVersionError)
     assert marks(log) == [] and not imported(top) and not imported(newer)
     # a kernel that needs a newer kernels is refused before its dependencies are looked at
-    needy = kernel(tmp_path / "n", "needy", "", [dep("newer")], **{"kernels-minver": "0.18.0"})
-    with pytest.raises(KernelsVersionError, match="kernels>=0.18.0"):
+    needy = kernel(tmp_path / "n", "needy", "", [dep("newer")], **{"kernels-minver": "0.20.0"})
+    with pytest.raises(KernelsVersionError, match="kernels>=0.20.0"):
         kernel_plugins.load(needy, device="cpu")
 
 
