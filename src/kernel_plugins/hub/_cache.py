@@ -212,8 +212,35 @@ def storage_folder(repo_id: str, repo_type: str) -> Path:
 
 
 def _snapshot_folder(ref: HubRef) -> Path:
-    """The cache folder holding the files of ``ref.sha``."""
-    return storage_folder(ref.repo_id, ref.repo_type) / "snapshots" / ref.sha
+    """The cache folder holding the files of ``ref.sha``. :raises TrustError: the repository's
+    folder is one another user could have written (:func:`~kernel_plugins.jsonfile.written_by_others`)."""
+    from kernel_plugins.jsonfile import written_by_others
+
+    folder = storage_folder(ref.repo_id, ref.repo_type)
+    with contextlib.suppress(FileNotFoundError):
+        if why := written_by_others(folder.stat()):
+            raise _untrusted(folder, why)
+    return folder / "snapshots" / ref.sha
+
+
+def _untrusted(path: Path, why: str) -> Exception:
+    from kernel_plugins.errors import TrustError
+
+    return TrustError(f"{path} in the download cache is not private: {why}, so another user could have changed the "
+                      "kernels there. Delete it to download them again, or set KERNELS_CACHE to a folder only you "
+                      "can write (see the threat model in docs/loading.md)")
+
+
+def read_private(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a ref, listing or record of the download cache: a regular file, not a link.
+    :raises TrustError: another user could have written it. OSError / JSONFileError: unreadable."""
+    from kernel_plugins.jsonfile import read_regular_file, written_by_others
+
+    def check(st: os.stat_result) -> None:
+        if why := written_by_others(st):
+            raise _untrusted(path, why)
+
+    return read_regular_file(path, max_bytes=max_bytes, follow=False, check=check)
 
 
 def snapshot_blobs(path: Path) -> tuple[Path, ...]:
@@ -234,9 +261,11 @@ def snapshot_blobs(path: Path) -> tuple[Path, ...]:
 
 def _read_ref(repo_id: str, repo_type: str, name: str) -> str | None:
     """The sha the cache's ``refs/<name>`` points at, or ``None``."""
+    from kernel_plugins.jsonfile import JSONFileError
+
     try:
-        sha = (storage_folder(repo_id, repo_type) / "refs" / name).read_text().strip()
-    except OSError:
+        sha = read_private(storage_folder(repo_id, repo_type) / "refs" / name, 4096).decode("ascii").strip()
+    except (OSError, JSONFileError, UnicodeDecodeError):
         return None
     return sha if _SHA_RE.fullmatch(sha) else None
 
@@ -271,14 +300,17 @@ def cached_tree_files(ref: HubRef) -> dict[str, dict[str, Any]] | None:
     :data:`MAX_LISTING_BYTES`, nested too deeply, or in a format this code does not know (a
     warning names the file in those cases; verification then falls back to other sources).
     """
-    from kernel_plugins.jsonfile import JSONFileError, read_json
+    from kernel_plugins.errors import KernelPluginsError
+    from kernel_plugins.jsonfile import JSONFileError, parse_json
 
     path = storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}.json"
     try:
-        data = read_json(path, max_bytes=MAX_LISTING_BYTES)
+        data = parse_json(read_private(path, MAX_LISTING_BYTES), where=str(path), max_bytes=MAX_LISTING_BYTES)
     except FileNotFoundError:
         return None
     except (OSError, JSONFileError) as exc:
+        if isinstance(exc, KernelPluginsError):  # refused: not trusted, never ignored
+            raise
         logger.warning("Ignoring the cached file listing %s: %s", path, exc)
         return None
     if not isinstance(data, dict) or data.get("format_version") != 1:
@@ -294,7 +326,9 @@ def _cached_tree(ref: HubRef) -> list[str] | None:
     files = cached_tree_files(ref)
     if files is not None:
         return list(files)
-    try:  # a listing in a format this code does not read: ask huggingface_hub
+    try:  # a listing in a format this code does not read, or in huggingface_hub's memory: ask it
+        with contextlib.suppress(FileNotFoundError):  # never open a FIFO there
+            read_private(storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}.json", MAX_LISTING_BYTES)
         from huggingface_hub import get_cached_repo_tree
 
         tree = get_cached_repo_tree(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha, cache_dir=cache_dir())

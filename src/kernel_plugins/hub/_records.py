@@ -13,10 +13,11 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+from kernel_plugins.errors import KernelPluginsError
 from kernel_plugins.integrity.varianthash import FileHash
 from kernel_plugins.jsonfile import write_atomic
 
-from ._cache import storage_folder
+from ._cache import read_private, storage_folder
 from ._values import HubRef
 
 logger = logging.getLogger("kernel_plugins")
@@ -32,16 +33,18 @@ def record_path(ref: HubRef, variant: str) -> Path:
 
 def read_record(ref: HubRef, variant: str) -> dict[str, FileHash] | None:
     """The files recorded when the variant was last verified, or None (none, or unusable)."""
-    from kernel_plugins.jsonfile import JSONFileError, read_json
+    from kernel_plugins.jsonfile import JSONFileError, parse_json
 
     path = record_path(ref, variant)
     try:
-        data = read_json(path, max_bytes=MAX_RECORD_BYTES)
+        data = parse_json(read_private(path, MAX_RECORD_BYTES), where=str(path), max_bytes=MAX_RECORD_BYTES)
         files = {str(rel): FileHash(item["kind"], item["hex"], item.get("size"))
                  for rel, item in data["files"].items()}  # type: ignore[index]
     except FileNotFoundError:
         return None
     except (OSError, JSONFileError, KeyError, TypeError, AttributeError) as exc:
+        if isinstance(exc, KernelPluginsError):  # refused: not trusted, never ignored
+            raise
         logger.warning("Ignoring the record of verified files %s: %s", path, exc)
         return None
     if any(fh.kind not in ("git", "lfs") or not isinstance(fh.hex, str) for fh in files.values()):
