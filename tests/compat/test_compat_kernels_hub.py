@@ -132,6 +132,8 @@ def test_locked_kernels(manager, hub_env, repos, tmp_path, monkeypatch):
     lockfile = project / "kernels.lock"
     locked = kernels.get_locked_kernel("kernels-community/compat-k", lockfile=lockfile)
     assert locked.VALUE == 7 and locked.__kernel_provenance__.sha
+    (info,) = [k.repo_info for k in kernels.get_loaded_kernels() if k.module is locked]
+    assert info == kernels.RepoInfo("kernels-community/compat-k", locked.__kernel_provenance__.sha)
     # lockfile=None: the nearest kernels.lock (here: the cwd's); tmp_path lies in the temp
     # folder, which lock discovery never searches, so that rule is lifted here
     monkeypatch.setattr("kernel_plugins.lock._discovery._temp_roots", lambda: [])

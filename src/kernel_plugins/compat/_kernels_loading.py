@@ -210,7 +210,7 @@ def get_kernel_variants(
 @record
 class LoadedKernel:
     """A kernel loaded in this process: ``metadata``, ``module`` and ``repo_info`` (Hub
-    kernels only; None for local folders, lock files and bundled references)."""
+    kernels, locked ones too; None for local folders and bundled references)."""
 
     metadata: Metadata
     module: ModuleType
