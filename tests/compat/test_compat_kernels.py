@@ -16,7 +16,7 @@ from torch import nn
 
 import kernel_plugins.compat.kernels as kernels
 from kernel_plugins.device import DeviceInfo
-from kernel_plugins.errors import LayerError, OfflineError, TrustError
+from kernel_plugins.errors import LayerError, OfflineError, RevisionError, TrustError
 from kernel_plugins.layers import kernel_choice, mapping
 from kernel_plugins.reference import reference_repo
 from tests.support.kernels import make_variant
@@ -285,6 +285,9 @@ def test_errors_have_the_types_and_phrases_of_kernels(monkeypatch):
         kernels.get_kernel("kernels-community/activation")
     with pytest.raises(ValueError, match="A kernel version or revision must be specified"):
         kernels.has_kernel("kernels-community/activation")
+    with pytest.raises(ValueError, match="Both revision='main' and version=1") as both:
+        kernels.get_kernel("kernels-community/activation", version=1, revision="main")
+    assert isinstance(both.value, RevisionError)
     with pytest.raises(ValueError, match="someone/act is not from a trusted publisher") as info:
         kernels.get_kernel("someone/act", version=1)
     assert isinstance(info.value, TrustError)  # still kernel-plugins' error too

@@ -7,6 +7,7 @@ kernel-plugins error               also                 message starts with
 =================================  ===================  ===========================================
 TrustError                         ValueError           ``<repo> is not from a trusted publisher``
 VersionNotFoundError               ValueError           ``Version <n> not found``
+RevisionError (both given, ...)    ValueError           (its own)
 NoCompatibleVariantError           FileNotFoundError    ``Cannot find a build variant``
 (the same, builds refused for      and RuntimeError     ``A build of <repo> does not support
 their architectures: check_arch)                        the current device``
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from ..errors import NoCompatibleVariantError, TrustError, VersionNotFoundError
+from ..errors import NoCompatibleVariantError, RevisionError, TrustError, VersionNotFoundError
 
 __all__ = ["as_kernels_errors", "need_version_or_revision", "translated"]
 
@@ -47,6 +48,8 @@ def _translate(e: BaseException, repo_id: str, version: object) -> BaseException
         return _with_builtin(type(e), ValueError)(f"{prefix}. {e}")
     if isinstance(e, VersionNotFoundError) and not isinstance(e, ValueError):
         return _with_builtin(type(e), ValueError)(f"Version {version} not found. {e}")
+    if isinstance(e, RevisionError) and not isinstance(e, ValueError):  # both given, bad, unknown
+        return _with_builtin(type(e), ValueError)(str(e))
     if isinstance(e, NoCompatibleVariantError) and not isinstance(e, FileNotFoundError):
         if getattr(e.resolution, "refused", ()):  # kernels' check_arch refusal is a RuntimeError
             return _with_builtin(type(e), FileNotFoundError, RuntimeError)(
@@ -63,7 +66,7 @@ def as_kernels_errors(repo_id: str, version: object = None) -> Iterator[None]:
     """Re-raise the errors of the table above with their ``kernels`` type and phrase."""
     try:
         yield
-    except (TrustError, VersionNotFoundError, NoCompatibleVariantError) as e:
+    except (TrustError, VersionNotFoundError, RevisionError, NoCompatibleVariantError) as e:
         new = _translate(e, repo_id, version)
         if new is None:
             raise
