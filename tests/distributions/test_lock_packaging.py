@@ -6,11 +6,13 @@ distribution."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import textwrap
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,3 +108,60 @@ def test_the_setuptools_writer_refuses_a_broken_lock_and_deletes_a_stale_copy(
     (tmp_path / "kernels.lock.variants").write_text("[]")  # written for other commits
     with pytest.raises(LockfileError, match="has no hashes for a/b"):
         write_egg_file(cmd, "kernels.lock", "x")
+
+
+def _hatch_hook(root: Path) -> Any:
+    from hatchling.builders.hooks.plugin.interface import BuildHookInterface  # noqa: F401 - the test extra
+
+    from kernel_plugins.lock._packaging import hatch_register_build_hook
+
+    return hatch_register_build_hook()(str(root), {}, None, None, str(root / "dist"), "wheel")
+
+
+def _shipped(root: Path) -> dict[str, bytes]:
+    """What each backend ships from ``root``: setuptools' writer and hatchling's hook, in-process."""
+    cmd = _EggInfo()
+    with pytest.MonkeyPatch.context() as m:
+        m.chdir(root)
+        for name in ("kernels.lock", "kernels.lock.variants"):
+            write_egg_file(cmd, name, name)
+    hook, build_data = _hatch_hook(root), {"extra_metadata": {}}
+    hook.initialize("standard", build_data)
+    hatched = {dest: Path(src).read_bytes() for src, dest in build_data["extra_metadata"].items()}
+    hook.finalize("standard", build_data, "")
+    assert not any(Path(src).exists() for src in build_data["extra_metadata"])  # the copies are removed
+    out = {what: data.encode() for what, data, _ in cmd.calls if data is not None}
+    assert hatched == out  # both backends ship the same
+    return out
+
+
+def test_the_build_hooks_ship_the_bytes_they_checked_never_a_link_or_an_unused_hashes_file(
+    tmp_path: Path,
+) -> None:
+    """Issue 36: a ``kernels.lock.variants`` link put any file of the build machine in the wheel."""
+    secret = tmp_path / "secret-token"
+    secret.write_text("hf_secret\n")
+    project = _project(tmp_path / "src", "setuptools")
+    files = {p.name: p.read_bytes() for p in project.glob("kernels.lock*")}
+    assert len(files) == 2 and _shipped(project) == files  # the 0.17 format: both, as read
+    side = project / "kernels.lock.variants"
+    side.unlink()
+    side.symlink_to(secret)  # a link named like the hashes file: refused, the build fails
+    with pytest.raises(LockfileError, match="it is a symbolic link"):
+        _shipped(project)
+    with pytest.raises(LockfileError, match="it is a symbolic link"):
+        _hatch_hook(project).initialize("standard", {"extra_metadata": {}})
+    # the earlier format reads no hashes file, so none is shipped, whatever lies beside it
+    earlier = json.dumps([{"repo_id": "a/b", "sha": SHA, "variants": {}}]).encode()
+    (project / "kernels.lock").write_bytes(earlier)
+    assert _shipped(project) == {"kernels.lock": earlier}
+    # a lock that is itself a link is refused too (the hashes beside its target were read)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "kernels.lock").write_bytes(files["kernels.lock"])
+    (elsewhere / "kernels.lock.variants").write_bytes(files["kernels.lock.variants"])
+    side.unlink()
+    (project / "kernels.lock").unlink()
+    (project / "kernels.lock").symlink_to(elsewhere / "kernels.lock")
+    with pytest.raises(LockfileError, match="it is a symbolic link"):
+        _shipped(project)

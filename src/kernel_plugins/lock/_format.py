@@ -248,9 +248,10 @@ def _refused(path: Path, why: str, fix: str = "Fix its owner or mode (chmod go-w
                          f"pins. {fix}, or pass lockfile= with a file you trust.")
 
 
-def _read(path: Path, private: bool) -> object | None:
+def _read(path: Path, private: bool, raw: dict[str, bytes] | None = None) -> object | None:
     """Open ``path`` once, not through a link, check the descriptor (a regular file; with
-    ``private`` yours or root's, not writable by group or others) and decode it. None: absent."""
+    ``private`` yours or root's, not writable by group or others) and decode it (its bytes
+    into ``raw``, by name). None: absent."""
     from ..jsonfile import JSONFileError, parse_json, read_regular_file, written_by_others
 
     def check(st: os.stat_result) -> None:
@@ -259,6 +260,7 @@ def _read(path: Path, private: bool) -> object | None:
 
     try:
         data = read_regular_file(path, max_bytes=MAX_LOCKFILE_BYTES, follow=False, check=check if private else None)
+        raw is not None and raw.update({path.name: data})
         return parse_json(data, where=str(path), max_bytes=MAX_LOCKFILE_BYTES)
     except FileNotFoundError:
         return None
@@ -270,23 +272,25 @@ def _read(path: Path, private: bool) -> object | None:
         raise LockfileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def read_lockfile(path: str | os.PathLike[str], *, private: bool = False) -> Lockfile:
+def read_lockfile(path: str | os.PathLike[str], *, private: bool = False, raw: dict[str, bytes] | None = None) -> Lockfile:
     """Read a lock file (a file, or a folder holding ``kernels.lock``) and the hashes beside it.
 
     :param private: the rules of a lock nobody named (:mod:`._discovery`): ``path`` not a
         link, both files yours or root's and writable by no one else, and the hashes missing
         only from a folder no one else may write.
+    :param raw: filled with the bytes read and used, by file name; then ``path`` is not followed
+        when it is a link (it is refused).
     :raises LockfileError: missing, invalid or refused file; hashes of other commits.
     """
-    file = lockfile_path(path) if private else Path(os.path.realpath(lockfile_path(path)))  # named: followed
-    data = _read(file, private)
+    file = lockfile_path(path) if private or raw is not None else Path(os.path.realpath(lockfile_path(path)))
+    data = _read(file, private, raw)
     if data is None:
         raise LockfileError(f"{file} does not exist; create it with `kernel-plugins lock PROJECT_DIR`")
     entries = parse_lock(data, where=str(file))
     if not entries or not entries[0].spec:  # the earlier format: the hashes are in the file
         return Lockfile(file, tuple(entries), file)
     side = hashes_path(file)
-    data = _read(side, private)
+    data = _read(side, private, raw)
     if data is None:
         st = file.parent.stat()
         if private and (not _mine(st.st_uid) or st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):

@@ -6,26 +6,32 @@ registers one) put them in ``.dist-info/``, the hatchling hook ``kernels-lock`` 
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pluggy
 
-from ._format import LOCKFILE_NAME, hashes_path, read_lockfile
+from ._format import LOCKFILE_NAME, read_lockfile
 
 __all__ = ["write_egg_file", "hatch_register_build_hook"]
 
 
-def _project_files(root: Path) -> list[Path]:
-    """The lock files of the project in ``root`` to ship, read first (none without a lock)."""
-    lock = root / LOCKFILE_NAME
-    return [p for p in (lock, hashes_path(lock)) if p.is_file()] if lock.is_file() and read_lockfile(lock) else []
+def _project_files(root: Path) -> dict[str, bytes]:
+    """The lock files of the project in ``root`` to ship, by name: the bytes read (each file once,
+    never through a link) and checked; the hashes file only when the lock uses it. None without a lock."""
+    raw: dict[str, bytes] = {}
+    if os.path.lexists(root / LOCKFILE_NAME):
+        read_lockfile(root / LOCKFILE_NAME, raw=raw)
+    return raw
 
 
 def write_egg_file(cmd: Any, basename: str, filename: str) -> None:
     """setuptools ``egg_info.writers``: copy ``basename`` of the project into the metadata (or delete it)."""
-    data = next((p.read_text(encoding="utf-8") for p in _project_files(Path.cwd()) if p.name == basename), None)
-    cmd.write_or_delete_file(basename, filename, data, force=True)
+    data = _project_files(Path.cwd()).get(basename)
+    cmd.write_or_delete_file(basename, filename, None if data is None else data.decode("utf-8"), force=True)
 
 
 @pluggy.HookimplMarker("hatch")
@@ -34,12 +40,20 @@ def hatch_register_build_hook() -> type:
     from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
     class KernelsLockHook(BuildHookInterface):  # type: ignore[misc]
-        """Adds the project's lock files to the wheel's ``extra_metadata``."""
+        """Adds the project's lock files to the wheel's ``extra_metadata``: copies of the bytes checked."""
 
         PLUGIN_NAME = "kernels-lock"
         def initialize(self, version: str, build_data: dict[str, Any]) -> None:
             """Called by hatchling before each build of a target."""
-            if self.target_name == "wheel":
-                build_data["extra_metadata"].update({str(p): p.name for p in _project_files(Path(self.root))})
+            if self.target_name == "wheel" and (files := _project_files(Path(self.root))):
+                self.copies = Path(tempfile.mkdtemp(prefix="kernels-lock-"))
+                for name, data in files.items():
+                    (self.copies / name).write_bytes(data)
+                    build_data["extra_metadata"][str(self.copies / name)] = name
+
+        def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
+            """Called by hatchling after the build: removes the copies."""
+            if (copies := getattr(self, "copies", None)) is not None:
+                shutil.rmtree(copies, ignore_errors=True)
 
     return KernelsLockHook
