@@ -22,7 +22,7 @@ one pipeline on it (:func:`kernel_plugins.loader.load_source`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 from types import ModuleType
@@ -112,6 +112,22 @@ def _with_sources(
     return new
 
 
+def _did_you_mean(source: KernelSource) -> str:
+    """``no kernel named 'activaton' is bundled or cached: did you mean 'activation'?``, from the
+    names known offline (the bundled references and the repositories in the cache), or ``""``."""
+    import os
+
+    from ._suggest import did_you_mean
+    from .hub import cache_dir
+    from .reference import reference_names
+
+    known = set(reference_names())
+    with suppress(OSError):
+        known |= {e.name.split("--")[-1] for e in os.scandir(cache_dir()) if e.name.count("--") == 2}
+    guess = "" if source.short_name in known else did_you_mean(source.short_name, known)
+    return f"no kernel named {source.short_name!r} is bundled or cached:{guess}" if guess else ""
+
+
 @record
 class ReferencePolicy:
     """The reference policy of one ``load`` call: it picks the source that may stand in for
@@ -138,8 +154,9 @@ class ReferencePolicy:
         except OSError as e:  # the reference cache cannot be written
             raise _with_sources(error, source, [f"reference kernel {source.short_name!r}: {e}"]) from error
         if ref_path is None:
-            if source.notes:
-                raise _with_sources(error, source, []) from error
+            guess = _did_you_mean(source) if source.kind == "hub" else ""
+            if source.notes or guess:
+                raise _with_sources(error, source, [guess] if guess else []) from error
             raise error
         refused: str | None = None
         if source.exact_pin:

@@ -24,7 +24,7 @@ from typing import Any
 from kernel_plugins.errors import OfflineError, RevisionError, SourceError, VersionNotFoundError
 from kernel_plugins.jsonfile import write_atomic
 
-from ._values import _SHA_RE, REPO_TYPES, HubRef, RepoType, _format_versions, _version_of, _versions
+from ._values import _SHA_RE, REPO_TYPES, HubRef, RepoType, _format_versions, _version_of, _versions, download_advice
 
 logger = logging.getLogger("kernel_plugins")
 
@@ -291,10 +291,17 @@ def _write_ref(repo_id: str, repo_type: str, name: str, sha: str) -> None:
         logger.debug("Could not record %s -> %s in %s: %s", name, sha, path, exc)
 
 
-def cached_tree_files(ref: HubRef) -> dict[str, dict[str, Any]] | None:
-    """huggingface_hub's cached file listing of ``ref.sha``: path -> entry, or ``None``.
+def listing_path(ref: HubRef, ours: bool = True) -> Path:
+    """Where the file listing of ``ref.sha`` is kept: ``trees/<sha>.kernel-plugins.json`` (ours: not
+    ``trees/<sha>.json``, where huggingface_hub would take a listing of every variant to mean that a
+    snapshot holding one is incomplete, and kernels 0.17.2 would not load it offline), else huggingface_hub's."""
+    return storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}{'.kernel-plugins' * ours}.json"
 
-    Reads ``<repo cache>/trees/<sha>.json`` (format version 1: entries with ``blob_id``,
+
+def cached_tree_files(ref: HubRef) -> dict[str, dict[str, Any]] | None:
+    """The cached file listing of ``ref.sha`` (ours, else huggingface_hub's): path -> entry, or ``None``.
+
+    Reads :func:`listing_path` (format version 1: entries with ``blob_id``,
     ``lfs_sha256``, ``size``) directly, which costs no request and does not import
     huggingface_hub's API client. ``None`` when no listing is cached, it is larger than
     :data:`MAX_LISTING_BYTES`, nested too deeply, or in a format this code does not know (a
@@ -303,8 +310,10 @@ def cached_tree_files(ref: HubRef) -> dict[str, dict[str, Any]] | None:
     from kernel_plugins.errors import KernelPluginsError
     from kernel_plugins.jsonfile import JSONFileError, parse_json
 
-    path = storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}.json"
+    path = listing_path(ref)
     try:
+        if not path.exists():
+            path = listing_path(ref, ours=False)
         data = parse_json(read_private(path, MAX_LISTING_BYTES), where=str(path), max_bytes=MAX_LISTING_BYTES)
     except FileNotFoundError:
         return None
@@ -328,7 +337,7 @@ def _cached_tree(ref: HubRef) -> list[str] | None:
         return list(files)
     try:  # a listing in a format this code does not read, or in huggingface_hub's memory: ask it
         with contextlib.suppress(FileNotFoundError):  # never open a FIFO there
-            read_private(storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}.json", MAX_LISTING_BYTES)
+            read_private(listing_path(ref, ours=False), MAX_LISTING_BYTES)
         from huggingface_hub import get_cached_repo_tree
 
         tree = get_cached_repo_tree(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha, cache_dir=cache_dir())
@@ -349,13 +358,14 @@ def _resolve_offline(repo_id: str, t: RepoType, revision: str | None, version: i
         # offline with nothing cached: say exactly that (an OfflineError is a HubError, so a
         # load without a pin may still fall back to a reference kernel, saying why)
         raise OfflineError(f"HF_HUB_OFFLINE=1 is set and nothing of {repo_id} is in {where}; {fix}, "
-                           f"or download it first (kernel-plugins download {repo_id} --version N).")
+                           f"or download it first ({download_advice(repo_id, revision, version)}).")
     if revision is not None:
         sha = None if _SHA_RE.fullmatch(revision) else _read_ref(repo_id, t, revision)
         if sha is None:
             what = "Commit" if _SHA_RE.fullmatch(revision) else "Revision"
             raise RevisionError(f"{what} {revision!r} of {repo_id} is not in {where} and "
-                                f"HF_HUB_OFFLINE=1 is set; {fix}.")
+                                f"HF_HUB_OFFLINE=1 is set; {fix}, or download it first "
+                                f"({download_advice(repo_id, revision)}).")
         return HubRef(repo_id, t, revision, sha, _version_of(revision), endpoint)
     cached = _cached_versions(repo_id, t)
     if version is not None:

@@ -14,7 +14,7 @@ import importlib
 from kernel_plugins.errors import HubError, KernelPluginsError, LocalDiskError
 
 from ._cache import hub_endpoint, storage_folder
-from ._values import REPO_TYPES
+from ._values import REPO_TYPES, download_advice
 
 
 def _status(exc: BaseException) -> int | None:
@@ -36,6 +36,20 @@ def _http_errors() -> tuple[type[BaseException], ...]:
 def is_not_found(exc: BaseException) -> bool:
     """Whether the Hub answered 'repository / revision / entry not found' (401 or 404)."""
     return isinstance(exc, _http_errors()) and _status(exc) in (401, 404)
+
+
+#: errno values of a network that cannot be reached (name resolution fails as socket.gaierror)
+_NETWORK_ERRNOS = frozenset(getattr(errno, n) for n in ("ENETUNREACH", "EHOSTUNREACH", "ENETDOWN", "EHOSTDOWN",
+                                                         "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT")
+                            if hasattr(errno, n))
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the Hub could not be talked to (any HTTP stack, the plain request too)."""
+    import socket
+
+    return (isinstance(exc, (*_connection_error_types(), socket.gaierror))
+            or (isinstance(exc, OSError) and exc.errno in _NETWORK_ERRNOS))
 
 
 def _connection_error_types() -> tuple[type[BaseException], ...]:
@@ -99,7 +113,7 @@ def map_error(
     if type(exc).__name__ == "OfflineModeIsEnabled":
         return HubError(
             f"HF_HUB_OFFLINE=1 is set but {repo_id}{at} needed the Hub ({doing}); unset "
-            f"HF_HUB_OFFLINE, or download it first (kernel-plugins download {repo_id} --version N)."
+            f"HF_HUB_OFFLINE, or download it first ({download_advice(repo_id, revision)})."
         )
     if isinstance(exc, _http_errors()):
         status = _status(exc)
@@ -117,32 +131,24 @@ def map_error(
             f"The Hub at {url} answered HTTP {status} while {doing} for {repo_id}{at}; try "
             f"again later. ({detail})"
         )
-    if isinstance(exc, _connection_error_types()):
-        hint = (
-            f" {repo_id} has files in the local cache: set HF_HUB_OFFLINE=1 to use them "
-            "without the network."
-            if any(storage_folder(repo_id, t).is_dir() for t in REPO_TYPES)
-            else ""
-        )
+    if _unreachable(exc):
         if not url.startswith(("http://", "https://")):
             return HubError(f"HF_ENDPOINT is {url!r}, not an http:// or https:// address: set it to "
                             f"the Hub's address (e.g. https://huggingface.co) or unset it. ({detail})")
+        cached = any(storage_folder(repo_id, t).is_dir() for t in REPO_TYPES)
+        offline = (f"{repo_id} has files in the local cache: set HF_HUB_OFFLINE=1 to use them without "
+                   "the network" if cached else
+                   f"to work offline, download it first where the Hub is reachable "
+                   f"({download_advice(repo_id, revision)}) and set HF_HUB_OFFLINE=1")
         if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
             return HubError(f"The Hub at {url} did not answer in time while {doing} for {repo_id}{at} "
                             f"({detail}). Allow it more seconds with HF_HUB_ETAG_TIMEOUT (API requests) "
-                            f"or HF_HUB_DOWNLOAD_TIMEOUT (file downloads), or try again later.{hint}")
-        names = ("ConnectError", "ConnectionError")
-        if isinstance(exc, ConnectionRefusedError) or type(exc).__name__ in names:
-            return HubError(
-                f"Could not reach the Hub at {url} while {doing} for {repo_id}{at} ({detail}). "
-                f"Check the network and HF_ENDPOINT.{hint}"
-            )
-        return HubError(
-            f"The connection to the Hub at {url} broke off while {doing} for {repo_id}{at} "
-            f"({detail}). Try again: files already downloaded are kept.{hint}"
-        )
+                            f"or HF_HUB_DOWNLOAD_TIMEOUT (file downloads), or try again later; {offline}.")
+        return HubError(f"Could not reach the Hub at {url} while {doing} for {repo_id}{at} ({detail}). "
+                        f"Check the network and HF_ENDPOINT (files already downloaded are kept); "
+                        f"{offline}.")
     cause = exc.__cause__
-    if isinstance(exc, OSError) and isinstance(cause, _connection_error_types()):
+    if isinstance(exc, OSError) and cause is not None and _unreachable(cause):
         return map_error(cause, repo_id, revision, endpoint, doing)  # the cache fallback failed
     if isinstance(exc, OSError) and type(exc).__name__ in (
         "LocalEntryNotFoundError",

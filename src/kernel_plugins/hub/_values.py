@@ -149,3 +149,13 @@ def _format_refs(branches: dict[str, str], tags: dict[str, str]) -> str:
     """A short list of a repository's branches and tags for error messages."""
     names = [f"branch {b}" for b in sorted(branches)] + [f"tag {t}" for t in sorted(tags)]
     return ", ".join(names) or "none"
+
+
+def download_advice(repo_id: str, revision: str | None = None, version: int | None = None) -> str:
+    """The ``kernel-plugins download`` command that fetches what was asked for: a locked commit
+    (``--revision SHA``; a project's whole lock: ``download PROJECT``), a revision, or version N."""
+    if revision is not None and _SHA_RE.fullmatch(revision):
+        return (f"kernel-plugins download {repo_id} --revision {revision} (a project's kernels.lock: "
+                "kernel-plugins download PROJECT)")
+    pin = f"--revision {revision}" if revision is not None else f"--version {version or 'N'}"
+    return f"kernel-plugins download {repo_id} {pin}"
