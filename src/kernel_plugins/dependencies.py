@@ -22,9 +22,9 @@ from ._warn import warn_user
 from .device import DeviceInfo, SystemInfo
 from .errors import KernelDependencyError, KernelPluginsError, NoCompatibleVariantError
 from .fetching import fetch, later_version, offer
-from .importer import _drop_modules, import_verified
+from .importer import import_verified
 from .metadata import KernelDepend, check_minver, walk_depends
-from .registry import _kernels, _loaded, _lock, module_name
+from .registry import _lock
 from .resolving import choose, device_arch
 from .sources import HUB_PREFIX, KernelSource, find
 from .verification import VerifiedVariant, archs_reader, verify
@@ -125,28 +125,13 @@ def require_pinned(lock: Lockfile | None, dep: KernelDepend) -> None:
 
 
 def import_tree(tree: KernelTree, info: DeviceInfo) -> ModuleType:
-    """Import the dependencies of ``tree``, then its kernel in their scope. When anything
-    fails, each dependency this call imported is forgotten again (``sys.modules``, the
-    registry, :func:`~kernel_plugins.loaded_kernels`)."""
-    new: list[str] = []
-    try:
-        return _import(tree, info, new)
-    except BaseException:
-        with _lock:
-            for name in new:
-                _drop_modules(name)
-                _kernels.pop(name, None)
-                _loaded[:] = [p for p in _loaded if p.module_name != name]
-        raise
-
-
-def _import(tree: KernelTree, info: DeviceInfo, new: list[str]) -> ModuleType:
+    """Import the dependencies of ``tree``, then its kernel in their scope. A dependency that
+    imported completely stays when anything later fails (its ``torch.library`` ops could not be
+    registered again); a build already imported is shared, not imported again."""
     deps: dict[str, ModuleType] = {}
     for repo_id, sub in tree.deps.items():
         with _lock:  # no other load may import it between the question and the answer
-            fresh = module_name(sub.verified.metadata.id) not in sys.modules
-            deps[repo_id] = module = _import(sub, info, new)
-        new += [module.__name__] if fresh else []
+            deps[repo_id] = import_tree(sub, info)
     own = {**builtins.__dict__, "__import__": _kernel_import} if deps else None
     with _Scope(deps):
         provs = tuple(m.__kernel_provenance__ for m in deps.values())  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,9 @@ from kernel_plugins.errors import (
     TrustError,
 )
 from tests.support.kernels import make_variant
+from tests.support.pins import kernels_pin
 
 ORG = "kernels-community"
-PYTHON_ENV = "KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON"
 
 
 def dep(repo: str, version: int = 1) -> dict[str, object]:
@@ -69,10 +70,53 @@ def marking(path: Path, what: str) -> str:
     return f"with open({str(path)!r}, 'a') as _f:\n    _f.write({what!r} + '\\n')\n"
 
 
+class _Hidden:
+    """A finder that makes ``import kernels`` fail as where HF kernels is not installed."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] == "kernels":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
 @pytest.fixture(autouse=True)
-def _no_hf_kernels() -> None:
-    if importlib.util.find_spec("kernels") is not None:  # pragma: no cover - our venv has none
-        pytest.skip("HF kernels is installed here; these tests need an environment without it")
+def _without_hf_kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test runs without HF kernels, emulated (it is installed with the test extra: hidden
+    from imports and ``find_spec`` for the test, whether or not it was imported before), unless
+    it asks for ``hf_kernels``."""
+    if "hf_kernels" in request.fixturenames:
+        return
+    for name in [n for n in sys.modules if n.partition(".")[0] == "kernels"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_Hidden(), *sys.meta_path])
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, package=None: None if name == "kernels" else real(name, package))
+
+
+@pytest.fixture(params=["installed", "0.17 layout"])
+def hf_kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    """HF kernels importable: the installed release (the pin), or a stand-in with the layout of
+    kernels 0.17 (``kernels.deps._KERNEL_DEPS`` and ``get_kernel_dep``); returns its folder."""
+    for name in [n for n in sys.modules if n.partition(".")[0] == "kernels"]:
+        monkeypatch.delitem(sys.modules, name)
+    if request.param == "installed":
+        spec = importlib.util.find_spec("kernels")
+        assert spec is not None and spec.origin, "HF kernels is installed with the test extra"
+        return str(Path(spec.origin).parent)
+    fake = tmp_path / "site" / "kernels"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("from kernels.deps import get_kernel_dep\n")
+    (fake / "deps.py").write_text(
+        "from contextvars import ContextVar\n"
+        "_KERNEL_DEPS = ContextVar('_KERNEL_DEPS', default=None)\n"
+        "def get_kernel_dep(repo_id):\n"
+        "    deps = _KERNEL_DEPS.get()\n"
+        "    if deps is None:\n"
+        "        raise RuntimeError('`get_kernel_dep` only works during kernel loading.')\n"
+        "    return deps[repo_id]\n"
+    )
+    monkeypatch.syspath_prepend(str(fake.parent))
+    return str(fake)
 
 
 def test_a_dependency_is_verified_and_imported_first_and_served_while_the_kernel_imports(
@@ -133,29 +177,39 @@ def test_a_cycle_is_refused_naming_it_before_any_code_runs(
     local_kernels(monkeypatch, ring=ring, link=link)
     with pytest.raises(KernelDependencyError) as e:
         kernel_plugins.load(f"{ORG}/ring", device="cpu")
-    assert f"form a cycle: {ORG}/ring -> {ORG}/link (version 1) -> {ORG}/ring (version 1) -> " \
-        f"{ORG}/link (version 1)" in str(e.value)
+    assert str(e.value).endswith(f"kernel dependencies form a cycle: {ORG}/ring -> {ORG}/link (version 1) -> "
+                                 f"{ORG}/ring (version 1) -> {ORG}/link (version 1). Remove one of them.")
     assert marks(log) == [] and not imported(ring) and not imported(link)
 
 
-def test_a_kernel_that_fails_after_its_dependencies_leaves_nothing_of_them(
+def test_a_failed_kernel_keeps_the_dependencies_that_imported_completely(
     tmp_path: Path, manager: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Issue 36: a dependency that registered a ``torch.library`` op was dropped with its failed
+    dependent and could then never be imported again; one an earlier kernel uses stays too."""
+    op = f"kp_dep_{uuid.uuid4().hex[:12]}"
     leaf = kernel(tmp_path, "leaf", "VALUE = 1\n")
-    mid = kernel(tmp_path, "mid", "VALUE = 2\n", [dep("leaf")])
+    mid = kernel(tmp_path, "mid", f"import torch\nLIB = torch.library.Library({op!r}, 'DEF')\n"
+                 "LIB.define('twice(Tensor x) -> Tensor')\nVALUE = 2\n", [dep("leaf")])
     local_kernels(monkeypatch, leaf=leaf, mid=mid)
+    uses = "from kernel_plugins import get_kernel_dep\nDEP = get_kernel_dep('{}')\n".format
+    user = kernel_plugins.load(kernel(tmp_path, "user", uses(f"{ORG}/leaf"), [dep("leaf")]), device="cpu")
     top = kernel(tmp_path, "top", "raise RuntimeError('broken top')\n", [dep("mid")])
-    before = list(kernel_plugins.loaded_kernels())
     with pytest.raises(KernelImportError, match="broken top"):
         kernel_plugins.load(top, device="cpu")
-    assert not any(imported(k) for k in (leaf, mid, top))
-    assert kernel_plugins.loaded_kernels() == before
-    # and a dependency that fails to import refuses the kernel
+    assert imported(leaf) and imported(mid) and not imported(top)
+    assert sys.modules[user.DEP.__name__] is user.DEP  # the earlier kernel's dependency is untouched
+    kept = kernel_plugins.load(f"{ORG}/mid", device="cpu")
+    fixed = kernel_plugins.load(kernel(tmp_path / "f", "top", uses(f"{ORG}/mid"), [dep("mid")]), device="cpu")
+    assert fixed.DEP is kept and kept.LIB.ns == op  # the same module: its op registered once
+    assert [p.repo_id for p in kernel_plugins.loaded_kernels()].count(f"{ORG}/mid") == 1
+    # a dependency that fails to import refuses the kernel, and nothing of either is kept
     bad = kernel(tmp_path / "b", "mid", "raise ValueError('bad mid')\n")
     local_kernels(monkeypatch, mid=bad)
+    again = kernel(tmp_path / "c", "top", "", [dep("mid")])
     with pytest.raises(KernelImportError, match="importing kernel 'mid' .* ValueError: bad mid"):
-        kernel_plugins.load(top, device="cpu")
-    assert not any(imported(k) for k in (bad, top))
+        kernel_plugins.load(again, device="cpu")
+    assert not any(imported(k) for k in (bad, again))
 
 
 def test_a_tampered_dependency_refuses_the_load_before_the_kernel_runs(
@@ -244,30 +298,16 @@ def test_get_kernel_dep_names_what_the_kernel_depends_on(
 
 
 def test_with_hf_kernels_installed_its_own_get_kernel_dep_answers_too(
-    tmp_path: Path, manager: object, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    tmp_path: Path, manager: object, monkeypatch: pytest.MonkeyPatch, hf_kernels: str
 ) -> None:
-    """A stand-in for the real package (same ``kernels.deps._KERNEL_DEPS`` context variable
-    and ``get_kernel_dep``); imported by the kernel itself, or before the load."""
-    fake = tmp_path / "site" / "kernels"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("from kernels.deps import get_kernel_dep\n")
-    (fake / "deps.py").write_text(
-        "from contextvars import ContextVar\n"
-        "_KERNEL_DEPS = ContextVar('_KERNEL_DEPS', default=None)\n"
-        "def get_kernel_dep(repo_id):\n"
-        "    deps = _KERNEL_DEPS.get()\n"
-        "    if deps is None:\n"
-        "        raise RuntimeError('`get_kernel_dep` only works during kernel loading.')\n"
-        "    return deps[repo_id]\n"
-    )
-    monkeypatch.syspath_prepend(str(fake.parent))
-    request.addfinalizer(lambda: [sys.modules.pop(n, None) for n in ("kernels", "kernels.deps")])
+    """The installed release, and a stand-in with the layout of kernels 0.17; imported by the
+    kernel itself, or before the load."""
     local_kernels(monkeypatch, base=kernel(tmp_path, "base", "VALUE = 7\n"))
     code = f"from kernels import get_kernel_dep\nDEP = get_kernel_dep('{ORG}/base')\n"
     first = kernel_plugins.load(kernel(tmp_path, "first", code, [dep("base")]), device="cpu")
     assert first.DEP.VALUE == 7
     real = sys.modules["kernels"]
-    assert Path(real.__file__).parent == fake  # the installed package, not ours
+    assert str(Path(real.__file__).parent) == hf_kernels  # the installed package, not ours
     second = kernel_plugins.load(kernel(tmp_path, "second", code, [dep("base")]), device="cpu")
     assert second.DEP is first.DEP
     with pytest.raises(RuntimeError, match="only works during kernel loading"):
@@ -326,24 +366,20 @@ print("RESULT" + json.dumps({"version": kernels.__version__, "value": module.VAL
 """
 
 
-def test_the_kernels_0172_spelling_is_a_valid_kernel_for_hf_kernels_too(
+def test_the_kernels_spelling_is_a_valid_kernel_for_hf_kernels_too(
     tmp_path: Path, manager: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same folders load with the real HF kernels 0.17.2 in its own environment."""
-    python = os.environ.get(PYTHON_ENV)
-    if not python:
-        if os.environ.get("CI"):
-            pytest.fail(f"{PYTHON_ENV} must be set in CI")
-        pytest.skip(f"set {PYTHON_ENV} to an interpreter with HF kernels 0.17.2")
+    """The same folders load with the real HF kernels (the pinned release, installed with the
+    test extra) in a process of its own."""
     base = kernel(tmp_path, "base", "VALUE = 41\n")
     code = f"from kernels import get_kernel_dep\nDEP = get_kernel_dep('{ORG}/base')\nVALUE = DEP.VALUE + 1\n"
     top = kernel(tmp_path, "top", code, [dep("base")])
     local_kernels(monkeypatch, base=base)
     ours = kernel_plugins.load(top, device="cpu")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    done = subprocess.run([python, "-B", "-c", SCRIPT, str(top)], capture_output=True, text=True,
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-B", "-c", SCRIPT, str(top)], capture_output=True, text=True,
                           env={**env, "LOCAL_KERNELS": f"{ORG}/base={base}"}, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     theirs = json.loads(next(li for li in done.stdout.splitlines() if li.startswith("RESULT"))[6:])
-    assert theirs == {"version": "0.17.2", "value": 42, "dep": ours.DEP.__kernel_provenance__.metadata.id}
+    assert theirs == {"version": kernels_pin(), "value": 42, "dep": ours.DEP.__kernel_provenance__.metadata.id}
     assert ours.VALUE == 42
