@@ -189,3 +189,21 @@ def test_variants_shows_the_dependencies_fetching_only_metadata_json(
     assert f"depends on: {base} (version 1)" in capsys.readouterr().out
     files = [p for p in hub_env.paths() if "/resolve/" in p]
     assert files and all(p.endswith("/metadata.json") for p in files)
+
+
+def test_lock_follows_the_kernel_depends_of_every_variant_not_only_the_first(
+    manager: object, hub_env: HubServer, tmp_path: Path,
+) -> None:
+    from kernel_plugins.lock import read_lockfile
+
+    base, _ = publish(hub_env, "base", "VALUE = 1\n")
+    top = f"{ORG}/multi-{next(_n)}"
+    variants = {}
+    for variant, backend, depends in (("torch-cpu", "cpu", []), ("torch-cuda", "cuda", [{"repo-id": base, "version": 1}])):
+        meta = {"name": "multi", "id": f"_multi_{backend}_{next(_n)}", "version": 1, "license": "Apache-2.0",
+                "python-depends": [], "backend": {"type": backend}, "kernel-depends": depends}
+        variants[variant] = {"metadata.json": json.dumps(meta), "__init__.py": ""}
+    make_kernel_repo(hub_env, top, variants=variants)
+    project = write_pyproject(tmp_path / "proj", {top: 1})
+    assert main(["lock", str(project)]) == 0
+    assert [(e.repo_id, e.version) for e in read_lockfile(project)] == [(top, 1), (base, 1)]

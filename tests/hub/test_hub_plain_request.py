@@ -58,6 +58,10 @@ class Answers:
                 return
             self.requests.append({"line": line, **{k.lower(): v.strip() for k, v in (f.split(":", 1) for f in fields)}})
             answer = self.queue.pop(0) if len(self.queue) > 1 else self.queue[0]
+            if answer.startswith(b"HOLD"):  # the answer, then nothing more on an open connection
+                conn.sendall(answer[4:])
+                stop.wait(60)
+                return
             if answer == b"drip":
                 conn.sendall(b"HTTP/1.1 200 OK\r\n")
                 while not stop.wait(0.05):
@@ -207,3 +211,15 @@ def test_an_answer_too_large_or_not_json_is_refused_naming_the_address(server, f
         get(url + "/api/big")
     with pytest.raises(JSONFileError, match="/api/html: malformed JSON"):
         get(url + "/api/html")
+
+
+def test_a_large_answer_is_read_only_up_to_the_cap(server, fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader stops at the cap: one that takes the whole announced body would wait here for
+    the rest (to the per-read timeout, then the deadline) instead of refusing it at once."""
+    url, answers = server
+    monkeypatch.setattr(_plain, "MAX_ANSWER_BYTES", 4096)
+    answers.queue.append(b"HOLDHTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (1 << 30, b"[" * 8192))
+    start = time.monotonic()
+    with pytest.raises(JSONFileError, match="/api/huge: larger than the 4096 allowed"):
+        within(20, lambda: _plain.get_json(url + "/api/huge", read_timeout=15, deadline=30, late=lambda: TimeoutError("late")))
+    assert time.monotonic() - start < 10  # not the per-read timeout: nothing more was waited for

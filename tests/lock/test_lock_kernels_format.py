@@ -157,6 +157,14 @@ def test_dependencies_are_locked_transitively_once_each_and_a_cycle_is_named() -
     with pytest.raises(LockfileError, match=r"kernel dependencies form a cycle: o/app \(version 1\) -> "
                        r"o/a \(version 1\) -> o/c \(version 2\) -> o/b \(revision main\) -> o/c \(version 2\)"):
         lock.lock_dependencies([D("o/app", 1)], lock_one=lock_one)
+    # refused as soon as it closes: after two lookups, with exactly that chain
+    tree.update({"o/a": [D("o/b", 1)], "o/b": [D("o/a", 1)]})
+    asked.clear()
+    with pytest.raises(LockfileError) as e:
+        lock.lock_dependencies([D("o/a", 1)], lock_one=lock_one)
+    assert str(e.value) == "kernel dependencies form a cycle: o/a (version 1) -> o/b (version 1) -> o/a (version 1). " \
+        "Remove one of them."
+    assert asked == ["o/a", "o/b"]
 
 
 
