@@ -1,7 +1,7 @@
 """``metadata.json`` of a build variant: the validated values and a file reader.
 
-Keys are kebab-case (the snake_case spelling of a key is accepted too); unknown keys are
-ignored (newer builders add keys). Validation is hand-written, so loading a kernel imports
+Keys are kebab-case, as kernels reads them; unknown keys are ignored (newer builders add
+keys), except in a ``kernel-depends`` entry. Validation is hand-written, so loading a kernel imports
 no validation library. Every bad key is reported, each with its dotted location: a
 malformed file raises :class:`~kernel_plugins.errors.MetadataError` naming the file and
 the keys, and :func:`metadata_problems` lists them one by one (``kernel-plugins check``).
@@ -156,16 +156,14 @@ _REQUIRED = object()
 
 
 def _fields(data: object, spec: dict[str, tuple[_Check, object]], what: str) -> dict[str, Any]:
-    """Check each key of ``spec`` (kebab-case, or its snake_case spelling) in a JSON object;
-    returns the values by attribute name, or raises every problem at once."""
+    """Check each key of ``spec`` in a JSON object; returns the values by attribute name, or
+    raises every problem at once."""
     if not isinstance(data, dict):
         raise _Bad(f"Input should be a valid dictionary or instance of {what}")
     out: dict[str, Any] = {}
     problems: list[MetadataProblem] = []
     for key, (check, default) in spec.items():
         attr = key.replace("-", "_")
-        if key not in data and attr in data:
-            key = attr
         if key in data:
             out[attr] = _run(check, data[key], key, problems)
         elif default is _REQUIRED:
@@ -301,6 +299,8 @@ def _repo_id(value: object) -> str:
 
 
 def _kernel_depend(value: object) -> KernelDepend:
+    if isinstance(value, dict) and (extra := sorted(set(value) - {"repo-id", "version", "revision"})):
+        raise _Bad(f"Value error, unknown key {extra[0]!r}: an entry has 'repo-id' and 'version' or 'revision'")
     dep: KernelDepend = _record(KernelDepend, {"repo-id": (_repo_id, _REQUIRED), "version": (
         _optional(_version), None), "revision": (_optional(_str), None)})(value)
     if (dep.version is None) == (dep.revision is None):
