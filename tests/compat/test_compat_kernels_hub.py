@@ -130,7 +130,9 @@ def test_locked_kernels(manager, hub_env, repos, tmp_path, monkeypatch):
     project = write_pyproject(tmp_path / "proj", {"kernels-community/compat-k": 1})
     assert main(["lock", str(project)]) == 0
     lockfile = project / "kernels.lock"
+    by_version = kernels.get_kernel("kernels-community/compat-k", version=1)
     locked = kernels.get_locked_kernel("kernels-community/compat-k", lockfile=lockfile)
+    assert locked is by_version  # the same commit: loaded once, listed once
     assert locked.VALUE == 7 and locked.__kernel_provenance__.sha
     (info,) = [k.repo_info for k in kernels.get_loaded_kernels() if k.module is locked]
     assert info == kernels.RepoInfo("kernels-community/compat-k", locked.__kernel_provenance__.sha)

@@ -218,22 +218,19 @@ class LoadedKernel:
 
 
 def get_loaded_kernels() -> list[LoadedKernel]:
-    """Every kernel variant loaded in this process (through kernel-plugins), in load order.
+    """Every kernel variant loaded in this process (through kernel-plugins), once each (a
+    module loaded again, say by a lock file after a version, is listed as first loaded).
 
     ``metadata`` is the ``metadata.json`` that was verified and imported, kept in memory:
     the files on disk are not read again (they may have been edited or removed since).
     """
     import kernel_plugins
 
-    out = []
+    out: dict[str, LoadedKernel] = {}
     for prov in kernel_plugins.loaded_kernels():
         module = sys.modules.get(prov.module_name)
-        if module is None or prov.metadata is None:
+        if module is None or prov.metadata is None or prov.module_name in out:
             continue
-        info = (
-            RepoInfo(prov.repo_id, prov.sha)
-            if prov.source == "hub" and prov.sha is not None
-            else None
-        )
-        out.append(LoadedKernel(Metadata(prov.metadata), module, info))
-    return out
+        info = RepoInfo(prov.repo_id, prov.sha) if prov.source == "hub" and prov.sha is not None else None
+        out[prov.module_name] = LoadedKernel(Metadata(prov.metadata), module, info)
+    return list(out.values())
