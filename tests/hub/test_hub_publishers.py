@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -15,12 +16,14 @@ import pytest
 import kernel_plugins
 from kernel_plugins import hub
 from kernel_plugins.errors import RepoIdError, TrustError
-from kernel_plugins.hub._publishers import ANSWER_TTL_S, answer_path
+from kernel_plugins.hub._publishers import answer_path
 from kernel_plugins.trust import check_trusted
 from tests.hub.test_hub_load import variant_files
 from tests.support.hub import HubServer, make_kernel_repo
+from tests.support.owners import give_to_another_user
 
 OVERVIEW = "/api/organizations/{}/overview"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "loading.md"
 
 
 @pytest.fixture(scope="module")
@@ -104,13 +107,23 @@ def test_offline_with_nothing_remembered_applies_the_list_and_says_so(
     assert hub_env.requests == []
 
 
+def documented_ttl_s() -> int:
+    """How long docs/loading.md says an answer is remembered (in hours there), in seconds."""
+    found = re.search(r"remembered for (\d+) hours \(`ANSWER_TTL_S`\)", " ".join(DOCS.read_text().split()))
+    assert found, "docs/loading.md no longer says how long an answer of the Hub is remembered"
+    return int(found.group(1)) * 3600
+
+
 def test_an_old_answer_is_asked_again_online_and_used_offline(hub_env: HubServer, hub_offline) -> None:
     hub_env.organisations.set("pub-org", True)
     check_trusted("pub-org/x")
     path = answer_path("pub-org", hub_env.endpoint)
     doc = json.loads(path.read_text())
-    path.write_text(json.dumps({**doc, "checked": doc["checked"] - ANSWER_TTL_S - 1}))
     hub_env.organisations.set("pub-org", False)  # the flag was withdrawn meanwhile
+    path.write_text(json.dumps({**doc, "checked": doc["checked"] - documented_ttl_s() + 60}))
+    check_trusted("pub-org/x")  # online, an answer younger than documented is used as it is
+    assert len(overviews(hub_env)) == 1
+    path.write_text(json.dumps({**doc, "checked": doc["checked"] - documented_ttl_s() - 60}))
     hub_offline(True)
     check_trusted("pub-org/x")  # offline an answer of any age counts
     assert hub_env.requests[1:] == []
@@ -126,15 +139,17 @@ def forge(path: Path, endpoint: str, org: str = "evil-org", trusted: bool = True
     path.chmod(0o600)
 
 
-@pytest.mark.parametrize("attack", ["group-writable file", "world-writable folder", "link",
+@pytest.mark.parametrize("attack", ["group-writable file", "world-writable folder", "link", "linked folder",
                                     "other endpoint", "other org", "another user's file", "fifo"])
 def test_a_remembered_answer_nobody_but_us_could_have_written_is_the_only_one_believed(
     hub_env: HubServer, hub_offline, attack: str, tmp_path: Path
 ) -> None:
     path = answer_path("evil-org", hub_env.endpoint)
-    if attack == "another user's file" and (not hasattr(os, "getuid") or os.getuid() != 0):
-        pytest.skip("needs root to give a file to another user")
-    if attack == "link":
+    if attack == "linked folder":  # a private folder elsewhere, with a forged answer, linked in
+        forge(tmp_path / "elsewhere" / path.name, hub_env.endpoint)
+        path.parent.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    elif attack == "link":
         forge(tmp_path / "elsewhere.json", hub_env.endpoint)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.symlink_to(tmp_path / "elsewhere.json")
@@ -149,7 +164,7 @@ def test_a_remembered_answer_nobody_but_us_could_have_written_is_the_only_one_be
     elif attack == "world-writable folder":
         path.parent.chmod(0o777)
     elif attack == "another user's file":
-        os.chown(path, 4242, -1)
+        give_to_another_user(path)
     forge(path.with_name("control.json"), hub_env.endpoint)  # not read: another name
     hub_offline(True)
     with pytest.raises(TrustError, match="no answer of the Hub about 'evil-org' is cached"):
