@@ -83,3 +83,15 @@ def test_a_typo_is_answered_with_the_bundled_name_it_is_close_to(
     assert "no kernel named 'activaton' is bundled or cached: did you mean 'activation'?" in capsys.readouterr().err
     assert main(["load", "zzzzqqq"]) == 1
     assert "did you mean" not in capsys.readouterr().err  # nothing close: no guess
+
+
+def test_json_before_the_command_and_a_misspelt_option(manager: object, capsys: pytest.CaptureFixture[str],
+                                                       tmp_path: Path) -> None:
+    assert main(["--json", "list-backends"]) == 0
+    assert json.loads(capsys.readouterr().out)["backends"][0]["name"] == "cpu"
+    assert main(["--json", "completion", "bash"]) == 2
+    assert "completion has no --json output" in capsys.readouterr().err
+    assert main(["list-backends", "--jsn"]) == 2
+    assert "unrecognized arguments: --jsn; did you mean '--json'?" in capsys.readouterr().err
+    assert main(["lock", str(tmp_path)]) == 1
+    assert f"the project folder {tmp_path} holds no pyproject.toml" in capsys.readouterr().err

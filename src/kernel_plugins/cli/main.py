@@ -31,7 +31,8 @@ __all__ = ["main", "build_parser", "COMMANDS", "EXIT_STATUS"]
 #: Command modules under ``kernel_plugins.cli``; each has NAME, HELP, add_arguments, run.
 COMMANDS = [
     "list_backends", "variants", "load_cmd", "check", "lock_cmd", "download_cmd", "verify_cmd",
-    "benchmark", "verify_signature_cmd", "info_cmd", "versions_cmd", "completion_cmd",
+    "benchmark", "verify_signature_cmd", "info_cmd", "describe_api", "versions_cmd", "cache_cmd",
+    "completion_cmd",
 ]
 
 #: Commands that a tool distribution ships: name -> (module, distribution, short help).
@@ -64,6 +65,13 @@ class _Parser(argparse.ArgumentParser):
             names = [n for a in self._actions if isinstance(a.choices, dict) for n in a.choices]
             hint = did_you_mean(typo.group(1), names)
             message = message[: typo.end()] + (f";{hint}" if hint else "") + message[typo.end():]
+        unknown = re.search(r"unrecognized arguments: (-[^\s=]+)", message)
+        if unknown:  # a misspelt option: name the closest option of any command
+            from .._suggest import did_you_mean
+
+            parsers = [self, *(p for a in self._actions if isinstance(a.choices, dict) for p in a.choices.values())]
+            hint = did_you_mean(unknown.group(1), {o for p in parsers for o in p._option_string_actions})
+            message += f";{hint}" if hint else ""
         raise CommandError(message, usage=self.format_usage())
 
 
@@ -72,19 +80,30 @@ def add_device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", help="device, e.g. cpu, cuda:1, mlu (default: the preferred one)")
 
 
-def add_revision_options(parser: argparse.ArgumentParser) -> None:
-    """``--revision R | --version N`` (mutually exclusive)."""
+def add_revision_options(parser: argparse.ArgumentParser, *, latest: bool = False) -> None:
+    """``--revision R | --version N`` (mutually exclusive); ``latest``: also ``--version
+    latest`` and ``--all-versions``."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--revision", help="branch, tag or commit sha (Hub repos)")
-    group.add_argument("--version", type=bounded(1, 2**31, whole=True),
-                       help="kernel version N: the tip of branch vN")
+    number = bounded(1, 2**31, whole=True)
+
+    def number_or_latest(text: str) -> int | str:
+        try:
+            return text if text == "latest" else number(text)
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"{e}, nor 'latest'") from None
+
+    group.add_argument("--version", type=number_or_latest if latest else number,
+                       help="kernel version N: the tip of branch vN" + (" ('latest': the highest)" if latest else ""))
+    if latest:
+        group.add_argument("--all-versions", action="store_true", help="every version branch, oldest first")
 
 
-def add_target_options(parser: argparse.ArgumentParser, metavar: str, help: str) -> None:
+def add_target_options(parser: argparse.ArgumentParser, metavar: str, help: str, *, latest: bool = False) -> None:
     """A kernel ``metavar`` positional, ``--device``, ``--revision | --version``, ``--json``."""
     parser.add_argument("target", metavar=metavar, type=path_text, help=help)
     add_device_option(parser)
-    add_revision_options(parser)
+    add_revision_options(parser, latest=latest)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -125,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the version of kernel-plugins and exit",
     )
     _add_global_options(parser, top=True)
+    parser.add_argument("--json", dest="json_first", action="store_true",
+                        help="the command's --json, given before it")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for modname in COMMANDS:
         tool = TOOL_COMMANDS.get(modname)
@@ -277,6 +298,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         return _fail(CommandError("no command given"), 2, as_json=as_json, debug=False,
                      usage=parser.format_usage())
+    if args.json_first:  # kernel-plugins --json COMMAND: the command's own --json
+        if not hasattr(args, "json"):
+            return _fail(CommandError(f"{args.command} has no --json output"), 2, as_json=False, debug=False,
+                         usage=args._parser.format_usage())
+        args.json = True
     debug = bool(getattr(args, "debug", False))
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug

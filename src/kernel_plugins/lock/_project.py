@@ -59,8 +59,9 @@ def _pyproject_path(project: str | os.PathLike[str]) -> Path:
     if path.is_dir():
         path = path / PYPROJECT_NAME
     if not path.is_file():
-        raise LockfileError(f"{path} does not exist; PROJECT_DIR must be a folder holding {PYPROJECT_NAME} "
-                            f"with a table like:\n{_EXAMPLE_TABLE}")
+        raise LockfileError(f"{path.absolute()} does not exist: the project folder {path.parent.absolute()} "
+                            f"holds no {PYPROJECT_NAME}; PROJECT_DIR must be a folder holding one with a "
+                            f"table like:\n{_EXAMPLE_TABLE}")
     return path
 
 
@@ -114,8 +115,6 @@ def _lock_one(dep: Dependency, signers: SignerLookup | None) -> tuple[KernelLock
     """Pin one kernel: resolve it, hash every variant at that commit, name their signers
     (``signatures.lock_signers``), read the ``kernel-depends`` of their ``metadata.json``.
     :raises VersionNotFoundError: no such version. SourceError: no build variants."""
-    from huggingface_hub import snapshot_download
-
     from .. import hub
     from ..errors import SourceError
     from ..integrity import read_small_file, variant_hash
@@ -128,16 +127,13 @@ def _lock_one(dep: Dependency, signers: SignerLookup | None) -> tuple[KernelLock
     signed = signers(ref, listing) if signers is not None else {}
     variants = {name: VariantLock(variant_hash(files), signer=signed.get(name))
                 for name, files in sorted(listing.items())}
-    named = [v for v, files in sorted(listing.items()) if "metadata.json" in files]
-    try:
-        snap = Path(snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
-                                      **hub.request_args(ref.endpoint), cache_dir=hub.cache_dir(),
-                                      allow_patterns=[f"build/{v}/metadata.json" for v in named]))
-    except Exception as e:
-        raise hub.map_error(e, ref.repo_id, ref.sha, ref.endpoint, "downloading metadata.json") from e
-    depends = [d for v in named for d in parse_metadata_bytes(read_small_file(
-        snap / "build" / v / "metadata.json", max_bytes=MAX_METADATA_BYTES,
-        roots=(snap / "build" / v, hub.blobs_folder(ref))), where=f"{ref} {v}/metadata.json").kernel_depends]
+    # one checked GET per file, no snapshot_download: its listing of the whole commit, kept where
+    # huggingface_hub keeps it, would make kernels 0.17.2 call a snapshot with one variant incomplete
+    metas = {v: hub.download_file(ref, f"build/{v}/metadata.json") for v, files in sorted(listing.items())
+             if "metadata.json" in files}
+    depends = [d for v, meta in metas.items() for d in parse_metadata_bytes(read_small_file(
+        meta, max_bytes=MAX_METADATA_BYTES, roots=(meta.parent, hub.blobs_folder(ref))),
+        where=f"{ref} {v}/metadata.json").kernel_depends]
     return KernelLock(dep.repo_id, ref.sha, variants, dep.version, dep.revision), depends
 
 
