@@ -17,6 +17,7 @@ from kernel_plugins.cli.main import main
 from kernel_plugins.errors import LockfileError
 from kernel_plugins.layers import LockedLayerRepository
 from kernel_plugins.lock import _discovery
+from tests.support.owners import give_to_another_user
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 LOCK = json.dumps([{"repo_id": "o/r", "sha": SHA, "variants": {}}])
@@ -155,10 +156,8 @@ def test_a_fifo_named_kernels_lock_is_refused_not_waited_on(
 
 
 def _chown_other(path: Path) -> None:
-    """Give ``path`` (itself, not a link's target) to another user; needs root."""
-    if os.geteuid() != 0:
-        pytest.skip("planting files of another user needs root")
-    os.lchown(path, 4321, 4321)
+    """Give ``path`` (itself, not a link's target) to another user; needs root (never skipped under CI)."""
+    give_to_another_user(path)
 
 
 def test_a_link_planted_by_another_user_is_refused(tmp_path: Path, outside_temp: None) -> None:

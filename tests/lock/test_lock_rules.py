@@ -18,6 +18,7 @@ from kernel_plugins.integrity import variant_hash
 from kernel_plugins.lock import _discovery
 from tests.loading.test_safety_rules import CODE, FakeHub, FakeRepo
 from tests.signatures.test_lock_signers import CachingFakeHub
+from tests.support.owners import give_to_another_user
 from tests.support.variant_dirs import digest_of
 
 
@@ -78,8 +79,6 @@ def test_the_lock_that_was_checked_is_the_one_loaded(
 ) -> None:
     """Issue #26: a found lock was checked, then opened again to be read; a file swapped in
     between (one of another user, which the check refuses) chose the commit."""
-    if os.geteuid() != 0:
-        pytest.skip("planting a file of another user needs root")
     monkeypatch.setattr(_discovery, "_temp_roots", lambda: [])
     repo = fake_hub.add("kernels-community/rule-swap", {"torch-cpu": CODE})
     root = tmp_path / "proj"
@@ -88,7 +87,7 @@ def test_the_lock_that_was_checked_is_the_one_loaded(
     found = lock.find_lockfile(str(root / "model.py"), what="X")
     planted = kernels_lock(tmp_path / "planted", repo, sha="f" * 40)
     for name in (planted, lock.hashes_path(planted)):
-        os.chown(name, 4321, 4321)
+        give_to_another_user(name)
         os.replace(name, root / name.name)
     assert json.loads(path.read_text())[0]["lock"]["commit"] == "f" * 40
     module = kernel_plugins.load(repo.repo_id, lockfile=found, device="cpu")
