@@ -152,7 +152,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
             natural[i] = max(natural[i], len(c))
     widths = natural if width is None else _fit(natural, width, 2, whole)
     if width is not None and wrap_last:
-        widths = _fit(natural[:-1], width - 2 - 30, 2) if len(natural) > 1 else []
+        widths = _fit(natural[:-1], width - 2 - 30, 2, whole) if len(natural) > 1 else []
         widths.append(max(min(natural[-1], width - sum(widths) - 2 * len(widths)), 10))
 
     def cut(text: str, w: int) -> str:

@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from .main import add_target_options
 
     add_target_options(parser, "TARGET", "Hub repository org/name, short name or local kernel folder")
+    parser.add_argument("--dep-tree", action="store_true", help="the kernel-depends tree, each kernel's own "
+                        "too, for this device (a nested object with --json); only metadata.json is fetched")
 
 
 _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
@@ -44,6 +46,35 @@ def _names(path: Path, roots: tuple[Path, ...], kind: type[_Definition] | tuple[
                 break
     found = [n for n in tree.body if isinstance(n, kind)]
     return [n.name for n in found if isinstance(n, _Definition) and not n.name.startswith("_")]
+
+
+def dep_tree(deps: Any, info: Any, done: dict[Any, Any], path: tuple[object, ...] = ()) -> dict[str, Any]:
+    """``{"org/name (version N)": its own tree}`` for the variant of each that fits ``info``
+    (else its first): only ``metadata.json`` is read. :raises KernelDependencyError: a cycle."""
+    from ..detection import system_info
+    from ..fetching import offer
+    from ..metadata import parse_metadata_bytes, walk_depends
+    from ..resolving import resolve_variants
+    from ..sources import HUB_PREFIX, find
+    from ..verification import peek_metadata
+
+    def step(dep: Any, below: tuple[object, ...]) -> dict[str, Any]:
+        off = offer(find(HUB_PREFIX + dep.repo_id, device=info, revision=dep.revision, version=dep.version),
+                    trust_remote_code=True)
+        best = resolve_variants(list(off.variants), info, system_info()).best or sorted(off.variants)[0]
+        raw = peek_metadata(off, best)
+        return dep_tree(parse_metadata_bytes(raw, where=f"{off.where} {best}").kernel_depends, info, done, below)
+
+    return {str(d): walk_depends(d, step, done, path) for d in deps}
+
+
+def tree_lines(tree: dict[str, Any], prefix: str = "") -> list[str]:
+    """A nested dict as ``|-- name`` lines, as kernels prints a dependency tree."""
+    out, items = [], list(tree.items())
+    for i, (name, below) in enumerate(items):
+        last = i == len(items) - 1
+        out += [f"{prefix}{'`-- ' if last else '|-- '}{name}", *tree_lines(below, prefix + ("    " if last else "|   "))]
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         "digest": files_problem(fetched, raw) or "files match the digest",
         "signature": {"state": sig.state, "detail": sig.detail, "signer": sig.signer},
     }
+    if args.dep_tree:
+        doc["dependency_tree"] = dep_tree(meta.kernel_depends, info, {})
     if args.json:
         print_json(doc)
         return 0
@@ -87,4 +120,6 @@ def run(args: argparse.Namespace) -> int:
                 "layers", "python_depends", "kernel_depends", "kernels_minver", "digest", "signature"):
         value = doc[key]
         print(clean(f"{key.replace('_', '-')}: {', '.join(value) or '-' if isinstance(value, list) else value}"))
+    for line in ["dependency-tree:", meta.name, *tree_lines(doc["dependency_tree"])] if args.dep_tree else []:
+        print(clean(line))
     return 0

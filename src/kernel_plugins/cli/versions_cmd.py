@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ._output import clean, print_json
 
 NAME = "versions"
 HELP = ("list the version branches (v1, v2, ...) of a Hub kernel repository, each with its "
-        "commit and the variants it offers for this device")
+        "commit and the variants it offers for this device (kept for kernels' CLI: "
+        "`variants REPO --all-versions` replaces it)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """One line per version branch, oldest first."""
+    print("note: `kernel-plugins variants REPO --all-versions` replaces `versions` (as in kernels 0.19)", file=sys.stderr)
     from .. import hub
     from ..detection import get_device, system_info
     from ..errors import HubError, OfflineError, SourceError
