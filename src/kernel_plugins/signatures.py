@@ -417,22 +417,15 @@ def lock_signers(ref: HubRef, listing: Mapping[str, Mapping[str, object]]) -> di
     """Who signed each variant of ``ref`` with a bundle (``kernel-plugins lock``); downloads
     only their ``metadata.json`` and bundle. :raises SignatureError: a bundle does not verify."""
     from .fetching import Fetched, commit_offer
-    from .hub import blobs_folder, cache_dir, map_error, request_args
+    from .hub import blobs_folder, download_file
 
     signed = sorted(v for v, files in listing.items() if BUNDLE_NAME in files)
     if not signed or importlib.util.find_spec("sigstore") is None:
         return {}  # nothing to record (without sigstore, the lock records no signers)
-    from huggingface_hub import snapshot_download
-
-    try:
-        snap = Path(snapshot_download(ref.repo_id, repo_type=ref.repo_type, revision=ref.sha,
-                                      **request_args(ref.endpoint), cache_dir=cache_dir(), allow_patterns=[
-                                          f"build/{v}/{n}" for v in signed for n in ("metadata.json", BUNDLE_NAME)]))
-    except Exception as e:
-        raise map_error(e, ref.repo_id, ref.sha, ref.endpoint, "downloading signatures") from e
     out, off = {}, commit_offer(ref, signed)
-    for v in signed:
-        fetched = Fetched(off, v, snap / "build" / v, (blobs_folder(ref),))
+    for v in signed:  # one GET per file (as lock/_project.py fetches metadata.json, and why)
+        folder = [download_file(ref, f"build/{v}/{n}") for n in (BUNDLE_NAME, "metadata.json")][-1].parent
+        fetched = Fetched(off, v, folder, (blobs_folder(ref),))
         res = check_bundle(raw := read_metadata(fetched), read_bundle(fetched), variant=v, org=org_of(fetched))
         if res.signer is None:
             raise SignatureError(f"{ref} {v}: cannot record who signed it: {res.state}: {res.detail}")

@@ -115,9 +115,9 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
 
 
 def downloaded(folder: Path) -> bool:
-    """Whether a cached variant folder holds more than the ``metadata.json`` read to choose
-    it (:func:`download_file`): whether the variant was downloaded."""
-    return folder.is_dir() and any(p.name != "metadata.json" for p in folder.iterdir())
+    """Whether a cached variant folder holds more than the ``metadata.json`` (and signature) read to
+    choose it (:func:`download_file`): whether the variant was downloaded."""
+    return folder.is_dir() and any(p.name not in ("metadata.json", "metadata.json.sigstore") for p in folder.iterdir())
 
 
 def download_file(ref: HubRef, path_in_repo: str) -> Path:

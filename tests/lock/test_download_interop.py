@@ -1,0 +1,92 @@
+"""What ``kernel-plugins download PROJECT_DIR`` fetches, the real HF ``kernels`` finds offline
+(``HF_HUB_OFFLINE=1``) with the same ``kernels.lock``: the pinned release (0.19.1, in .venv)
+and 0.17.2 (installed once, without dependencies, into a cache folder; skipped with a clear
+message only when pip cannot reach the package index, and never under CI).
+
+Both ask huggingface_hub's ``snapshot_download(local_files_only=True)`` for the locked commit
+and load the variant for this machine from the snapshot; the repository has a variant for
+another device too, which ``download`` leaves out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kernel_plugins.cli.main import main
+from tests.lock.conftest import KernelRepo, write_pyproject
+from tests.support.hub import HubServer
+from tests.support.pins import kernels_pin
+
+OLD = "0.17.2"  #: the release before the pinned one that users still run
+
+LOAD = r"""
+import json, sys
+import kernels
+module = kernels.load_kernel(sys.argv[1], lockfile=sys.argv[2])
+print(json.dumps({"kernels": kernels.__version__, "value": module.VALUE, "file": module.__file__}))
+"""
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernel-plugins-tests"
+
+
+@pytest.fixture(scope="session")
+def kernels_old() -> Path:
+    """A folder holding kernels 0.17.2 alone (its dependencies are .venv's), for PYTHONPATH."""
+    target = _cache_root() / f"kernels-{OLD}"
+    if not (target / "kernels" / "__init__.py").is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".kernels-{OLD}-", dir=target.parent))
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
+                               "--disable-pip-version-check", "--target", str(tmp), f"kernels=={OLD}"],
+                              capture_output=True, text=True, timeout=300, check=False)
+        if done.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            message = f"pip could not install kernels=={OLD} into {target}: {done.stderr.strip()[-600:]}"
+            if os.environ.get("CI"):
+                pytest.fail(message)
+            pytest.skip(message + " (is the package index reachable?)")
+        try:
+            tmp.rename(target)  # another worker may have won: its copy is as good
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _load_offline(project: Path, repo_id: str, cache: Path, home: Path, pythonpath: Path | None) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KERNEL_PLUGINS", "KERNELS_", "PYTHONPATH"))}
+    env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), HF_HOME=str(home), HF_ENDPOINT="http://127.0.0.1:9")
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    done = subprocess.run([sys.executable, "-B", "-c", LOAD, repo_id, str(project / "kernels.lock")],
+                          capture_output=True, text=True, timeout=300, cwd=project, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_kernels_loads_offline_what_download_fetched(
+    manager: object, hub_env: HubServer, hf_cache: Path, tmp_path: Path, kernels_old: Path,
+    kernel_repo: Callable[..., KernelRepo], capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo = kernel_repo(org="kernels-community", value=7)
+    project = write_pyproject(tmp_path / "proj", {repo.repo_id: 1})
+    assert main(["lock", str(project)]) == 0
+    assert main(["download", str(project)]) == 0  # torch-cpu only: torch-cuda is not this machine's
+    capsys.readouterr()
+    snapshot = hf_cache / f"kernels--{repo.repo_id.replace('/', '--')}" / "snapshots" / repo.sha / "build"
+    assert sorted(p.name for p in snapshot.iterdir()) == ["torch-cpu"]
+    home = tmp_path / "hf-home"
+    for path, version in ((None, kernels_pin()), (kernels_old, OLD)):
+        got = _load_offline(project, repo.repo_id, hf_cache, home, path)
+        assert (got["kernels"], got["value"]) == (version, 7), got
+        assert Path(str(got["file"])).is_relative_to(snapshot / "torch-cpu"), got
