@@ -1,8 +1,8 @@
 """The usage examples of HF ``kernels``' documentation run on the compat module with only the
 import changed: the examples of the installed release's docstrings (18 in kernels 0.19.1:
 basic usage, layers, mappings, devices, kernelize; read from the installed package, so a new
-release's examples are tried too), and those of its locking guide (lock files need the Hub:
-``tests/compat/test_compat_kernels_hub.py``).
+release's examples are tried too), those of its README and of its layers guide (``GUIDES``),
+and those of its locking guide (lock files need the Hub: ``tests/compat/test_compat_kernels_hub.py``).
 
 This machine has no GPU: in the examples that place tensors or models on ``"cuda"`` or key a
 mapping by it, ``"cuda"`` becomes ``"cpu"``; the examples that only describe CUDA and ROCm
@@ -18,13 +18,16 @@ import inspect
 import re
 import textwrap
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
+from kernel_plugins.errors import LayerError
 from kernel_plugins.layers import kernel_choice, mapping
 from tests.support.pins import kernels_pin
 
@@ -49,6 +52,88 @@ def docstring_examples() -> dict[str, str]:
 
 
 EXAMPLES = docstring_examples()
+
+
+# kernels' README ("Quickstart", also docs/source/basic-usage.md) and its layers guide
+# (docs/source/layers.md), as written; the guide's fragments that use a placeholder model
+# (``MyModel(...)``) run on the model of ``LAYERS_SETUP``.
+GUIDES = {
+    "README": """
+import torch
+
+from kernels import get_kernel
+
+# Download optimized kernels from the Hugging Face hub
+activation = get_kernel("kernels-community/activation", version=1)
+
+# Random tensor
+x = torch.randn((10, 10), dtype=torch.float16, device="cuda")
+
+# Run the kernel
+y = torch.empty_like(x)
+activation.gelu_fast(y, x)
+
+print(y)
+""",
+    "basic-usage: has_kernel": """
+from kernels import has_kernel
+
+# Check if kernel is available for current environment
+is_available = has_kernel("kernels-community/activation", version=1)
+print(f"Kernel available: {is_available}")
+""",
+    "layers: modes": """
+kernel_layer_mapping = {
+    "SiluAndMul": {
+        "cuda": {
+            Mode.FALLBACK: LayerRepository(
+                repo_id="kernels-community/activation",
+                layer_name="SiluAndMul",
+                version=1,
+            ),
+            Mode.INFERENCE: LayerRepository(
+                repo_id="kernels-community/activation-inference-optimized",
+                layer_name="SiluAndMul",
+                version=1,
+            ),
+        }
+    }
+}
+
+register_kernel_mapping(kernel_layer_mapping)
+model = MyModel(...)
+model = kernelize(model, mode=Mode.INFERENCE | Mode.TORCH_COMPILE)
+""",
+    "layers: functions": """
+kernel_layer_mapping = {
+    "SiluAndMul": {
+        "cuda": FuncRepository(
+            repo_id="kernels-community/activation",
+            func_name="silu_and_mul",
+            version=1,
+        ),
+    }
+}
+
+with use_kernel_mapping(kernel_layer_mapping):
+    model = MyModel(...)
+    model = kernelize(model, device="cuda", mode=Mode.INFERENCE)
+""",
+}
+LAYERS_SETUP = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+from kernels import *
+
+@use_kernel_forward_from_hub("SiluAndMul")
+class SiluAndMul(nn.Module):
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        d = input.shape[-1] // 2
+        return F.silu(input[..., :d]) * input[..., d:]
+
+MyModel = lambda *_: nn.Sequential(nn.Linear(8, 8), SiluAndMul())
+"""
 
 
 def as_written_for_compat(name: str, code: str) -> str:
@@ -101,18 +186,26 @@ CHECKS: dict[str, Any] = {
     "use_kernel_forward_from_hub": lambda ns: ns["MyCustomLayer"].kernel_layer_name == "MyCustomLayer",
     "use_kernel_func_from_hub": lambda ns: isinstance(ns["model"].fn, nn.Module),
     "use_kernelized_func": lambda ns: set(ns["model"]._kernel_funcs) == {"identity"},
+    "README": lambda ns: ns["y"].dtype == torch.float16
+    and torch.allclose(ns["y"].float(), F.gelu(ns["x"].float(), approximate="tanh"), atol=1e-2),
+    "basic-usage: has_kernel": lambda ns: ns["is_available"] is True,
+    # the inference-optimized repository does not exist: it is skipped, FALLBACK serves
+    "layers: modes": lambda ns: _uses_kernel(ns["model"][1]),
 }
+# The guide maps activation's ``silu_and_mul(out, x)`` onto a layer whose forward takes
+# ``(input)``: kernelize refuses it, naming both signatures (kernels 0.19.1: a TypeError).
+RAISES = {"layers: functions": r"forward signature \(out: 'Tensor', x: 'Tensor'\) does not match"}
 
 
 def test_kernels_has_the_examples_this_file_checks():
-    assert set(CHECKS) <= set(EXAMPLES), "an example checked here is gone from kernels' docstrings"
+    assert set(CHECKS) - set(GUIDES) <= set(EXAMPLES), "an example checked here is gone from kernels' docstrings"
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
+@pytest.mark.parametrize("name", sorted(EXAMPLES) + sorted(GUIDES))
 def test_a_documented_example_runs_on_the_compat_module(name):
-    code = as_written_for_compat(name, EXAMPLES[name])
+    code = as_written_for_compat(name, EXAMPLES.get(name) or LAYERS_SETUP * name.startswith("layers") + GUIDES[name])
     namespace: dict[str, Any] = {"__name__": f"kernels_example_{name}"}
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), pytest.raises(LayerError, match=RAISES[name]) if name in RAISES else nullcontext():
         warnings.simplefilter("ignore")  # reference kernels stand in, with a warning
         exec(compile(code, f"<kernels docstring example of {name}>", "exec"), namespace)  # noqa: S102
     if name in CHECKS:
