@@ -20,9 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_wide_option(parser)
 
 
-def hub_versions(target: str, every: bool) -> list[int]:
-    """The version numbers of the Hub repository ``target``: all, oldest first, or the highest.
-    :raises SourceError: a local folder. OfflineError / HubError: none, or the Hub cannot say."""
+def hub_versions(target: str, every: bool) -> tuple[str, dict[int, str]]:
+    """The repo id of the Hub repository ``target`` and its versions (number -> commit): all,
+    oldest first, or the highest. :raises SourceError: a local folder. OfflineError / HubError:
+    none (offline: none cached), or the Hub cannot say."""
     from .. import hub
     from ..errors import HubError, OfflineError, SourceError
     from ..sources import parse_name
@@ -30,11 +31,10 @@ def hub_versions(target: str, every: bool) -> list[int]:
     repo_id = parse_name(target).repo_id
     if repo_id is None:
         raise SourceError(f"{target!r} is a local folder; versions are branches of a Hub repository")
-    found = sorted(hub.versions(repo_id))
-    if not found:
+    if not (found := hub.versions(repo_id)):
         why = "none is cached and HF_HUB_OFFLINE=1 is set" if hub.is_offline() else "none on the Hub"
         raise (OfflineError if hub.is_offline() else HubError)(f"{repo_id} has no version branches (v1, v2, ...): {why}")
-    return found if every else found[-1:]
+    return repo_id, {n: found[n] for n in sorted(found)[0 if every else -1:]}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     device = get_device(args.device)
     every = bool(getattr(args, "all_versions", False))
-    numbers = hub_versions(args.target, every) if every or args.version == "latest" else [args.version]
+    numbers = list(hub_versions(args.target, every)[1]) if every or args.version == "latest" else [args.version]
     docs = [_one(args, device, n) for n in numbers]
     if args.json:
         print_json({"versions": docs} if every else docs[0])

@@ -27,20 +27,12 @@ def run(args: argparse.Namespace) -> int:
     print("note: `kernel-plugins variants REPO --all-versions` replaces `versions` (as in kernels 0.19)", file=sys.stderr)
     from .. import hub
     from ..detection import get_device, system_info
-    from ..errors import HubError, OfflineError, SourceError
     from ..resolving import resolve_variants
-    from ..sources import parse_name
+    from .variants import hub_versions
 
-    repo_id = parse_name(args.repo).repo_id
-    if repo_id is None:
-        raise SourceError(f"{args.repo!r} is a local folder; versions are branches of a Hub repository")
-    if hub.is_offline():
-        raise OfflineError("listing versions asks the Hub for its branches, and HF_HUB_OFFLINE=1 is set")
-    found = hub.versions(repo_id)
-    if not found:
-        raise HubError(f"{repo_id} has no version branches (v1, v2, ...)")
+    repo_id, found = hub_versions(args.repo, True)
     info, system, out = get_device(args.device), system_info(), []
-    for n, sha in sorted(found.items()):
+    for n, sha in found.items():
         names = hub.list_variant_names(hub.HubRef(repo_id, "kernel", f"v{n}", sha, n))
         out.append({"branch": f"v{n}", "sha": sha, "variants": names,
                     "for_device": list(resolve_variants(names, info, system).accepted)})
