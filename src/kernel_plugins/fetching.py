@@ -90,13 +90,8 @@ def offer(source: KernelSource, *, trust_remote_code: bool = False) -> Offer:
     return _hub_offer(source, trust_remote_code)
 
 
-def commit_offer(
-    ref: HubRef,
-    variants: Iterable[str],
-    *,
-    lock: KernelLock | None = None,
-    lockfile: Lockfile | None = None,
-) -> Offer:
+def commit_offer(ref: HubRef, variants: Iterable[str], *, lock: KernelLock | None = None,
+                 lockfile: Lockfile | None = None) -> Offer:
     """The offer of ``variants`` of a Hub commit already resolved; makes no request and
     checks no trust (the caller did)."""
     return Offer(hub_source(ref.repo_id), str(ref), tuple(variants), ref=ref, lock=lock, lockfile=lockfile)

@@ -82,19 +82,16 @@ class _SourceLoader(importlib.abc.InspectLoader):
     (``InspectLoader`` executes what :meth:`get_code` compiles, in a default module)."""
 
     def __init__(self, file: SnapshotFile | None, origin: str, package: bool) -> None:
-        self._file = file
-        self._origin = origin
-        self._package = package
+        self._data = (file.data if file is not None else None) or b""
+        self._origin, self._package = origin, package
 
     def get_source(self, fullname: str) -> str:
         """The verified source text."""
-        data = self._file.data if self._file is not None else b""
-        return importlib.util.decode_source(data or b"")
+        return importlib.util.decode_source(self._data)
 
     def get_code(self, fullname: str):  # type: ignore[no-untyped-def]
         """Compile the verified source; nothing is cached as bytecode."""
-        data = self._file.data if self._file is not None else b""
-        return compile(data or b"", self._origin, "exec", dont_inherit=True)
+        return compile(self._data, self._origin, "exec", dont_inherit=True)
 
     def is_package(self, fullname: str) -> bool:
         """Whether the module is a package."""

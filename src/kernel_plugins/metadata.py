@@ -18,20 +18,9 @@ from typing import Any, NamedTuple, TypeVar
 from ._record import record
 from .errors import KernelDependencyError, KernelPluginsError, KernelsVersionError, MetadataError
 
-__all__ = [
-    "KERNELS_VERSION",
-    "KernelMetadata",
-    "BackendField",
-    "Digest",
-    "KernelDepend",
-    "MetadataProblem",
-    "metadata_problems",
-    "parse_metadata",
-    "parse_metadata_bytes",
-    "read_metadata",
-    "check_minver",
-    "MAX_METADATA_BYTES",
-]
+__all__ = ["KERNELS_VERSION", "BUILD_LAYOUTS", "KernelMetadata", "BackendField", "Digest", "KernelDepend",
+           "MetadataProblem", "metadata_problems", "parse_metadata", "parse_metadata_bytes", "read_metadata",
+           "check_minver", "MAX_METADATA_BYTES"]
 
 #: The release of HF ``kernels`` whose formats (``metadata.json``, ``kernels.lock``, the Hub
 #: layout) kernel-plugins implements: a kernel whose ``kernels-minver`` is newer is refused.

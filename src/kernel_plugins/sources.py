@@ -109,15 +109,9 @@ class KernelSource:
         return f"{self.kind} {self.label} ({self.path})"
 
 
-def hub_source(
-    repo_id: str,
-    *,
-    revision: str | None = None,
-    version: int | None = None,
-    lockfile: Lockfile | None = None,
-    repo_type: str | None = None,
-    notes: tuple[str, ...] = (),
-) -> KernelSource:
+def hub_source(repo_id: str, *, revision: str | None = None, version: int | None = None,
+               lockfile: Lockfile | None = None, repo_type: str | None = None,
+               notes: tuple[str, ...] = ()) -> KernelSource:
     """The Hub source of the repository id ``repo_id``, with its pins (no
     ``LOCAL_KERNELS`` override or plugin copy is considered: see :func:`find`)."""
     short = repo_id.rpartition("/")[2]
@@ -222,15 +216,9 @@ def parse_name(name: object) -> Name:
     return Name(None, repo_id, repo_id.split("/", 1)[1])
 
 
-def find(
-    name: object,
-    *,
-    device: DeviceInfo | None = None,
-    revision: str | None = None,
-    version: int | None = None,
-    lockfile: str | os.PathLike[str] | None = None,
-    repo_type: str | None = None,
-) -> KernelSource:
+def find(name: object, *, device: DeviceInfo | None = None, revision: str | None = None,
+         version: int | None = None, lockfile: str | os.PathLike[str] | None = None,
+         repo_type: str | None = None) -> KernelSource:
     """Decide where the kernel ``name`` lives (see the module docs for the order).
 
     :param device: the device the kernel is for (plugins may ship kernels per device);

@@ -133,13 +133,8 @@ def _remember(fetched: Fetched, check: VariantCheck) -> None:
         hub.write_record(ref, fetched.variant, check.computed_hash, check.actual)
 
 
-def check_hub_snapshot(
-    fetched: Fetched,
-    snapshot: VariantSnapshot,
-    metadata: KernelMetadata | None,
-    *,
-    listing: Mapping[str, FileHash] | None = None,
-) -> VariantCheck:
+def check_hub_snapshot(fetched: Fetched, snapshot: VariantSnapshot, metadata: KernelMetadata | None, *,
+                       listing: Mapping[str, FileHash] | None = None) -> VariantCheck:
     """Check a snapshot of a cached Hub variant; makes no request.
 
     The per-file reference is ``listing`` when given, else the commit's listing
@@ -178,9 +173,7 @@ def check_hub_snapshot(
     return check
 
 
-def check_cached(
-    fetched: Fetched, *, listing: Mapping[str, FileHash] | None = None
-) -> VariantCheck:
+def check_cached(fetched: Fetched, *, listing: Mapping[str, FileHash] | None = None) -> VariantCheck:
     """Check a cached Hub variant without importing it (``kernel-plugins verify``).
 
     Like :func:`verify`, but an invalid ``metadata.json`` is reported as a problem of the

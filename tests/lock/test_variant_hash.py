@@ -14,7 +14,6 @@ from kernel_plugins.integrity.varianthash import (
     FileHash,
     compare_files,
     git_blob_id,
-    hash_variant_dir,
     snapshot_file_hashes,
     split_listing,
     variant_hash,
@@ -65,7 +64,7 @@ def test_disk_hash_equals_listing_hash_for_git_files(tmp_path: Path) -> None:
     (variant / "__pycache__").mkdir()
     (variant / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"junk")
     assert set(listing["torch-cpu"]) == {"__init__.py", "sub/m.py"}
-    assert hash_variant_dir(variant) == variant_hash(listing["torch-cpu"])
+    assert variant_hash(disk_hashes(variant)) == variant_hash(listing["torch-cpu"])
 
 
 def disk_hashes(variant: Path, listing=None, link_roots=()) -> dict[str, FileHash]:
@@ -82,7 +81,7 @@ def test_lfs_files_are_hashed_with_sha256(tmp_path: Path) -> None:
     listing = {"_ops.so": FileHash("lfs", lfs_hex, len(content))}
     assert disk_hashes(variant, listing) == {"_ops.so": FileHash("lfs", lfs_hex, len(content))}
     # without a listing the file is taken for a git blob, and the hash differs
-    assert hash_variant_dir(variant) != variant_hash(listing)
+    assert variant_hash(disk_hashes(variant)) != variant_hash(listing)
 
 
 def test_blob_names_tell_lfs_files_without_a_listing(tmp_path: Path) -> None:

@@ -22,7 +22,6 @@ from .varianthash import (
     FileHash,
     FileMismatch,
     compare_files,
-    hash_variant_dir,
     is_hashed_path,
     listing_entry_hash,
     split_listing,
@@ -33,6 +32,6 @@ from .verify import VariantCheck, verify_snapshot
 __all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "HASH_TYPE", "DigestMismatch", "FileHash",
            "FileMismatch", "SnapshotFile", "VariantCheck", "VariantSnapshot", "check_digest",
            "compare_files", "compute_digest", "git_blob_id",
-           "hash_variant_dir", "is_bytecode", "is_hashed_path", "listing_entry_hash",
+           "is_bytecode", "is_hashed_path", "listing_entry_hash",
            "read_small_file", "read_variant", "split_listing", "variant_hash", "verify_digest",
            "verify_snapshot", "walk_variant"]

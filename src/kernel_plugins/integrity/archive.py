@@ -1,16 +1,7 @@
-"""The package archive of the ``zip`` build layout, opened from the bytes that were verified.
-
-A variant built with ``"build-layout": "zip"`` holds ``metadata.json``, ``<id>.zip`` (the
-Python package, its ``__init__.py`` at the archive's root) and any native extensions beside
-it. The archive is one file of the variant: read once, checked against the listing, the lock
-and the digest like every other file. :func:`archive_view` opens those bytes in memory (the
-file is never read again) and gives a snapshot of the archive's members and the files beside
-it, which the importer serves as it serves a folder (native extensions from their private
-verified copies). Bytecode members are never read or run.
-
-:raises IntegrityError: (naming the member) an absolute path, ``..`` or empty parts, a name
-    given twice (a file beside the archive included), a link or encrypted member, more than
-    ``MAX_FILES`` members, more than ``MAX_ARCHIVE_BYTES`` unpacked, or not a ZIP archive.
+"""The package archive of the ``zip`` build layout (``build/<variant>/<id>.zip``, its
+``__init__.py`` at the root, native extensions beside it): one file of the variant, read once
+and checked like every other, then opened in memory from those bytes (never read again) by
+:func:`archive_view`, which refuses hostile members (see docs/loading.md, "ZIP builds").
 """
 
 from __future__ import annotations
@@ -21,7 +12,7 @@ import stat
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..errors import IntegrityError
 from ._hash import hash_bytes
@@ -29,19 +20,15 @@ from ._walk import MAX_FILES, is_bytecode
 from .digest import _safe_relpath
 from .snapshot import SnapshotFile, VariantSnapshot, read_small_file
 
-if TYPE_CHECKING:
-    from ..metadata import KernelMetadata
-
 __all__ = ["archive_view", "read_archive", "MAX_ARCHIVE_BYTES"]
 
 #: A package archive, and all its members unpacked, may hold at most this many bytes.
 MAX_ARCHIVE_BYTES = 256 << 20
 
 
-def read_archive(folder: Path, metadata: KernelMetadata | None, link_roots: Sequence[Path]) -> dict[str, bytes]:
-    """``{"<id>.zip": its bytes}`` for a ``zip`` layout variant, read once with the checks of
-    every variant file (to be hashed and imported from these bytes); else, or when the file is
-    missing (the import says so), nothing. :raises IntegrityError: too large or refused."""
+def read_archive(folder: Path, metadata: Any, link_roots: Sequence[Path]) -> dict[str, bytes]:
+    """``{"<id>.zip": its bytes}`` of a ``zip`` layout variant, read with the checks of every
+    variant file; else (or missing: the import says so) nothing. :raises IntegrityError: refused."""
     name = f"{metadata.id}.zip" if metadata is not None and metadata.build_layout == "zip" else ""
     if not name or not os.path.lexists(folder / name):
         return {}
@@ -52,7 +39,9 @@ def read_archive(folder: Path, metadata: KernelMetadata | None, link_roots: Sequ
 
 
 def archive_view(snapshot: VariantSnapshot, name: str) -> VariantSnapshot:
-    """The verified ``snapshot`` with its archive ``name`` replaced by the archive's members."""
+    """The verified ``snapshot`` with its archive ``name`` replaced by the archive's members.
+    :raises IntegrityError: naming the member: a path that leaves the archive, a name given twice
+        (a file beside the archive included), a link or encrypted member, too many or too large."""
     where = snapshot.root / name
     held = snapshot.files.get(name)
     if held is None or held.data is None:

@@ -14,16 +14,15 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Literal
 
 from .._record import record
 from ._hash import git_blob_id
 from ._walk import is_bytecode
-from .snapshot import VariantSnapshot, read_variant
+from .snapshot import VariantSnapshot
 
 __all__ = ["HASH_TYPE", "FileHash", "FileMismatch", "git_blob_id", "is_hashed_path", "variant_hash",
-           "hash_variant_dir", "snapshot_file_hashes", "split_listing", "listing_entry_hash", "blob_name_hashes",
+           "snapshot_file_hashes", "split_listing", "listing_entry_hash", "blob_name_hashes",
            "compare_files"]
 
 #: The ``hash_type`` of the variant hashes this module computes.
@@ -106,12 +105,6 @@ def snapshot_file_hashes(snapshot: VariantSnapshot,
         kind: HashKind = hint.kind if hint else "git"
         out[rel] = FileHash(kind, f.hashes["sha256" if kind == "lfs" else "git"], f.size)
     return out
-
-
-def hash_variant_dir(variant_dir: Path, expected: Mapping[str, FileHash] | None = None) -> str:
-    """The ``git_lfs_concat`` hash of the files in a folder (see :func:`snapshot_file_hashes`)."""
-    snap = read_variant(variant_dir, algorithms=("git",))
-    return variant_hash(snapshot_file_hashes(snap, expected))
 
 
 def blob_name_hashes(snapshot: VariantSnapshot) -> dict[str, FileHash]:
