@@ -205,6 +205,9 @@ def test_loaded_kernels_and_metadata():
     assert loaded and loaded[0].metadata.name == "activation" and loaded[0].repo_info is None
     meta = kernels.Metadata.read_from_file(Path(module.__kernel_provenance__.path) / "metadata.json")
     assert module.__name__.split(".")[-1] == meta.id
+    assert (meta.build_layout, meta.provenance, meta.version, meta.kernels_minver) == ("files", None, 1, None)
+    assert meta.digest.algorithm == "sha256" and set(meta.digest.files) >= {"__init__.py", "layers.py"}
+    assert meta.backend.type == "cpu" and meta.python_depends == [] and meta.license == "Apache-2.0"
     with pytest.raises(ValueError, match="not valid JSON"):
         kernels.Metadata.from_bytes(b"{")
 
