@@ -237,6 +237,24 @@ def test_a_tampered_kernel_with_a_reference_is_refused_not_replaced(manager: obj
         kernel_plugins.load("activation", device="cpu")
 
 
+def test_a_dependency_with_no_variant_for_the_device_never_lets_the_reference_stand_in(
+    manager: object, fake_hub: FakeHub
+) -> None:
+    """Issue 36: kernels-community/activation (which has a reference) fits the device, but its
+    dependency has no variant for it: that is the dependency's error, named, not a reason."""
+    from kernel_plugins.errors import KernelDependencyError, NoCompatibleVariantError
+
+    dep = fake_hub.add("kernels-community/cuda-dep", {"torch-cuda": CODE})
+    top = fake_hub.add("kernels-community/activation", {"torch-cpu": CODE})
+    meta = json.loads(top.published["torch-cpu"]["metadata.json"])
+    meta["kernel-depends"] = [{"repo-id": dep.repo_id, "version": 1}]
+    top.published["torch-cpu"]["metadata.json"] = top.served["torch-cpu"]["metadata.json"] = json.dumps(meta).encode()
+    for how in ("reference", "error"):
+        with pytest.raises(KernelDependencyError, match="depends on kernels-community/cuda-dep .*NoCompatibleVariantError") as e:
+            kernel_plugins.load("activation", device="cpu", fallback=how)
+        assert isinstance(e.value.__cause__, NoCompatibleVariantError) and not isinstance(e.value, NoCompatibleVariantError)
+
+
 def test_fallback_error_refuses_the_reference(manager: object, fake_hub: FakeHub) -> None:
     cuda_only(fake_hub)
     with pytest.raises(FallbackError, match="not used \\(fallback='error'\\)") as err:
