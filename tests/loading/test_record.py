@@ -50,6 +50,12 @@ def test_a_record_builds_compares_hashes_and_shows_itself_as_the_dataclass_does(
     assert len({RECORD(5), RECORD(5)}) == 1
 
 
+def test_an_instance_never_equals_one_of_a_subclass_with_the_same_fields(both) -> None:
+    sub = type("Sub", (both,), {"__doc__": "The same fields."})
+    assert both(1) != sub(1) and sub(1) != both(1) and not both(1) == sub(1)  # noqa: SIM201
+    assert sub(1) == sub(1) and both(1) == both(1)
+
+
 def test_a_record_has_the_dataclass_signature() -> None:
     assert str(inspect.signature(RECORD)) == str(inspect.signature(DATACLASS))
     assert list(inspect.signature(RECORD).parameters) == ["x", "y", "tags", "note", "label"]
