@@ -26,11 +26,6 @@ __all__ = ["DeviceInfo", "BackendSpec", "PyDepend", "SystemInfo", "DeviceRequest
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
-def _check_optional_str(field_name: str, value: object) -> None:
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f"{field_name}: must be a string or None (got {value!r})")
-
-
 @record
 class DeviceInfo:
     """What a backend found on this machine (returned by the ``detect_device`` hook).
@@ -77,7 +72,8 @@ class DeviceInfo:
         if self.index is not None and (not _is_int(self.index) or self.index < 0):
             raise ValueError(f"index: must be an integer >= 0 or None (got {self.index!r})")
         for field_name in ("runtime_version", "name", "extension_version", "arch"):
-            _check_optional_str(field_name, getattr(self, field_name))
+            if (value := getattr(self, field_name)) is not None and not isinstance(value, str):
+                raise ValueError(f"{field_name}: must be a string or None (got {value!r})")
         if not isinstance(self.emulated, bool):
             raise ValueError(f"emulated: must be True or False (got {self.emulated!r})")
         cap = self.capability
@@ -187,11 +183,13 @@ class SystemInfo:
         cpu: ``"x86_64"`` or ``"aarch64"`` (normalised from ``arm64`` / ``AMD64``).
         os: ``"linux"``, ``"darwin"`` or ``"windows"``.
         torch_version: installed torch ``(major, minor)`` or None.
-        cxx11_abi: ``torch.compiled_with_cxx11_abi()`` or None.
+        cxx11_abi: ``torch.compiled_with_cxx11_abi()`` on Linux, else None (as kernels).
         macos_version: ``(major, minor)`` on macOS, else None.
         tvm_ffi_version: installed tvm-ffi ``(major, minor)`` or None.
-        free_threaded: an interpreter built without the GIL, before Python 3.15: it
-            cannot load the stable-ABI extensions of compiled (arch) builds.
+        free_threaded: an interpreter built without the GIL: it cannot load ``abi3``
+            extensions, only ``abi3t`` ones (Python >= 3.15).
+        python_version: the interpreter's ``(major, minor)`` (default: this one's).
+        mlx: whether ``mlx`` is installed (``mlx-<backend>`` variants need it).
     """
 
     cpu: str
@@ -201,6 +199,8 @@ class SystemInfo:
     macos_version: tuple[int, int] | None = None
     tvm_ffi_version: tuple[int, int] | None = None
     free_threaded: bool = False
+    python_version: tuple[int, int] = (sys.version_info[0], sys.version_info[1])
+    mlx: bool = False
 
     @classmethod
     def current(cls) -> SystemInfo:
@@ -211,14 +211,15 @@ class SystemInfo:
             tvm = major_minor(version("apache-tvm-ffi"))
         except PackageNotFoundError:
             tvm = None
+        os_ = "windows" if platform.system().lower().startswith("win") else platform.system().lower()
         return cls(
-            cpu=_normalise_arch(platform.machine()),
-            os="windows" if platform.system().lower().startswith("win") else platform.system().lower(),
+            cpu=_normalise_arch(platform.machine()), os=os_,
             torch_version=None if torch is None else major_minor(str(torch.__version__)),
-            cxx11_abi=None if torch is None else bool(torch.compiled_with_cxx11_abi()),
+            cxx11_abi=None if torch is None or os_ != "linux" else bool(torch.compiled_with_cxx11_abi()),
             macos_version=macos,
             tvm_ffi_version=tvm,
-            free_threaded=sys.version_info < (3, 15) and bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+            free_threaded=bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+            mlx=importlib.util.find_spec("mlx") is not None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -234,14 +235,30 @@ def _fmt(v: tuple[int, int] | None) -> str | None:
 def torch_or_none() -> ModuleType | None:
     """``torch`` when it is importable (importing it), else None.
 
-    Never raises because torch is absent; a torch already in ``sys.modules`` is
+    Never raises because torch is absent or cannot be imported (a missing ``libcudnn``, say:
+    :data:`torch_import_error` then says why); a torch already in ``sys.modules`` is
     returned without looking at the import path.
     """
+    global torch_import_error
     if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
         return None
-    import torch
-
+    try:
+        import torch
+    except ImportError as e:  # installed, but broken: the callers report it as not usable
+        torch_import_error = f"{type(e).__name__}: {e}"
+        return None
     return torch
+
+
+#: Why an installed torch could not be imported (see :func:`torch_or_none`), else None.
+torch_import_error: str | None = None
+
+
+def no_torch_reason() -> str:
+    """Why :func:`torch_or_none` gave None, as a backend's "no device" reason."""
+    if torch_import_error:
+        return f"the installed torch cannot be imported ({torch_import_error}): reinstall it"
+    return "torch is not installed"
 
 
 def major_minor(text: str | None) -> tuple[int, int] | None:

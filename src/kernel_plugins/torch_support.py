@@ -27,6 +27,12 @@ def torch_problem(version: str | None, paired: Iterable[str] = ()) -> str | None
     :param paired: the backends' ``paired_torch`` answers, named in the message.
     """
     if version is None:
+        from . import device
+
+        if device.torch_import_error:
+            return (f"loading a kernel needs torch ({_RANGE}); the installed torch cannot be imported "
+                    f"({device.torch_import_error}): reinstall it, or install the library it names "
+                    f"(a vendor's torch needs its runtime, e.g. CUDA's cuDNN): {INSTALL_TORCH}")
         return f"loading a kernel needs torch ({_RANGE}), which is not installed: {INSTALL_TORCH}"
     have = major_minor(version)
     if have is None or SUPPORTED_TORCH[0] <= have < SUPPORTED_TORCH[1]:

@@ -102,6 +102,24 @@ def test_without_torch_the_package_imports_and_the_local_commands_work(
     assert json.loads(out)["torch_problem"].startswith("loading a kernel needs torch")
 
 
+def test_a_torch_that_cannot_be_imported_is_named_with_its_error(no_torch_venv: Path, tmp_path: Path) -> None:
+    """A torch whose import fails (a missing ``libcudnn.so.9``) is reported as the missing torch
+    is: the table, each backend's reason, and the load's advice, all with torch's own error."""
+    broken = tmp_path / "site" / "torch"
+    broken.mkdir(parents=True)
+    cause = "libcudnn.so.9: cannot open shared object file: No such file or directory"
+    (broken / "__init__.py").write_text(f"raise ImportError({cause!r})\n")
+    env = {"PYTHONPATH": str(broken.parent)}
+    code, out, _ = kp(no_torch_venv, "list-backends", "--wide", cwd=tmp_path, env=env)
+    assert code == 0 and "backend" in out.splitlines()[0]  # the table, not an error
+    for backend in ("cuda", *BACKENDS):
+        assert f"{backend}: no device: the installed torch cannot be imported (ImportError: {cause})" in out
+    example = Path(__file__).resolve().parents[2] / "examples" / "relu"
+    code, out, err = kp(no_torch_venv, "load", str(example), cwd=tmp_path, env=env)
+    assert code == 1 and f"the installed torch cannot be imported (ImportError: {cause}): reinstall it" in err
+    assert "no device found" not in err
+
+
 def test_without_torch_the_hub_commands_work_and_a_load_says_how_to_install_torch(
     no_torch_venv: Path, hub_env: HubServer, hf_cache: Path, tmp_path: Path
 ) -> None:

@@ -5,7 +5,7 @@ Noarch name ``torch-metal``. Arch variants are accepted only on macOS 26 or newe
 
 from __future__ import annotations
 
-from ..device import BackendSpec, DeviceInfo, SystemInfo
+from ..device import BackendSpec, DeviceInfo, SystemInfo, no_torch_reason
 from ..hookspecs import hookimpl
 from ..variants import Variant, arch_variant_names, noarch_variant_names
 from .torchinfo import torch_or_none
@@ -37,7 +37,7 @@ class MetalBackend:
         """No torch, a torch without MPS, or MPS built but not available here."""
         torch = torch_or_none()
         if torch is None:
-            return "torch is not installed"
+            return no_torch_reason()
         if not torch.backends.mps.is_built():
             return f"the installed torch {torch.__version__} is built without MPS (Metal needs macOS)"
         return "MPS is built but not available (it needs macOS 12.3 or later on a Metal GPU)"

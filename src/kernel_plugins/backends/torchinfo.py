@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from .._record import field, record
-from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo, major_minor, torch_or_none
+from ..device import (
+    BackendSpec,
+    DeviceInfo,
+    PyDepend,
+    SystemInfo,
+    major_minor,
+    no_torch_reason,
+    torch_or_none,
+)
 from ..hookspecs import hookimpl
 from ..variants import Variant, VariantTokens, arch_variant_names, judge_archs, noarch_variant_names
 
@@ -31,7 +39,7 @@ def no_device_reason(version_attr: str, stack: str, driver_hint: str) -> str:
     """
     torch = torch_or_none()
     if torch is None:
-        return "torch is not installed"
+        return no_torch_reason()
     if getattr(torch.version, version_attr, None) is None:
         kind = "CPU-only" if "+cpu" in str(torch.__version__) else f"not a {stack}"
         return (
@@ -77,6 +85,8 @@ class TorchGpuBackend(ArchFacts):
         driver_hint: how to check the driver when it sees no device.
         capability: whether ``torch.<device_type>`` reports a device capability.
         stack: the torch build's name when it is not :attr:`label` (``"XPU"``).
+        runtime_attr: a ``torch.version`` attribute read before :attr:`version_attr` for the
+            runtime version, when it is set (ROCm: ``rocm``, since torch 2.10).
         read_arch, arch_runs: see :class:`ArchFacts` (``read_arch`` reads ``torch.<device_type>``).
     """
 
@@ -93,6 +103,7 @@ class TorchGpuBackend(ArchFacts):
     stack: str | None = None
     python_depends: Mapping[str, PyDepend] = field(default_factory=dict)
     capability_label: str = "capability"
+    runtime_attr: str | None = None
 
     @hookimpl
     def backend_spec(self) -> BackendSpec:
@@ -108,7 +119,7 @@ class TorchGpuBackend(ArchFacts):
         module = None if torch is None or version is None else getattr(torch, self.device_type, None)
         if torch is None or module is None or not module.is_available() or module.device_count() == 0:
             return None
-        version, i = str(version), index or 0
+        version, i = str(getattr(torch.version, self.runtime_attr or "-", None) or version), index or 0
         notes = () if self.parse(version) else (
             f"unparsable torch.version.{self.version_attr} {version!r}",
         )

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
+from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo, no_torch_reason
 from ..errors import DeviceError, KernelImportError, PluginError
 from ..hookspecs import hookimpl
 from ..variants import (
@@ -101,6 +101,7 @@ __all__ = [
     "module_installed",
     "noarch_only_note",
     "noarch_variant_names",
+    "no_torch_reason",
     "parse_variant",
     "privateuse1_conflict",
     "privateuse1_name",

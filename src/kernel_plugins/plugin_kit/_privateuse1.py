@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .._record import field, record, replace
 from ..backends.torchinfo import ArchFacts
-from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo
+from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo, no_torch_reason
 from ..hookspecs import hookimpl
 from ..variants import Variant, VariantTokens, arch_variant_names, noarch_variant_names
 from ._emulation import Emulation
@@ -146,6 +146,8 @@ class PrivateUse1Backend(ArchFacts):
             ``load_kernel`` imports it only when it is installed).
         built_for_torch: the vendor version -> the torch ``"X.Y"`` it was built for
             (``"1.22.0+torch2.4.0"`` -> ``"2.4"``), or None when it does not say.
+        noarch_aliases: other backend names whose noarch variants load (NPU: ``cann``, as
+            kernels 0.19 names it: ``torch-cann`` besides ``torch-npu``).
         read_arch, arch_runs: see :class:`~kernel_plugins.backends.torchinfo.ArchFacts`
             (``read_arch`` reads the found :class:`VendorDevices`: ``found.properties()`` are the
             described device's).
@@ -168,6 +170,7 @@ class PrivateUse1Backend(ArchFacts):
     noarch_reason: str = "this backend's kernels ship only as noarch variants"
     vendor_optional: bool = False
     built_for_torch: Callable[[str], str | None] | None = None
+    noarch_aliases: tuple[str, ...] = ()
 
     @property
     def dtype(self) -> str:
@@ -217,7 +220,7 @@ class PrivateUse1Backend(ArchFacts):
         """The ``explain_no_device`` hook: torch, the vendor package, or the devices."""
         torch = torch_if_installed()
         if torch is None:
-            return "torch is not installed"
+            return no_torch_reason()
         if not module_installed(self.vendor_module):
             return f"{self.vendor_module} (the {self.display_name} extension) is not installed"
         module = getattr(torch, self.dtype, None)
@@ -235,7 +238,7 @@ class PrivateUse1Backend(ArchFacts):
         if self.tokens is not None and self.runtime is not None:
             version = self.runtime.major_minor(device.runtime_version)
             names = arch_variant_names(system, self.tokens.accepted(version))
-        return names + noarch_variant_names(self.name)
+        return names + [f"torch-{alias}" for alias in self.noarch_aliases] + noarch_variant_names(self.name)
 
     @hookimpl
     def explain_variant(

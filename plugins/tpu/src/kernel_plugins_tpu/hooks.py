@@ -34,6 +34,7 @@ from kernel_plugins.plugin_kit import (
     hookimpl,
     import_vendor,
     module_installed,
+    no_torch_reason,
     torch_if_installed,
     unparsable_note,
 )
@@ -131,7 +132,7 @@ class TpuBackend(PrivateUse1Backend):
         """torch, torch_tpu, ``torch.backends.tpu``, then the devices of ``torch.tpu``."""
         torch = torch_if_installed()
         if torch is None:
-            return "torch is not installed"
+            return no_torch_reason()
         if not module_installed(self.vendor_module):
             return f"{self.vendor_module} (the {self.display_name} extension) is not installed"
         if not stack_loaded(torch):
