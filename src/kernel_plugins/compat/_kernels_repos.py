@@ -132,10 +132,10 @@ def _trust() -> Any:
 @record
 class LayerRepository(_Compat, core.LayerRepository):
     """A layer of a Hub kernel: ``LayerRepository(repo_id, *, layer_name, revision=None,
-    version=None, trust_remote_code=False, user_agent=None)``; one of revision/version."""
+    version=None, trust_remote_code=False, user_agent=None, check_arch=True)``; one of
+    revision/version."""
 
     check_arch: bool = field(default=True, kw_only=True)
-
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
     user_agent: Any = field(default=None, compare=False, repr=False, kw_only=True)
 
@@ -153,7 +153,6 @@ class LockedLayerRepository(_Compat, core.LockedLayerRepository):
     *, lockfile=None, layer_name, trust_remote_code=False)``."""
 
     check_arch: bool = field(default=True, kw_only=True)
-
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
 
 
@@ -162,7 +161,6 @@ class FuncRepository(_Compat, core.FuncRepository):
     """A function of a Hub kernel (deprecated in ``kernels``; use LayerRepository)."""
 
     check_arch: bool = field(default=True, kw_only=True)
-
     instead = "LayerRepository"
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
 
@@ -172,7 +170,6 @@ class LocalFuncRepository(_Compat, core.LocalFuncRepository):
     """A function of a kernel repository folder (deprecated in ``kernels``)."""
 
     check_arch: bool = field(default=True, kw_only=True)
-
     instead = "LocalLayerRepository"
 
 
@@ -181,6 +178,5 @@ class LockedFuncRepository(_Compat, core.LockedFuncRepository):
     """A function of a locked Hub kernel (deprecated in ``kernels``)."""
 
     check_arch: bool = field(default=True, kw_only=True)
-
     instead = "LockedLayerRepository"
     trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
