@@ -97,41 +97,55 @@ def _fmt(v: tuple[int, int] | None) -> str:
     return "none" if v is None else f"{v[0]}.{v[1]}"
 
 
-def _generic_reason(v: Variant, device: DeviceInfo, system: SystemInfo) -> str | None:
-    """The reason a variant cannot load, from the parts every backend shares."""
-    if v.kind == "noarch":
-        if v.noarch_backend != device.backend:
-            return (
-                f"noarch variant for backend '{v.noarch_backend}'; the device is "
-                f"'{device.device_type}' (backend '{device.backend}', noarch name torch-{device.backend})"
-            )
-        return None
-    if v.kind == "universal":
-        return None
-    if system.free_threaded:
-        return ("compiled (arch) variant: free-threaded Python before 3.15 cannot load its "
-                "stable-ABI extensions; noarch variants can load")
-    if v.os != system.os:
+def _generic_reason(v: Variant, system: SystemInfo) -> str | None:
+    """The reason a variant cannot load, from the parts every backend shares (kernels'
+    rules: the Python part, CPU and OS, then the framework)."""
+    if v.framework == "mlx" and not system.mlx:
+        return "an MLX variant: mlx is not installed"
+    if v.python is not None:
+        if v.python_abi == "abi3" and system.free_threaded:
+            return ("built for the abi3 stable ABI, which a free-threaded Python cannot load "
+                    "(it needs an abi3t build)")
+        if system.python_version < v.python:
+            return f"needs Python >= {_fmt(v.python)}, the system has Python {_fmt(system.python_version)}"
+    if v.os is not None and v.os != system.os:
         return f"built for OS {v.os}, the system is {system.os}"
-    if v.cpu != system.cpu:
+    if v.cpu is not None and v.cpu != system.cpu:
         return f"built for CPU {v.cpu}, the system is {system.cpu}"
+    if v.version is None:
+        return None
     tvm = v.kind == "tvm-ffi"
     lib, built, have = ("tvm-ffi", "built against", system.tvm_ffi_version) if tvm else (
         "torch", "built for", system.torch_version)
     if have is None:
         return f"{built} {lib} {_fmt(v.version)}, but {lib} is not installed"
     if v.kind == "stable-abi":
-        if v.version is not None and (v.version[0] != have[0] or v.version > have):
-            return (f"torch stable ABI {_fmt(v.version)} needs torch >= {_fmt(v.version)} "
-                    f"(same major), installed torch is {_fmt(have)}")
-        return None
+        return None if v.version <= have else (
+            f"torch stable ABI {_fmt(v.version)} needs torch >= {_fmt(v.version)}, installed torch is {_fmt(have)}")
     if v.version != have:
         return f"{built} {lib} {_fmt(v.version)}, installed {lib} is {_fmt(have)}"
-    if not tvm and v.abi is not None and system.cxx11_abi is not None:
-        want = "cxx11" if system.cxx11_abi else "cxx98"
-        if v.abi != want:
-            return f"built with the {v.abi} C++ ABI, installed torch uses {want}"
+    have_abi = None if system.cxx11_abi is None else "cxx11" if system.cxx11_abi else "cxx98"
+    if v.abi is not None and v.abi != have_abi:
+        return f"built with the {v.abi} C++ ABI, installed torch uses {have_abi or 'no tagged C++ ABI (not Linux)'}"
     return None
+
+
+_FRAMEWORK = {"stable-abi": 0, "arch": 1, "tvm-ffi": 2}
+
+
+def _order(v: Variant, token_rank: int) -> tuple[object, ...]:
+    """kernels' preference: stable ABI (newest first), tagless then tagged torch, tvm-ffi,
+    compiled sdk (any-backend after the backend's), noarch (universal last), ``sdk-<backend>``,
+    ``sdk``; within one, the backend token's rank, then abi3 before abi3t and newer Python
+    first. The name breaks ties (kernels keeps the input order)."""
+    py = (v.python_abi == "abi3t", -v.python[0], -v.python[1]) if v.python else (False, 0, 0)
+    if v.kind in _FRAMEWORK:
+        first = (-v.version[0], -v.version[1]) if v.kind == "stable-abi" and v.version else (0, v.abi is not None)
+        return (_FRAMEWORK[v.kind], *first, token_rank, *py, v.name)
+    if v.kind == "sdk":
+        group = 3 if v.python else 5 if v.noarch_backend else 6
+        return (group, 0, 0, token_rank if v.token else 1 << 30, *py, v.name)
+    return (4, 0, 0, v.kind == "universal", *py, v.name)
 
 
 def resolve(
@@ -145,41 +159,66 @@ def resolve(
 ) -> Resolution:
     """Decide for every available variant name whether it fits, and rank the fits.
 
+    A name fits when its shared parts fit the system (:func:`_generic_reason`) and its
+    backend is the owner's: its token is one of the tokens of ``preference``'s compiled
+    names, or its noarch backend one of ``preference``'s noarch names (``sdk-<backend>``:
+    the same, universal aside). The fits are ranked as kernels ranks them (:func:`_order`).
+
     :param available: variant names found in the source (duplicates ignored).
     :param device: the device to load for. system: the host's system facts.
-    :param preference: the owner backend's accepted names, best first.
+    :param preference: the owner backend's accepted names, best first (``list_variants``).
     :param explain: the owner backend's ``explain_variant`` (reason for a token it rejects).
     :param token_owner: maps a token prefix (``cu``) to the name of the backend that uses
         it, for "built for another backend" reasons.
     :return: a :class:`Resolution`. Never raises for malformed names (or non-strings):
         they are rejected with their parse error as the reason.
     """
-    rank: dict[str, int] = {}
-    for i, name in enumerate(preference):
-        rank.setdefault(name, i)  # a name listed twice keeps its first (best) place
-    unique = set(available)
-    accepted = tuple(n for _, n in sorted((rank[n], n) for n in unique if n in rank and _parses(n)))
+    tokens: dict[str, int] = {}
+    noarch: set[str | None] = set()
+    for name in preference:
+        if (p := _parsed(name)) is not None:
+            if p.token is not None:
+                tokens.setdefault(p.token, len(tokens))
+            elif p.kind in ("noarch", "universal"):
+                noarch.add(p.noarch_backend)
+    fits, rejected = [], []
+    for name in set(available):
+        v = _parsed(name)
+        reason = "malformed" if v is None else _generic_reason(v, system)
+        if v is not None and reason is None:
+            if v.token is not None:
+                ok = v.token in tokens
+            elif v.kind == "sdk" and v.noarch_backend is not None:
+                ok = v.noarch_backend in noarch and v.noarch_backend != "universal"
+            else:
+                ok = v.kind == "sdk" or v.noarch_backend in noarch
+            if ok:
+                fits.append(_order(v, tokens.get(v.token or "", 0)))
+                continue
+        rejected.append((name, v, reason))
+    accepted = tuple(str(key[-1]) for key in sorted(fits))
     return Resolution(accepted, device, system, rejected=lambda: [
-        _rejection(n, device, system, explain, token_owner) for n in unique - set(accepted)])
+        _rejection(n, v, r, device, explain, token_owner) for n, v, r in rejected])
 
 
-def _parses(name: str) -> bool:
+def _parsed(name: object) -> Variant | None:
     try:
-        return bool(parse_variant(name))
+        return parse_variant(name)  # type: ignore[arg-type]
     except VariantNameError:
-        return False
+        return None
 
 
 def _rejection(
-    name: object, device: DeviceInfo, system: SystemInfo, explain: Explain | None,
+    name: object, v: Variant | None, reason: str | None, device: DeviceInfo, explain: Explain | None,
     token_owner: Callable[[str], str | None] | None,
 ) -> Decision:
-    """The decision on a name the owner did not accept, with the most specific reason."""
-    try:
-        v = parse_variant(name)  # type: ignore[arg-type]
-    except VariantNameError as e:
-        return Decision(str(name), False, f"malformed variant name: {e}")
-    reason = _generic_reason(v, device, system)
+    """The decision on a name that does not fit, with the most specific reason."""
+    if v is None:
+        try:
+            parse_variant(name)  # type: ignore[arg-type]
+        except VariantNameError as e:
+            return Decision(str(name), False, f"malformed variant name: {e}")
+    assert v is not None
     if reason is None and v.token is not None:
         owner = token_owner(v.token_prefix or "") if token_owner else None
         if owner is not None and owner != device.backend:
@@ -187,6 +226,9 @@ def _rejection(
         else:
             reason = (explain(v) if explain else None) or (
                 f"backend token {v.token} is not accepted by backend '{device.backend}' on this system")
+    elif reason is None and v.noarch_backend is not None:
+        reason = (f"{'sdk' if v.kind == 'sdk' else 'noarch'} variant for backend '{v.noarch_backend}'; the "
+                  f"device is '{device.device_type}' (backend '{device.backend}', noarch name torch-{device.backend})")
     return Decision(v.name, False, reason or (
         f"not in backend '{device.backend}'s accepted variants on this system"))
 

@@ -20,6 +20,7 @@ __all__ = [
     "parse_variant",
     "validate_variant_name",
     "arch_variant_names",
+    "legacy_token",
     "noarch_variant_names",
     "split_token",
     "decode_token_version",
@@ -33,33 +34,53 @@ UNIVERSAL = "torch-universal"
 #: Oldest torch stable-ABI version builders publish (torch-stable-abi29 ...).
 STABLE_ABI_MIN_MINOR = 9
 MAX_NAME_LENGTH = 128
+#: Backends whose legacy token prefix is not their 0.19 name (``cu128`` is ``cuda-12.8``).
+NEW_NAMES = {"cu": "cuda"}
+_LEGACY_PREFIX = {new: old for old, new in NEW_NAMES.items()}
+#: The Python part of a legacy name (implicit): CPython 3.9 or later, the abi3 stable ABI.
+LEGACY_PYTHON = (3, 9)
+#: The oldest Python whose free-threaded build loads ``abi3t`` extensions (PEP 803).
+ABI3T_MIN_PYTHON = (3, 15)
 
-Kind = Literal["arch", "stable-abi", "tvm-ffi", "noarch", "universal"]
+Kind = Literal["arch", "stable-abi", "tvm-ffi", "noarch", "universal", "sdk"]
 
-# One pattern for the three versioned forms (one match per name: resolution parses hundreds).
-_VERSIONED_RE = re.compile(
-    r"(?:torch-stable-abi(?P<s>[0-9]{2,})|torch(?P<a>[0-9]{2,})(?:-(?P<abi>cxx11|cxx98))?"
-    r"|tvm-ffi(?P<t>[0-9]{2,}))"
-    r"-(?P<token>[a-z]+[0-9]*)-(?P<cpu>x86_64|aarch64)-(?P<os>linux|darwin|windows)"
+_TAIL = r"-(?P<cpu>x86_64|aarch64)-(?P<os>linux|darwin|windows)"
+_PY = r"-cpython-(?P<pM>[0-9]+)\.(?P<pm>[0-9]+)-(?P<pabi>abi3t?)"
+_BACKEND = r"(?P<b>[a-z]+)(?:-(?P<bM>[0-9]+)\.(?P<bm>[0-9]+))?"
+# The arch forms, one match per name (resolution parses hundreds): legacy (torch210-cxx11-cu128-...,
+# torch-stable-abi211-..., tvm-ffi01-...) and 0.19 (torch-2.10-cuda-12.8-cpython-3.9-abi3-...).
+_ARCH_RE = re.compile(
+    r"(?:(?:torch-stable-abi(?P<s>[0-9]{2,})|torch(?P<a>[0-9]{2,})(?:-(?P<abi>cxx11|cxx98))?"
+    r"|tvm-ffi(?P<t>[0-9]{2,}))-(?P<token>[a-z]+[0-9]*)"
+    r"|(?:torch-stable-abi-(?P<ns>[0-9]+\.[0-9]+)|torch-(?P<na>[0-9]+\.[0-9]+)(?:-(?P<nabi>cxx11|cxx98))?"
+    r"|tvm-ffi-(?P<nt>[0-9]+\.[0-9]+))-" + _BACKEND + _PY + ")" + _TAIL
 )
-_NOARCH_RE = re.compile(r"torch-(?P<backend>[a-z][a-z0-9_]*)")
+_SDK_RE = re.compile(r"sdk(?:-" + _BACKEND + ")?(?:" + _PY + _TAIL + ")?")
+_NOARCH_RE = re.compile(r"(?P<fw>torch|mlx)-(?P<backend>[a-z][a-z0-9_]*)")
 _SAFE_NAME_RE = re.compile(r"[a-z0-9_.\-]+")
 _TOKEN_RE = re.compile(r"^(?P<prefix>[a-z]+)(?P<digits>[0-9]*)$")
 
 
 class Variant(NamedTuple):
-    """A parsed build-variant name (an immutable named tuple: cheap to build by the hundred).
+    """A parsed build-variant name, in either grammar (an immutable named tuple: cheap to
+    build by the hundred). A 0.19 name and its legacy twin parse to the same parts.
 
     Attributes:
         name: the folder name under ``build/``.
         kind: ``arch`` (torch + ABI tag or tagless), ``stable-abi``, ``tvm-ffi``,
-            ``noarch`` (``torch-<backend>``) or ``universal`` (legacy ``torch-universal``).
+            ``noarch`` (``torch-<backend>``, ``mlx-<backend>``), ``universal``
+            (``torch-universal``, ``mlx-universal``) or ``sdk`` (no framework).
         version: torch version (arch), stable-ABI version or tvm-ffi version, as
-            ``(major, minor)``; None for noarch/universal.
+            ``(major, minor)``; None for the others.
         abi: ``"cxx11"``/``"cxx98"`` for ABI-tagged arch variants, else None.
-        token: the backend token (``cu128``, ``cann83``, ``mlu313``), None for noarch.
+        token: the backend token in the legacy form (``cu128`` for ``cu128`` and
+            ``cuda-12.8``; ``cann83``, ``cpu``), None when the name has no compiled backend.
         cpu: ``x86_64``/``aarch64`` or None. os: ``linux``/``darwin``/``windows`` or None.
-        noarch_backend: the backend of a ``torch-<backend>`` variant.
+        noarch_backend: the backend of a noarch, universal (``universal``) or ``sdk-<backend>``
+            variant.
+        python: the oldest CPython the compiled parts load in (legacy names: 3.9), or None.
+        python_abi: ``abi3`` or ``abi3t`` (free-threaded, Python >= 3.15) with :attr:`python`.
+        framework: ``mlx`` for ``mlx-<backend>``, else None.
     """
 
     name: str
@@ -70,6 +91,9 @@ class Variant(NamedTuple):
     cpu: str | None = None
     os: str | None = None
     noarch_backend: str | None = None
+    python: tuple[int, int] | None = None
+    python_abi: str | None = None
+    framework: str | None = None
 
     @property
     def token_prefix(self) -> str | None:
@@ -116,24 +140,55 @@ def parse_variant(name: str) -> Variant:
 def _parse(name: str) -> Variant:
     """:func:`parse_variant` (cached: names repeat). The patterns admit only safe names, so
     the character checks of :func:`validate_variant_name` run only for a name that fails."""
-    m = _VERSIONED_RE.fullmatch(name) if len(name) <= MAX_NAME_LENGTH else None
-    if m:
-        stable, arch, tvm, abi, token, cpu, os_ = m.group("s", "a", "t", "abi", "token", "cpu", "os")
-        digits = stable or arch or tvm
-        kind: Kind = "stable-abi" if stable else ("arch" if arch else "tvm-ffi")
-        # one-digit major, then the minor: torch210 = 2.10, tvm-ffi01 = 0.1
-        return Variant(name, kind, (int(digits[0]), int(digits[1:])), abi, token, cpu, os_)
-    if name == UNIVERSAL:
-        return Variant(name=name, kind="universal")
+    m = (_ARCH_RE.fullmatch(name) or _SDK_RE.fullmatch(name)) if len(name) <= MAX_NAME_LENGTH else None
+    v = _from_match(name, m) if m else None
+    if isinstance(v, Variant):
+        return v
+    if v:
+        raise VariantNameError(f"variant name {name!r}: {v}")
     m = _NOARCH_RE.fullmatch(name) if len(name) <= MAX_NAME_LENGTH else None
     if m and not name.startswith("torch-stable-abi"):
-        return Variant(name=name, kind="noarch", noarch_backend=m.group("backend"))
+        backend, fw = m.group("backend", "fw")
+        return Variant(name, "universal" if backend == "universal" else "noarch", noarch_backend=backend,
+                       framework=None if fw == "torch" else fw)
     validate_variant_name(name)
     raise VariantNameError(
         f"variant name {name!r} has no known form: expected torch<M><m>[-cxx11|-cxx98]-<backend>-"
-        "<cpu>-<os> (e.g. torch210-cxx11-cu128-x86_64-linux), torch-stable-abi<M><m>-..., "
-        "tvm-ffi<M><m>-..., torch-<backend> or torch-universal"
+        "<cpu>-<os> (e.g. torch210-cxx11-cu128-x86_64-linux), torch-<M>.<m>-<backend>[-<X>.<Y>]-"
+        "cpython-<P>.<Q>-abi3|abi3t-<cpu>-<os> (e.g. torch-2.10-cuda-12.8-cpython-3.9-abi3-x86_64-"
+        "linux), the same with torch-stable-abi[-]... or tvm-ffi[-]..., sdk[-<backend>...], "
+        "torch-<backend>, mlx-<backend> or torch-universal"
     )
+
+
+def _from_match(name: str, m: re.Match[str]) -> Variant | str:
+    """The :class:`Variant` of an arch or sdk match, or why its parts do not fit together."""
+    g = m.groupdict()
+    legacy = g.get("token") is not None
+    python, python_abi, token = (LEGACY_PYTHON, "abi3", g["token"]) if legacy else (None, g["pabi"], None)
+    if not legacy:
+        if g["b"] in NEW_NAMES:
+            return f"the backend is {NEW_NAMES[g['b']]!r} in a 0.19 name ({g['b']!r} is the legacy prefix)"
+        if g["bM"] is not None and g["pM"] is None:
+            return "a versioned sdk backend needs the -cpython-<P>.<Q>-<abi>-<cpu>-<os> part"
+        if g["pM"] is not None:
+            python = (int(g["pM"]), int(g["pm"]))
+            if python_abi == "abi3t" and python < ABI3T_MIN_PYTHON:
+                return "abi3t (free-threaded stable ABI) needs Python >= 3.15, the name says {}.{}".format(*python)
+        if g["b"] is not None:
+            token = _LEGACY_PREFIX.get(g["b"], g["b"]) + ("" if g["bM"] is None else f"{int(g['bM'])}{int(g['bm'])}")
+    if name.startswith("sdk"):
+        if python is None:  # sdk or sdk-<backend>: nothing compiled
+            return Variant(name, "sdk", noarch_backend=g["b"])
+        return Variant(name, "sdk", None, None, token, g["cpu"], g["os"], None, python, python_abi)
+    kind: Kind = "stable-abi" if g["s"] or g["ns"] else "arch" if g["a"] or g["na"] else "tvm-ffi"
+    digits = g["s"] or g["a"] or g["t"]
+    if digits:  # legacy: a one-digit major, then the minor (torch210 = 2.10, tvm-ffi01 = 0.1)
+        version = (int(digits[0]), int(digits[1:]))
+    else:
+        major, minor = (g["ns"] or g["na"] or g["nt"]).split(".")
+        version = (int(major), int(minor))
+    return Variant(name, kind, version, g["abi"] or g["nabi"], token, g["cpu"], g["os"], None, python, python_abi)
 
 
 def split_token(token: str) -> tuple[str, str]:
@@ -203,31 +258,51 @@ def version_token_reason(
     return f"{built} is not accepted on {have}"
 
 
+def legacy_token(token: str) -> str:
+    """A backend token in the legacy form: ``"cuda-12.8"`` -> ``"cu128"``, ``"cann-8.3"`` ->
+    ``"cann83"``; a legacy or unversioned token (``"cu128"``, ``"cpu"``) is returned as is."""
+    name, _, version = token.partition("-")
+    return _LEGACY_PREFIX.get(name, name) + version.replace(".", "") if version else token
+
+
 def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
-    """Arch variant names for ``tokens`` (best first) on ``system``, in preference order.
+    """Compiled variant names for ``tokens`` (best first, in either grammar: ``cu128`` or
+    ``cuda-12.8``) on ``system``, in kernels' preference order.
 
     Order: torch stable-ABI (newest ABI first, then token order), tagless torch arch,
-    ABI-tagged torch arch, then tvm-ffi. Returns [] when torch is not installed and no
-    tvm-ffi is present, and on free-threaded Python before 3.15.
+    ABI-tagged torch arch, tvm-ffi, then ``sdk-<token>-cpython-...`` for each token given in
+    the 0.19 form (or unversioned). The names are legacy on a Python with a GIL; on a
+    free-threaded one (abi3 cannot load there) they are 0.19 names with ``abi3t``, for the
+    tokens given in the 0.19 form, and none before Python 3.15.
 
     >>> s = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
-    >>> arch_variant_names(s, ["cu128"])[-1]
-    'torch213-cxx11-cu128-x86_64-linux'
+    >>> arch_variant_names(s, ["cuda-12.8"])[-2:]
+    ['torch213-cxx11-cu128-x86_64-linux', 'sdk-cuda-12.8-cpython-3.11-abi3-x86_64-linux']
     """
+    free = system.free_threaded
+    if free and system.python_version < ABI3T_MIN_PYTHON:
+        return []
+    pairs = [(legacy_token(t), t if "-" in t or t.isalpha() else None) for t in tokens]
+    py = "cpython-{}.{}-abi3{}".format(*system.python_version, "t" if free else "")
     tail = f"{system.cpu}-{system.os}"
+
+    def names_of(old_framework: str, new_framework: str) -> list[str]:
+        if free:
+            return [f"{new_framework}-{new}-{py}-{tail}" for _, new in pairs if new]
+        return [f"{old_framework}-{old}-{tail}" for old, _ in pairs]
+
     names: list[str] = []
-    if system.torch_version is not None and not system.free_threaded:  # no stable ABI there
+    if system.torch_version is not None:
         major, minor = system.torch_version
-        for abi_minor in range(minor, STABLE_ABI_MIN_MINOR - 1, -1):
-            names += [f"torch-stable-abi{major}{abi_minor}-{t}-{tail}" for t in tokens]
-        names += [f"torch{major}{minor}-{t}-{tail}" for t in tokens]
+        for abi in range(minor, STABLE_ABI_MIN_MINOR - 1, -1):
+            names += names_of(f"torch-stable-abi{major}{abi}", f"torch-stable-abi-{major}.{abi}")
+        names += names_of(f"torch{major}{minor}", f"torch-{major}.{minor}")
         if system.cxx11_abi is not None:
             tag = "cxx11" if system.cxx11_abi else "cxx98"
-            names += [f"torch{major}{minor}-{tag}-{t}-{tail}" for t in tokens]
-    if system.tvm_ffi_version is not None and not system.free_threaded:
-        tmaj, tmin = system.tvm_ffi_version
-        names += [f"tvm-ffi{tmaj}{tmin}-{t}-{tail}" for t in tokens]
-    return names
+            names += names_of(f"torch{major}{minor}-{tag}", f"torch-{major}.{minor}-{tag}")
+    if system.tvm_ffi_version is not None:
+        names += names_of("tvm-ffi{}{}".format(*system.tvm_ffi_version), "tvm-ffi-{}.{}".format(*system.tvm_ffi_version))
+    return names + [f"sdk-{new}-{py}-{tail}" for _, new in pairs if new]
 
 
 def noarch_variant_names(backend: str, *, universal: bool = True) -> list[str]:
@@ -250,8 +325,9 @@ def judge_archs(archs: Iterable[str], runs: Callable[[str], bool | None]) -> boo
 class VariantTokens:
     """The form of a backend's arch-variant token and its compatibility rule.
 
-    The token is ``<prefix><major><minor>`` of the runtime version (CANN 8.3 ->
-    ``cann83``).
+    One runtime version gives both grammars: the legacy token ``<prefix><major><minor>``
+    (CANN 8.3 -> ``cann83``) and the 0.19 form ``<name>-<major>.<minor>`` (``cann-8.3``;
+    the name is the prefix, except CUDA's ``cu`` -> ``cuda``). Both resolve alike.
 
     Attributes:
         prefix: the letters, e.g. ``"cann"``.
@@ -269,16 +345,21 @@ class VariantTokens:
     rule: Literal["exact", "same-major"] = "exact"
 
     def token(self, version: tuple[int, int]) -> str:
-        """The token of ``(major, minor)``: ``(8, 3)`` -> ``"cann83"``."""
+        """The legacy token of ``(major, minor)``: ``(8, 3)`` -> ``"cann83"``."""
         return f"{self.prefix}{version[0]}{version[1]}"
 
+    def form(self, version: tuple[int, int]) -> str:
+        """The 0.19 form of ``(major, minor)``: ``(8, 3)`` -> ``"cann-8.3"``."""
+        return f"{NEW_NAMES.get(self.prefix, self.prefix)}-{version[0]}.{version[1]}"
+
     def accepted(self, version: tuple[int, int] | None) -> list[str]:
-        """The tokens accepted on a system whose runtime is ``version``, best first."""
+        """The tokens accepted on a system whose runtime is ``version``, best first, in the
+        0.19 form (:func:`arch_variant_names` writes both grammars from it)."""
         if version is None:
             return []
         if self.rule == "exact":
-            return [self.token(version)]
-        return [self.token((version[0], minor)) for minor in range(version[1], -1, -1)]
+            return [self.form(version)]
+        return [self.form((version[0], minor)) for minor in range(version[1], -1, -1)]
 
     def decode(self, token: str) -> tuple[int, int] | None:
         """``"cann83"`` -> ``(8, 3)``; None when ``token`` is not this form."""

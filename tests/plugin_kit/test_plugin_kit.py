@@ -84,8 +84,8 @@ def test_runtime_version_needs_exactly_one_source() -> None:
 @pytest.mark.parametrize(
     ("tokens", "version", "accepted"),
     [
-        (VariantTokens(prefix="kit"), (3, 1), ["kit31"]),
-        (VariantTokens(prefix="kit", rule="same-major"), (3, 2), ["kit32", "kit31", "kit30"]),
+        (VariantTokens(prefix="kit"), (3, 1), ["kit-3.1"]),
+        (VariantTokens(prefix="kit", rule="same-major"), (3, 2), ["kit-3.2", "kit-3.1", "kit-3.0"]),
         (VariantTokens(prefix="kit"), None, []),
     ],
 )

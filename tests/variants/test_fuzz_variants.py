@@ -11,12 +11,14 @@ from kernel_plugins.errors import VariantNameError
 from kernel_plugins.plugins import PluginManager
 from kernel_plugins.resolving import resolve
 from kernel_plugins.variants import (
+    NEW_NAMES,
     UNIVERSAL,
     Variant,
     VariantTokens,
     arch_variant_names,
     noarch_variant_names,
     parse_variant,
+    split_token,
 )
 
 versions = st.tuples(st.integers(0, 9), st.integers(0, 30))
@@ -33,20 +35,34 @@ backend_names = st.from_regex(r"\A[a-z][a-z0-9_]{0,31}\Z")
 
 
 def compose(v: Variant) -> str:
-    """Write a parsed variant back as a name (the inverse of parse_variant)."""
-    if v.kind == "universal":
-        return UNIVERSAL
-    if v.kind == "noarch":
-        return f"torch-{v.noarch_backend}"
+    """Write a parsed variant back as a name (the inverse of parse_variant), in the grammar
+    of its name (a 0.19 name has a ``-cpython-`` part, or is an sdk name)."""
+    if v.kind in ("noarch", "universal"):
+        return f"{v.framework or 'torch'}-{v.noarch_backend}"
+    new = "-cpython-" in v.name or v.kind == "sdk"
+    if new:
+        backend = ""
+        if v.token is not None:
+            prefix, digits = split_token(v.token)
+            form = VariantTokens(prefix=prefix, major_width=2 if prefix == "cu" else 1)
+            decoded = form.decode(v.token) if digits else None
+            backend = NEW_NAMES.get(prefix, prefix) + ("-{}.{}".format(*decoded) if decoded else "")
+        py = "cpython-{}.{}-{}-{}-{}".format(*(v.python or (0, 0)), v.python_abi, v.cpu, v.os)
+        if v.kind == "sdk":
+            return "-".join(["sdk", *([v.noarch_backend] if v.noarch_backend else []),
+                             *([backend] if backend else []), *([py] if v.python else [])])
+        tail = f"{backend}-{py}"
+    else:
+        tail = f"{v.token}-{v.cpu}-{v.os}"
     assert v.version is not None
     major, minor = v.version
-    tail = f"{v.token}-{v.cpu}-{v.os}"
+    version = f"-{major}.{minor}" if new else f"{major}{minor}"
     if v.kind == "stable-abi":
-        return f"torch-stable-abi{major}{minor}-{tail}"
+        return f"torch-stable-abi{version}-{tail}"
     if v.kind == "tvm-ffi":
-        return f"tvm-ffi{major}{minor}-{tail}"
+        return f"tvm-ffi{version}-{tail}"
     abi = f"-{v.abi}" if v.abi else ""
-    return f"torch{major}{minor}{abi}-{tail}"
+    return f"torch{version}{abi}-{tail}" if not new else f"torch{version}{abi}-{tail}"
 
 
 @given(systems, tokens)
@@ -56,9 +72,12 @@ def test_every_arch_name_parses_back_to_its_parts(system: SystemInfo, toks: list
     for name in names:
         v = parse_variant(name)
         assert compose(v) == name
-        assert v.kind in ("arch", "stable-abi", "tvm-ffi")
         assert (v.cpu, v.os) == (system.cpu, system.os)
         assert v.token in toks
+        if v.kind == "sdk":
+            assert v.python == system.python_version and name.startswith(f"sdk-{v.token}-")
+            continue
+        assert v.kind in ("arch", "stable-abi", "tvm-ffi")
         if v.kind == "tvm-ffi":
             assert v.version == system.tvm_ffi_version
         elif v.kind == "arch":
@@ -121,15 +140,16 @@ def test_resolution_never_raises_and_accepts_a_subset_in_preference_order(
     accepted = list(res.accepted)
     assert set(accepted) <= set(available)
     assert len(accepted) == len(set(accepted))
-    assert accepted == [p for p in dedupe(preference) if p in set(accepted)]
-    valid = set()
-    for name in available:
+    owned = set()
+    for name in preference:
         try:
-            parse_variant(name)
-            valid.add(name)
+            v = parse_variant(name)
+            owned.add(v.token or v.noarch_backend)
         except VariantNameError:
             pass
-    assert set(accepted) == {p for p in preference if p in valid}
+    for name in accepted:  # a fit has a token (or noarch backend) of the preference's names
+        v = parse_variant(name)
+        assert v.kind == "sdk" or (v.token or v.noarch_backend) in owned, name
     assert len(res.decisions) == len(set(available))
     assert [d.variant for d in res.decisions if d.accepted] == accepted
     assert all(d.reason for d in res.decisions if not d.accepted)

@@ -1,4 +1,7 @@
-"""The AMD ROCm backend: ``rocm<major><minor>`` arch variants (exact match) and ``torch-rocm``.
+"""The AMD ROCm backend: ``rocm<major><minor>`` (``rocm-X.Y``) arch variants and ``torch-rocm``.
+
+As kernels 0.19.1: a build's ROCm must have the system's major and a minor at or below its;
+the system's is ``torch.version.rocm`` (torch >= 2.10), else ``torch.version.hip``.
 
 ROCm builds of torch use the torch device type ``cuda``; the backend name is ``rocm``. The
 device's architecture is its ``gcnArchName`` without feature flags (``gfx90a:xnack-`` is
@@ -26,7 +29,8 @@ def runs_rocm_arch(device: DeviceInfo, arch: str) -> bool | None:
 #: The plugin object the plugin manager registers.
 ROCM = TorchGpuBackend(
     name="rocm", device_type="cuda", display_name="AMD ROCm", priority=100,
-    version_attr="hip", label="ROCm", tokens=VariantTokens(prefix="rocm"),
+    version_attr="hip", runtime_attr="rocm", label="ROCm",
+    tokens=VariantTokens(prefix="rocm", rule="same-major"),
     driver_hint="check rocm-smi and HIP_VISIBLE_DEVICES", arch_runs=runs_rocm_arch,
     read_arch=lambda cuda, i=0: gfx_name(getattr(cuda.get_device_properties(i), "gcnArchName", None)),
 )

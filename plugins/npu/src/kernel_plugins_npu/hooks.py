@@ -2,8 +2,9 @@
 
 Vendor facts only; :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend` provides the
 hooks as methods. Arch variants carry the token ``cann<major><minor>`` of ``torch.version.cann``
-(the existing Hub convention; the minor is the last digit) and need an exact
-major.minor match; ``torch-npu`` and ``torch-universal`` follow. Ascend devices report
+(the existing Hub convention; the minor is the last digit), or ``cann-<major>.<minor>`` in
+kernels 0.19's names, and need an exact major.minor match; ``torch-cann`` (kernels 0.19's
+noarch name), ``torch-npu`` and ``torch-universal`` follow. Ascend devices report
 no compute capability.
 """
 
@@ -52,6 +53,7 @@ NPU = PrivateUse1Backend(
         advice="source the CANN set_env.sh",
     ),
     tokens=VariantTokens(prefix="cann", minor_width=1),
+    noarch_aliases=("cann",),  # kernels 0.19's noarch name; torch-npu still loads
     extra_notes=soc_notes,
     built_for_torch=built_for_torch,  # torch_npu 2.1.0.post3 is built for torch 2.1
     read_arch=soc_name, arch_runs=runs_npu_arch,  # the SoC family, see .versions

@@ -282,14 +282,15 @@ class PluginCases:
         system = self._system(variant_case.get("system"))
         names = p.hooks.list_variants(self._device(variant_case.get("runtime")), system)
         tail = variant_case.get("last", [])
-        assert names[len(names) - len(tail):] == tail, names
+        legacy = [n for n in names if not n.startswith("sdk-")]  # sdk names: this Python's
+        assert legacy[len(legacy) - len(tail):] == tail, names
         assert names[-2:] == [f"torch-{p.dtype}", "torch-universal"], names
         if "first" in variant_case:
             assert names[0] == variant_case["first"], names
         token = variant_case.get("token")
         assert {parse_variant(n).token for n in names} - {None} == ({token} if token else set())
         if token is None:  # no arch variant at all: only the noarch names
-            assert names == [f"torch-{p.dtype}", "torch-universal"], names
+            assert all(parse_variant(n).kind in ("noarch", "universal") for n in names), names
 
     def test_explain_variant(self, explain_case: Mapping[str, Any]) -> None:
         """Why an arch variant of this backend does not fit: both versions named."""
