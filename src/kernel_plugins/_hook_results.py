@@ -50,8 +50,8 @@ def detect_outcome(rec: BackendRecord, result: object, index: int | None = None)
         return failed(f"detect_device returned backend {result.backend!r} / device type {result.device_type!r}, "
                       f"expected {rec.name!r} / {rec.spec.device_type!r}")
     if index is not None and result.index is None:  # a plugin that knows no index: device 0's facts
-        note = (f"name, capability and architecture are device 0's: {rec.origin()} reports no other device's",)
-        result = result.replace(index=index, notes=(*result.notes, *(note if index else ())))
+        note = f"name, capability and architecture are device 0's: {rec.origin()} reports no other device's"
+        result = result.replace(index=index, notes=(*result.notes, note) if index else result.notes)
     if result.index != index:
         return failed(f"detect_device was asked for device {index} and returned device {result.index}")
     if emulation_registry.is_emulated(result.device_type) and not result.emulated:

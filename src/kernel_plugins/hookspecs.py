@@ -60,18 +60,16 @@ def backend_spec() -> BackendSpec:  # type: ignore[empty-body]
 def detect_device(index: int | None) -> DeviceInfo | None:
     """Report the devices of this backend present on the machine, with the facts of one.
 
-    **When:** on the first call that needs devices (``get_device``, ``load``,
-    ``list-backends``), with ``index`` None; again with ``index`` N (below the count
-    reported) for a call that names device N (``"cuda:1"``). Each answer is cached for the process.
+    **When:** on the first call that needs devices (``get_device``, ``load``, ``list-backends``),
+    with ``index`` None; with ``index`` N for a call that names device N (``"cuda:1"``). Cached.
 
     **Calling convention:** asked of every backend separately. It must be cheap and must
     not raise because the stack is absent: return None instead. An exception is caught and
     shown as this backend's error; it never crashes the caller (unless
     ``KERNEL_PLUGINS_STRICT=1``). Import the vendor package only when it is installed.
 
-    :param index: the device whose name, capability and architecture to report (and to set
-        as ``DeviceInfo.index``); None: device 0's, with ``index`` None. An implementation
-        without this parameter reports device 0's facts for every index (the core notes so).
+    :param index: the device whose name, capability and architecture to report, set as
+        ``DeviceInfo.index`` (None: device 0's). Without this parameter: device 0's, noted.
     :return: a :class:`~kernel_plugins.device.DeviceInfo` when the software stack and at
         least one device are present, else None.
 

@@ -166,7 +166,7 @@ class PluginManager:
             rec = self._records.pop(name, None)
             if rec is not None:
                 self._pm.unregister(rec.plugin)
-            self._forget(name)
+            self._detected = {k: v for k, v in self._detected.items() if k[0] != name}
             self._callers.clear()
 
     def _add(
@@ -303,9 +303,6 @@ class PluginManager:
             outcome = self._detected[backend, index] = self._detect(rec, index)
             return outcome
 
-    def _forget(self, backend: str) -> None:
-        self._detected = {k: v for k, v in self._detected.items() if k[0] != backend}
-
     def _detect(self, rec: BackendRecord, index: int | None) -> DetectOutcome:
         try:
             result = self._ask_owner("detect_device", rec.name, index=index)
@@ -421,7 +418,7 @@ class PluginManager:
         self.load()
         if backend not in self._records:
             return False
-        self._forget(backend)
+        self._detected = {k: v for k, v in self._detected.items() if k[0] != backend}
         try:
             return bool(self._ask_owner("emulate_device", backend, count=count, facts=facts))
         except HookFailure as f:

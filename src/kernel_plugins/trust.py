@@ -67,21 +67,15 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
     look_alike = _look_alike(org)
     if look_alike is not None:  # a typo, or typosquatting: never advise trusting it
         name = repo_id.split("/", 1)[1] if "/" in repo_id else ""
-        raise TrustError(
-            f"Refusing to load kernel code from {repo_id!r}: did you mean "
-            f"{look_alike!r} ({look_alike}/{name})? The organisation {org!r} is not trusted "
-            f"and its name is close to the trusted {look_alike!r}: check the spelling. A "
-            f"look-alike name is how typosquatting brings in someone else's code."
-        )
-    raise TrustError(
-        f"Refusing to load kernel code from {repo_id!r}: the organisation {org!r} is not "
-        f"trusted (trusted: {', '.join(trusted_entries())}), and {why}. A kernel runs as code "
-        f"inside this process. If you "
-        f"trust {org!r}, either pass trust_remote_code=True (command line: "
-        f"--trust-remote-code), or add it to the allowlist with the environment variable "
-        f"{TRUSTED_ORGS_ENV}={org} (comma-separated; an entry may also name one repository, "
-        f"e.g. {repo_id})."
-    )
+        raise TrustError(f"Refusing to load kernel code from {repo_id!r}: did you mean {look_alike!r} ({look_alike}/"
+                         f"{name})? The organisation {org!r} is not trusted and its name is close to the trusted "
+                         f"{look_alike!r}: check the spelling. A look-alike name is how typosquatting brings in "
+                         "someone else's code.")
+    raise TrustError(f"Refusing to load kernel code from {repo_id!r}: the organisation {org!r} is not trusted (trusted: "
+                     f"{', '.join(trusted_entries())}), and {why}. A kernel runs as code inside this process. If you "
+                     f"trust {org!r}, either pass trust_remote_code=True (command line: --trust-remote-code), or add "
+                     f"it to the allowlist with the environment variable {TRUSTED_ORGS_ENV}={org} (comma-separated; "
+                     f"an entry may also name one repository, e.g. {repo_id}).")
 
 
 def _look_alike(org: str) -> str | None:

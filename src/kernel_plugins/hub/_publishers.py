@@ -17,7 +17,7 @@ import stat
 import time
 from pathlib import Path
 
-from ..jsonfile import JSONFileError, parse_json, read_capped, write_atomic, written_by_others
+from ..jsonfile import JSONFileError, parse_json, read_regular_file, write_atomic, written_by_others
 from ._cache import cache_dir, hub_endpoint, hub_json, is_offline
 from ._values import validate_repo_id
 
@@ -64,24 +64,21 @@ def _ask(org: str, url: str) -> bool:
 
 
 def _remembered(path: Path, org: str, url: str) -> tuple[bool, float] | None:
-    """``(trusted, when)`` remembered for ``org`` at ``url``, or None."""
-    try:
+    """``(trusted, when)`` remembered for ``org`` at ``url``, or None: believed only from a regular
+    file (not a link) in a real folder, neither of which another user could have written."""
+    def check(st: os.stat_result) -> None:
         folder = path.parent.lstat()
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        if why := written_by_others(folder) or written_by_others(st) or (not stat.S_ISDIR(folder.st_mode) and "a link"):
+            raise JSONFileError(f"it or its folder is not private ({why})")
+
+    try:
+        data = parse_json(read_regular_file(path, max_bytes=4096, follow=False, check=check), where=str(path),
+                          max_bytes=4096)
+    except JSONFileError as exc:
+        logger.warning("Ignoring %s: %s", path, exc)
+        return None
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        why = written_by_others(folder) or written_by_others(st)
-        if why or not (stat.S_ISDIR(folder.st_mode) and stat.S_ISREG(st.st_mode)):
-            logger.warning("Ignoring %s: it or its folder is not a private regular file and folder (%s)",
-                           path, why or "another kind of file")
-            return None
-        data = parse_json(read_capped(fd, 4096), where=str(path), max_bytes=4096)
-    except (OSError, JSONFileError):
-        return None
-    finally:
-        os.close(fd)
     if (isinstance(data, dict) and (data.get("endpoint"), data.get("org")) == (url, org.lower())
             and isinstance(data.get("trusted"), bool) and type(data.get("checked")) in (int, float)):
         return data["trusted"], float(data["checked"])
