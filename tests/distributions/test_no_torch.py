@@ -45,6 +45,27 @@ def test_the_wheels_require_torch_only_through_the_extra(wheels: dict[str, Path]
         assert requires == expected, wheel.name
 
 
+def test_no_distribution_of_the_project_requires_torch_tools_included() -> None:
+    """Every distribution of this checkout (the core, the backend plugins and the tools
+    ``testing``, ``check``, ``benchmark``) names torch only in the core's ``torch`` extra; the
+    wheels' requirements are these static lists."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    root = Path(__file__).resolve().parents[2]
+    projects = [root / "pyproject.toml", *sorted(root.glob("plugins/*/pyproject.toml"))]
+    found = {}
+    for path in projects:
+        project = tomllib.loads(path.read_text())["project"]
+        assert "dependencies" not in project.get("dynamic", []), path
+        lists = {"": project.get("dependencies", []), **project.get("optional-dependencies", {})}
+        found[path.parent.name] = {extra: [r for r in reqs if Requirement(r).name.lower() == "torch"]
+                                   for extra, reqs in lists.items() if extra not in ("test", "docs")}
+    assert {"testing", "check", "benchmark", "mlu"} <= set(found)
+    assert {name: sorted(e for e, r in extras.items() if r) for name, extras in found.items()} == {
+        name: ["torch"] if name == root.name else [] for name in found}
+
+
 def test_installing_the_core_and_a_plugin_brings_no_torch(no_torch_venv: Path) -> None:
     names = installed(no_torch_venv)
     assert {"kernel-plugins", "pluggy", "huggingface-hub"} <= set(names)
