@@ -48,7 +48,7 @@ def plant(folder: Path, ref: hub.HubRef) -> list[Path]:
     init = folder / "__init__.py"
     init.unlink()
     init.write_bytes(EVIL.encode())
-    listing = hub.storage_folder(ref.repo_id, "kernel") / "trees" / f"{ref.sha}.json"
+    listing = hub._cache.listing_path(ref)  # the listing of build/ that loading kept
     record = hub.record_path(ref, "torch-cpu")
     entry = {"blob_id": git_sha1(EVIL.encode()), "size": len(EVIL)}
     if listing.exists():

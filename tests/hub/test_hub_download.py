@@ -43,9 +43,13 @@ def test_list_variant_names_is_one_tree_call(hub_env: HubServer, hub_repos: HubR
     ref = hub.resolve(hub_repos.multi, version=2)
     hub_env.clear_requests()
     assert hub.list_variant_names(ref) == ["torch-cpu", "torch-cpu-extra", "torch-cuda"]
-    assert hub_env.paths() == [
-        f"/api/kernels/{hub_repos.multi}/tree/{ref.sha}/build?recursive=false&expand=false"
+    assert hub_env.paths() == [  # one recursive listing of build/: every file's hash
+        f"/api/kernels/{hub_repos.multi}/tree/{ref.sha}/build?recursive=true&expand=false"
     ]
+    assert set(hub.cached_tree_files(ref) or {}) >= {f"build/torch-cpu/{f}" for f in CPU_FILES}  # kept: the
+    hub_env.clear_requests()  # download and the checks ask no more
+    hub.download_variant(ref, "torch-cpu", progress=False)
+    assert all("/resolve/" in p for p in hub_env.paths()) and len(hub_env.paths()) == len(CPU_FILES)
 
 
 def test_download_fetches_only_the_chosen_variant(

@@ -1,20 +1,39 @@
 """List the build variants of a pinned commit and fetch exactly one of them.
 
-:func:`list_variant_names` names the folders under ``build/`` at a commit;
+:func:`list_variant_names` names the folders under ``build/`` at a commit, from one
+recursive listing of ``build/``, kept in the cache (:func:`list_files`);
 :func:`download_variant` downloads one ``build/<variant>/`` into the huggingface_hub cache
-(nothing else of the repository), and :func:`cached_variant_path` finds it there without
-a request.
+(nothing else of the repository) with one GET per file, no metadata request: each file is
+named, and checked as it arrives, by the hash the listing gives. :func:`cached_variant_path`
+finds a variant there without a request.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from kernel_plugins.errors import SourceError
+from kernel_plugins.errors import HubError, SourceError
+from kernel_plugins.integrity._hash import Hasher
+from kernel_plugins.integrity.varianthash import listing_entry_hash
+from kernel_plugins.jsonfile import write_atomic
 
-from ._cache import _cached_tree, _snapshot_folder, cache_dir, is_offline, request_args
+from ._cache import (
+    _cached_tree,
+    _snapshot_folder,
+    cache_dir,
+    cached_tree_files,
+    is_offline,
+    listing_path,
+    request_args,
+    storage_folder,
+)
 from ._errors import is_not_found, map_error
 from ._values import HubRef, _check_variant
 
@@ -22,8 +41,8 @@ from ._values import HubRef, _check_variant
 def list_variant_names(ref: HubRef) -> list[str]:
     """Return the sorted names of the folders directly under ``build/`` at ``ref.sha``.
 
-    Online this is one tree request, or none when huggingface_hub already cached the
-    commit's file listing. Offline (``HF_HUB_OFFLINE=1``) only the variants whose files are
+    Online this is one recursive tree request (its listing is kept for the download and the
+    checks), or none when the commit's listing is cached. Offline (``HF_HUB_OFFLINE=1``) only the variants whose files are
     in the local cache are listed.
 
     :raises SourceError: the commit has no ``build/`` folder, or nothing is cached offline.
@@ -34,14 +53,28 @@ def list_variant_names(ref: HubRef) -> list[str]:
         if not build.is_dir():
             raise _not_cached(f"{ref.repo_id} at commit {ref.sha}")
         return sorted(p.name for p in build.iterdir() if downloaded(p))
-    if cached := _variants_in_tree(_cached_tree(ref) or []):
-        return cached
-    entries = build_tree(ref, "listing build variants", f"{ref.repo_id} ({ref.repo_type}) has no "
-                         f"build/ folder at commit {ref.sha}; a kernel repository keeps one folder "
-                         "per build variant under build/. Check the repository id and revision.")
-    from huggingface_hub import RepoFolder
+    return _variants_in_tree(_cached_tree(ref) or list_files(ref))
 
-    return sorted({e.path.rstrip("/").split("/")[-1] for e in entries if isinstance(e, RepoFolder)})
+
+def list_files(ref: HubRef) -> dict[str, dict[str, Any]]:
+    """Every file under ``build/`` at ``ref.sha`` with its hashes (path -> ``size``, ``blob_id``,
+    ``lfs_sha256``...) in huggingface_hub's listing format, kept in a file of our own
+    (:func:`listing_path`): one recursive tree request (paged by huggingface_hub).
+    :raises SourceError: no ``build/`` folder. HubError: the Hub cannot be used."""
+    from huggingface_hub import RepoFile
+
+    missing = (f"{ref.repo_id} ({ref.repo_type}) has no build/ folder at commit {ref.sha}; a kernel repository "
+               "keeps one folder per build variant under build/. Check the repository id and revision.")
+    files = {e.path: {"size": e.size, "blob_id": e.blob_id, **({"lfs_sha256": e.lfs.sha256, "lfs_size": e.lfs.size}
+             if e.lfs else {}), **({"xet_hash": e.xet_hash} if getattr(e, "xet_hash", None) else {})}
+             for e in build_tree(ref, "listing files", missing, recursive=True) if isinstance(e, RepoFile)}
+    if not _variants_in_tree(files):
+        raise SourceError(missing)
+    path = listing_path(ref)
+    with suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps({"format_version": 1, "files": files}, indent=1))
+    return files
 
 
 def build_tree(ref: HubRef, doing: str, missing: str, *, recursive: bool = False) -> list[Any]:
@@ -95,23 +128,64 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
         return cached
     if is_offline():
         raise _not_cached(f"Variant {variant!r} of {ref.repo_id} at commit {ref.sha}")
-    tree = _cached_tree(ref)
-    if tree is not None and variant not in _variants_in_tree(tree):
-        raise _no_such_variant(ref, variant, tree)
-    from huggingface_hub import snapshot_download
+    files = cached_tree_files(ref) or list_files(ref)
+    wanted = [p for p in files if p.startswith(f"build/{variant}/")]
+    if not wanted:
+        raise _no_such_variant(ref, variant, files)
+    from tqdm.auto import tqdm
 
-    try:
-        snapshot = snapshot_download(
-            ref.repo_id, repo_type=ref.repo_type, revision=ref.sha, cache_dir=cache_dir(),
-            allow_patterns=[f"build/{variant}/*"],  # fnmatch: '*' also crosses '/'
-            **request_args(ref.endpoint), tqdm_class=None if progress else _silent_tqdm_class(),
-        )
-    except Exception as exc:
-        raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, f"downloading {variant}") from exc
-    folder = Path(snapshot) / "build" / variant
-    if not folder.is_dir() or not any(folder.iterdir()):
-        raise _no_such_variant(ref, variant, _cached_tree(ref) or [])
-    return folder
+    with ThreadPoolExecutor(8) as pool, tqdm(total=len(wanted), desc=f"Fetching {len(wanted)} files",
+                                             disable=not progress) as bar:
+        for _ in pool.map(lambda p: _download(ref, p, files[p]), wanted):
+            bar.update()
+    return _snapshot_folder(ref) / "build" / variant
+
+
+def _download(ref: HubRef, path_in_repo: str, entry: dict[str, Any]) -> Path:
+    """One listed file into the cache: one GET, checked as it arrives against the listing's
+    hash, which names its blob (nothing is kept when they differ); its snapshot link."""
+    target = _snapshot_folder(ref) / path_in_repo
+    if target.is_file():
+        return target
+    fh = listing_entry_hash(entry.get("blob_id"), entry.get("lfs_sha256"), entry.get("size"))
+    if fh is None:
+        raise HubError(f"The Hub listed {path_in_repo} of {ref.repo_id}@{ref.sha} without a git blob id or LFS "
+                       "sha256, so it cannot be checked; is the endpoint a Hugging Face Hub?")
+    blob = storage_folder(ref.repo_id, ref.repo_type) / "blobs" / fh.hex
+    if not blob.is_file():
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.file_download import http_get
+        from huggingface_hub.utils import build_hf_headers
+
+        args = request_args(ref.endpoint)
+        url = hf_hub_url(ref.repo_id, path_in_repo, repo_type=ref.repo_type, revision=ref.sha,
+                         endpoint=args["endpoint"])
+        hasher = Hasher(fh.size or 0, ("git" if fh.kind == "git" else "sha256",))
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=blob.parent, prefix=f".{fh.hex}.", suffix=".incomplete")
+        try:
+            with os.fdopen(fd, "w+b") as f:
+                http_get(url, f, headers=build_hf_headers(library_name=args["library_name"],
+                                                          library_version=args["library_version"]),
+                         expected_size=fh.size, displayed_filename=path_in_repo.rsplit("/", 1)[-1],
+                         tqdm_class=_silent_tqdm_class())
+                f.seek(0)
+                while chunk := f.read(1 << 20):
+                    hasher.update(chunk)
+            if (got := next(iter(hasher.hexdigests().values()))) != fh.hex:
+                raise HubError(f"{url}: the Hub sent a file that hashes to {got}, not to the {fh.describe()} its "
+                               "listing names; nothing of it was kept. Try again; if it persists, the repository "
+                               "or a proxy between is broken.")
+            os.replace(tmp, blob)
+        except Exception as exc:
+            raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, f"downloading {path_in_repo}") from exc
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(tmp)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with suppress(FileExistsError):
+        os.symlink(os.path.relpath(blob, target.parent), target)
+    return target
 
 
 def downloaded(folder: Path) -> bool:
@@ -125,6 +199,10 @@ def download_file(ref: HubRef, path_in_repo: str) -> Path:
     request). :raises SourceError: no such file. HubError: the Hub cannot be used."""
     if (cached := _snapshot_folder(ref) / path_in_repo).is_file():
         return cached  # huggingface_hub would build its HTTP client (and ask the Hub) first
+    if (files := cached_tree_files(ref)) is not None and not is_offline():  # one GET, checked
+        if path_in_repo not in files:
+            raise SourceError(f"{ref.repo_id} at commit {ref.sha} has no {path_in_repo}")
+        return _download(ref, path_in_repo, files[path_in_repo])
     from huggingface_hub import hf_hub_download
 
     try:
