@@ -147,3 +147,17 @@ def test_cache_ls_lists_what_loads_cached(served, capsys) -> None:  # noqa: ANN0
     assert repo["size_on_disk"] >= max(v1["size_on_disk"], v2["size_on_disk"])
     out = cli(capsys, "cache", "ls")[1]
     assert f"{served['relu']}  v1" in out and f"{served['relu']}  v2" in out
+
+
+def test_cache_ls_of_a_cache_that_is_a_file_and_describe_api_of_a_link_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # noqa: ANN001
+    (tmp_path / "cache").write_text("not a folder")
+    monkeypatch.setenv("KERNELS_CACHE", str(tmp_path / "cache"))
+    code, doc, _ = cli(capsys, "cache", "ls", "--json")
+    assert (code, doc["error"]["type"]) == (1, "LocalDiskError")
+    assert doc["error"]["message"].startswith(f"cannot list the kernel cache {tmp_path / 'cache'}: ")
+    repo = make_repo(tmp_path / "r", ["torch-cpu"])
+    (tmp_path / "outside.json").write_text(json.dumps(SYMBOLS))
+    (repo / "build" / "torch-cpu" / "symbols.json").symlink_to(tmp_path / "outside.json")
+    code, doc, _ = cli(capsys, "describe-api", str(repo), "--json")
+    assert (code, doc["error"]["type"]) == (1, "IntegrityError") and "symbols.json" in doc["error"]["message"]

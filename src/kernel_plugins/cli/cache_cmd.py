@@ -37,12 +37,15 @@ def run(args: argparse.Namespace) -> int:
     from huggingface_hub import CacheNotFound, scan_cache_dir
 
     from .. import hub
+    from ..errors import LocalDiskError
 
     folder = hub.cache_dir()
     try:
         scan = scan_cache_dir(folder)
     except CacheNotFound:
         scan = None
+    except (OSError, ValueError) as e:  # a file, or unreadable
+        raise LocalDiskError(f"cannot list the kernel cache {folder}: {e}; set KERNELS_CACHE to the cache folder") from e
     repos: list[dict[str, Any]] = []
     for repo in sorted(scan.repos if scan else (), key=lambda r: (r.repo_id, r.repo_type)):
         revisions = []
