@@ -53,15 +53,11 @@ def check_python_depends(metadata: KernelMetadata, spec: BackendSpec, *, where: 
     for name in metadata.python_depends:
         dep = known.get(name)
         if dep is None:
-            raise MetadataError(
-                f"{where}: python-depends names {name!r}, which is not a known dependency for "
-                f"backend '{spec.name}' (known: {', '.join(sorted(known)) or 'none'})"
-            )
+            raise MetadataError(f"{where}: python-depends names {name!r}, which is not a known dependency for "
+                                f"backend '{spec.name}' (known: {', '.join(sorted(known)) or 'none'})")
         if dep.module is not None and importlib.util.find_spec(dep.module) is None:
-            raise MissingDependencyError(
-                f"kernel {metadata.name!r} ({where}) needs the Python package {dep.pip!r} "
-                f"(import {dep.module!r}), which is not installed: pip install {dep.pip}"
-            )
+            raise MissingDependencyError(f"kernel {metadata.name!r} ({where}) needs the Python package {dep.pip!r} "
+                                         f"(import {dep.module!r}), which is not installed: pip install {dep.pip}")
 
 
 def _package_base(snapshot: VariantSnapshot, metadata: KernelMetadata) -> str:
@@ -71,10 +67,8 @@ def _package_base(snapshot: VariantSnapshot, metadata: KernelMetadata) -> str:
     if f"{metadata.python_name}/__init__.py" in snapshot.files:
         return metadata.python_name
     root = snapshot.root
-    raise KernelImportError(
-        f"{root}: no kernel module found: expected {root / '__init__.py'} (flat layout) or "
-        f"{root / metadata.python_name / '__init__.py'} (nested layout)"
-    )
+    raise KernelImportError(f"{root}: no kernel module found: expected {root / '__init__.py'} (flat layout) or "
+                            f"{root / metadata.python_name / '__init__.py'} (nested layout)")
 
 
 class _SourceLoader(importlib.abc.InspectLoader):
@@ -108,14 +102,12 @@ class _SourceLoader(importlib.abc.InspectLoader):
 class _SnapshotFinder(importlib.abc.MetaPathFinder):
     """Serves the kernels' namespace and every module below a kernel from its snapshot."""
 
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         """A spec from the snapshot; ModuleNotFoundError for names the snapshot lacks."""
         if fullname == NAMESPACE:
-            spec = importlib.machinery.ModuleSpec(
-                fullname, _SourceLoader(None, f"<{NAMESPACE}>", True), is_package=True
-            )
+            spec = importlib.machinery.ModuleSpec(fullname, _SourceLoader(None, f"<{NAMESPACE}>", True),
+                                                  is_package=True)
             spec.submodule_search_locations = []
             return spec
         kernel = _kernel_of(fullname)
@@ -148,20 +140,15 @@ def _spec(kernel: _Kernel, fullname: str) -> importlib.machinery.ModuleSpec:
         return _source_spec(fullname, source, source.path, None)
     if parts and any(rel.startswith(stem + "/") for rel in snap.files):
         return _source_spec(fullname, None, folder, folder)  # a folder without __init__.py
-    raise ModuleNotFoundError(
-        f"No module named {fullname!r} among the verified files of kernel {kernel.name!r} "
-        f"({snap.root}); files added after verification are never imported",
-        name=fullname,
-    )
+    raise ModuleNotFoundError(f"No module named {fullname!r} among the verified files of kernel {kernel.name!r} "
+                              f"({snap.root}); files added after verification are never imported",
+                              name=fullname)
 
 
-def _source_spec(
-    fullname: str, file: SnapshotFile | None, origin: Path, package: Path | None
-) -> importlib.machinery.ModuleSpec:
+def _source_spec(fullname: str, file: SnapshotFile | None, origin: Path,
+                 package: Path | None) -> importlib.machinery.ModuleSpec:
     loader = _SourceLoader(file, str(origin), package is not None)
-    spec = importlib.machinery.ModuleSpec(
-        fullname, loader, origin=str(origin), is_package=package is not None
-    )
+    spec = importlib.machinery.ModuleSpec(fullname, loader, origin=str(origin), is_package=package is not None)
     if package is not None:
         spec.submodule_search_locations = [str(package)]
     spec.has_location = file is not None
@@ -183,9 +170,8 @@ def _drop_modules(name: str) -> None:
         del attrs[name.rpartition(".")[2]]
 
 
-def import_snapshot(
-    load: KernelLoad, snapshot: VariantSnapshot, builtins: dict[str, object] | None = None
-) -> ModuleType:
+def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot,
+                    builtins: dict[str, object] | None = None) -> ModuleType:
     """Import the verified ``snapshot`` as package ``load.module_name`` (its modules run
     with ``builtins``, None: Python's).
 
@@ -197,21 +183,17 @@ def import_snapshot(
     """
     name = load.module_name
     if not name.startswith(NAMESPACE + ".") or "." in name[len(NAMESPACE) + 1:]:
-        raise KernelImportError(
-            f"cannot import {load.path} as {name!r}: kernels are imported as "
-            f"{NAMESPACE}.<id> only"
-        )
+        raise KernelImportError(f"cannot import {load.path} as {name!r}: kernels are imported as "
+                                f"{NAMESPACE}.<id> only")
     key = snapshot.content_key()
     with _lock:
         kernel = _kernels.get(name)
         if kernel is not None and kernel.module is not None:
             if kernel.key == key:
                 return kernel.module
-            raise KernelImportError(
-                f"cannot import {load.path} as {name!r}: a kernel of that name is already "
-                f"loaded from {kernel.snapshot.root} with different files. Two different builds "
-                "claim the same build id; remove one copy or rebuild with a unique id."
-            )
+            raise KernelImportError(f"cannot import {load.path} as {name!r}: a kernel of that name is already "
+                                    f"loaded from {kernel.snapshot.root} with different files. Two different builds "
+                                    "claim the same build id; remove one copy or rebuild with a unique id.")
         if load.metadata.build_layout == "zip":  # the verified archive's members, opened in memory
             snapshot = archive_view(snapshot, f"{load.metadata.id}.zip")
         base = _package_base(snapshot, load.metadata)
@@ -226,11 +208,9 @@ def import_snapshot(
             if isinstance(e, KeyboardInterrupt):
                 raise
             how = " (the kernel's code called sys.exit)" if isinstance(e, SystemExit) else ""
-            raise KernelImportError(
-                f"importing kernel {load.metadata.name!r} variant {load.variant} from "
-                f"{load.path} failed: {type(e).__name__}: {e}{how}. Nothing of it was kept; fix "
-                "the kernel or load another variant."
-            ) from e
+            raise KernelImportError(f"importing kernel {load.metadata.name!r} variant {load.variant} from "
+                                    f"{load.path} failed: {type(e).__name__}: {e}{how}. Nothing of it was kept; fix "
+                                    "the kernel or load another variant.") from e
         kernel.module = module
         return module
 
@@ -250,18 +230,12 @@ def import_verified(
     spec = get_manager().record(device.backend).spec
     check_python_depends(metadata, spec, where=str(path / "metadata.json"))
     if metadata.is_dirty:
-        warn_user(
-            f"kernel {metadata.name!r} ({path}) was built from a dirty source tree; its code may "
-            "not match any published commit",
-            UserWarning,
-        )
+        warn_user(f"kernel {metadata.name!r} ({path}) was built from a dirty source tree; its code may "
+                  "not match any published commit", UserWarning)
     if variant == UNIVERSAL:
-        warn_user(
-            f"{source.label}: the torch-universal variant is deprecated; publish noarch variants "
-            f"instead (torch-{device.backend} for this device, torch-<backend> for each backend "
-            "the code supports)",
-            DeprecationWarning,
-        )
+        warn_user(f"{source.label}: the torch-universal variant is deprecated; publish noarch variants "
+                  f"instead (torch-{device.backend} for this device, torch-<backend> for each backend "
+                  "the code supports)", DeprecationWarning)
     load = KernelLoad(source.label, variant, path, metadata, module_name(metadata.id))
     module = get_manager().load_kernel(device, load)
     if module is None:

@@ -114,9 +114,7 @@ class KernelMetadata:
     def is_dirty(self) -> bool:
         """True when ``provenance`` says the build came from a dirty tree."""
         prov = self.provenance or {}
-        return any(
-            isinstance(v, dict) and v.get("dirty") is True for v in prov.values()
-        ) or prov.get("dirty") is True
+        return any(isinstance(v, dict) and v.get("dirty") is True for v in prov.values()) or prov.get("dirty") is True
 
 
 class MetadataProblem(NamedTuple):
@@ -217,10 +215,8 @@ def _name(value: object) -> str:
 def _id(value: object) -> str:
     v = _str(value)
     if not v.isidentifier() or keyword.iskeyword(v) or not v.isascii() or len(v) > 128:
-        raise _Bad(
-            f"Value error, {v!r} must be a plain ASCII Python identifier (no dots, slashes or "
-            "dashes): it is the module name and torch.ops namespace of the build"
-        )
+        raise _Bad(f"Value error, {v!r} must be a plain ASCII Python identifier (no dots, slashes or "
+                   "dashes): it is the module name and torch.ops namespace of the build")
     if v.startswith("__"):
         raise _Bad(f"Value error, {v!r} must not start with two underscores: such names are Python's own")
     return v
@@ -325,11 +321,9 @@ def check_minver(metadata: KernelMetadata, *, where: str) -> None:
     """:raises KernelsVersionError: ``kernels-minver`` is newer than :data:`KERNELS_VERSION`."""
     need, ours = metadata.kernels_minver, KERNELS_VERSION
     if need is not None and tuple(map(int, need.split("."))) > tuple(map(int, ours.split("."))):
-        raise KernelsVersionError(
-            f"{where}: kernel {metadata.name!r} needs kernels>={need} (kernels-minver), but "
-            f"this kernel-plugins reads the format of kernels {KERNELS_VERSION}. Upgrade "
-            "kernel-plugins, or load an older version of the kernel (version= or revision=)."
-        )
+        raise KernelsVersionError(f"{where}: kernel {metadata.name!r} needs kernels>={need} (kernels-minver), but "
+                                  f"this kernel-plugins reads the format of kernels {KERNELS_VERSION}. Upgrade "
+                                  "kernel-plugins, or load an older version of the kernel (version= or revision=).")
 
 
 def metadata_problems(data: object) -> list[MetadataProblem]:
@@ -351,9 +345,7 @@ def parse_metadata(data: object, *, where: str) -> KernelMetadata:
         return _METADATA(data)  # type: ignore[no-any-return]
     except _Nested as e:
         listed = "; ".join(f"key '{p.key}': {p.message}" for p in e.problems)
-        raise MetadataError(
-            f"{where}: invalid metadata: {listed}. Rebuild the kernel or fix the file."
-        ) from None
+        raise MetadataError(f"{where}: invalid metadata: {listed}. Rebuild the kernel or fix the file.") from None
 
 
 def parse_metadata_bytes(raw: bytes, *, where: str) -> KernelMetadata:
@@ -372,9 +364,7 @@ def read_metadata(variant_dir: Path) -> KernelMetadata:
     """Read and validate ``<variant_dir>/metadata.json``."""
     path = variant_dir / "metadata.json"
     if not path.is_file():
-        raise MetadataError(
-            f"{path}: missing; every build variant needs a metadata.json (is this a variant folder?)"
-        )
+        raise MetadataError(f"{path}: missing; every build variant needs a metadata.json (is this a variant folder?)")
     from .jsonfile import JSONFileError, read_json
 
     try:

@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ._record import record
+from ._record import record, replace
 from .errors import AmbiguousNameError, RepoIdError, SourceError
 
 if TYPE_CHECKING:
@@ -156,17 +156,13 @@ def _repo_id_of_url(url: str) -> str:
     hosts = {"huggingface.co", "hf.co", urlsplit(hub_endpoint(None)).netloc.lower()}
     segments = [s for s in parts.path.split("/") if s]
     if parts.netloc.lower() not in hosts or len(segments) < 2:
-        raise RepoIdError(
-            f"{url!r} is not the address of a Hub repository: pass a repository id 'org/name' "
-            "(the Hub at huggingface.co or HF_ENDPOINT), a short name or a local folder"
-        )
+        raise RepoIdError(f"{url!r} is not the address of a Hub repository: pass a repository id 'org/name' "
+                          "(the Hub at huggingface.co or HF_ENDPOINT), a short name or a local folder")
     repo_id = "/".join(segments[:2])
     if len(segments) > 2:
         rev = f" with revision={segments[3]!r}" if segments[2] in ("tree", "blob") and len(segments) > 3 else ""
-        raise RepoIdError(
-            f"{url!r} is the address of a page inside the Hub repository {repo_id!r}: pass "
-            f"{repo_id!r}{rev} instead"
-        )
+        raise RepoIdError(f"{url!r} is the address of a page inside the Hub repository {repo_id!r}: pass "
+                          f"{repo_id!r}{rev} instead")
     return repo_id
 
 
@@ -207,12 +203,10 @@ def parse_name(name: object) -> Name:
             e.args = (f"{e.args[0]} (no local folder named {text!r} exists either)",)
         raise
     if folder is not None:
-        raise AmbiguousNameError(
-            f"{text!r} is ambiguous: it is a Hub repository id ({repo_id}) and also a folder "
-            f"here ({folder.resolve()}). Write './{text}' for the folder or "
-            f"'{HUB_PREFIX}{text}' for the Hub repository (in Python, a pathlib.Path is always "
-            "a folder)."
-        )
+        raise AmbiguousNameError(f"{text!r} is ambiguous: it is a Hub repository id ({repo_id}) and also a folder "
+                                 f"here ({folder.resolve()}). Write './{text}' for the folder or "
+                                 f"'{HUB_PREFIX}{text}' for the Hub repository (in Python, a pathlib.Path is always "
+                                 "a folder).")
     return Name(None, repo_id, repo_id.split("/", 1)[1])
 
 
@@ -233,10 +227,8 @@ def find(name: object, *, device: DeviceInfo | None = None, revision: str | None
     pinned = ", ".join(f"{k}={str(v) if k == 'lockfile' else v!r}" for k, v in pins.items() if v is not None)
     if parsed.path is not None:
         if pinned:
-            raise SourceError(
-                f"{parsed.path} is a local folder: {pinned} only applies to Hub repositories; "
-                "drop it, or load the repository by its id 'org/name'"
-            )
+            raise SourceError(f"{parsed.path} is a local folder: {pinned} only applies to Hub repositories; "
+                              "drop it, or load the repository by its id 'org/name'")
         return KernelSource("local", str(parsed.path), None, parsed.path, parsed.short_name)
     repo_id = parsed.repo_id
     assert repo_id is not None
@@ -262,10 +254,7 @@ def find(name: object, *, device: DeviceInfo | None = None, revision: str | None
     if hub.exact_pin:
         why = "revision" if revision is not None else "lockfile"
         note = f"a copy shipped by a backend plugin ({shipped}) was not used: {why}= pins a Hub commit"
-        return hub_source(
-            repo_id, revision=revision, version=version, lockfile=lock, repo_type=repo_type,
-            notes=(note,),
-        )
+        return replace(hub, notes=(note,))
     if own:
         return KernelSource("plugin", repo_id, repo_id, shipped, parsed.short_name,
                             notes=(f"shipped in the files of {who}: trusted as installed, signatures not checked",))
@@ -288,10 +277,8 @@ def parse_local_kernels(value: str | None = None) -> dict[str, Path]:
             continue
         repo, sep, path = entry.partition("=")
         if not sep or not repo.strip() or not path.strip():
-            raise SourceError(
-                f"LOCAL_KERNELS entry {entry!r} is malformed: expected 'org/name=/path' (entries "
-                f"separated by {os.pathsep!r})"
-            )
+            raise SourceError(f"LOCAL_KERNELS entry {entry!r} is malformed: expected 'org/name=/path' (entries "
+                              f"separated by {os.pathsep!r})")
         try:
             repo_id = validate_repo_id(repo.strip())
         except SourceError as e:
@@ -326,10 +313,8 @@ def local_variants(root: Path) -> LocalVariants:
         return LocalVariants(root, {root.name: root}, "variant")
     build = root / "build"
     if build.is_symlink():
-        raise SourceError(
-            f"{build} is a link (to {build.resolve()}); refusing to load code from there. "
-            "Replace the link with the folder itself."
-        )
+        raise SourceError(f"{build} is a link (to {build.resolve()}); refusing to load code from there. "
+                          "Replace the link with the folder itself.")
     base, layout = (build, "repo") if build.is_dir() else (root, "variants")
     variants: dict[str, Path] = {}
     # scandir tells a link or a folder without a stat (closed once it is read to the end)
@@ -340,18 +325,14 @@ def local_variants(root: Path) -> LocalVariants:
         if entry.is_symlink():
             target = child.resolve()
             where = "outside" if root not in target.parents else "elsewhere in"
-            raise SourceError(
-                f"variant folder {child} is a link that points {where} {root} (to {target}); "
-                "refusing to load code from there. Replace the link with the folder itself."
-            )
+            raise SourceError(f"variant folder {child} is a link that points {where} {root} (to {target}); "
+                              "refusing to load code from there. Replace the link with the folder itself.")
         if not entry.is_dir(follow_symlinks=False):
             continue
         if layout == "variants" and not (child / "metadata.json").is_file():
             continue
         variants[child.name] = child
     if not variants:
-        raise SourceError(
-            f"{root} holds no build variants: expected build/<variant>/metadata.json, "
-            "<variant>/metadata.json or a single variant folder with metadata.json"
-        )
+        raise SourceError(f"{root} holds no build variants: expected build/<variant>/metadata.json, "
+                          "<variant>/metadata.json or a single variant folder with metadata.json")
     return LocalVariants(root, variants, layout)
