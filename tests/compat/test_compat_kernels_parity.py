@@ -1,7 +1,7 @@
 """The compat module against the installed HF ``kernels`` release (the pinned one): the same
 public names, and the same signatures (parameter names, kinds and defaults) for every public
 function, class and public method, except the intended differences that
-``docs/compat-kernels.md`` lists in its table "Signatures". A new parameter in the next
+``docs/differences.md`` lists in its section on the kernels API. A new parameter in the next
 release, or a difference nobody documented, fails here; so does a documented one that is gone.
 """
 
@@ -18,8 +18,8 @@ from tests.support.pins import kernels_pin
 
 kernels = pytest.importorskip("kernels", reason=f"needs HF kernels=={kernels_pin()} (the test extra)")
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "compat-kernels.md"
-SECTION = "## Signatures: intended differences from kernels"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "differences.md"
+SECTION = "## The kernels API (`kernel_plugins.compat.kernels`)"
 
 
 def documented() -> set[tuple[str, str]]:
