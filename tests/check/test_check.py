@@ -405,7 +405,7 @@ def test_layer_classes_that_hf_kernels_refuses_are_problems(tmp_path: Path) -> N
     found = by_key(check(repo).problems)
     assert sorted(found) == [("build/torch-cpu/layers.py", "ReLU"), ("build/torch-cpu/layers.py", "Stateful")]
     relu = found[("build/torch-cpu/layers.py", "ReLU")]
-    assert "defines kernel_properties: HF kernels 0.17.2 refuses it" in relu.message
+    assert "defines kernel_properties: HF kernels 0.19.1 refuses it" in relu.message
     assert "__kernel_properties__" in relu.fix
     assert "defines __init__, _helper:" in found[("build/torch-cpu/layers.py", "Stateful")].message
     # the nested layout and a layers package are read too

@@ -13,7 +13,7 @@ What is checked:
   ``backend.type`` agrees with the variant (``torch-<backend>`` for noarch, the owner of
   the arch token for arch variants, anything for ``torch-universal``); the kernel module
   exists (``__init__.py`` flat, or ``<python_name>/__init__.py`` nested); the layer
-  classes of its ``layers`` module define no more than HF ``kernels`` 0.17.2 accepts
+  classes of its ``layers`` module define no more than HF ``kernels`` 0.19.1 accepts
   (``forward``, ``has_backward``, ``can_torch_compile``; no ``__init__``);
   ``python-depends`` names are known for that backend; ``digest``, when present,
   matches the files (see :mod:`kernel_plugins.integrity`); ``name`` and ``version``

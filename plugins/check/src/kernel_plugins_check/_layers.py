@@ -1,4 +1,4 @@
-"""The layer classes of a variant, as HF ``kernels`` 0.17.2 validates them, read, never run.
+"""The layer classes of a variant, as HF ``kernels`` 0.19.1 validates them, read, never run.
 
 ``kernels`` refuses a layer class that overrides ``__init__`` or has members beyond those
 of ``torch.nn.Module`` and ``has_backward`` / ``can_torch_compile`` ("must not contain
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ._report import _Ctx
 
-#: What a layer class body may define for ``kernels`` 0.17.2 (dunders other than __init__
+#: What a layer class body may define for ``kernels`` 0.19.1 (dunders other than __init__
 #: come from ``nn.Module`` itself).
 KERNELS_MEMBERS = frozenset({"forward", "has_backward", "can_torch_compile"})
 _MAX_BYTES = 4 << 20
@@ -52,7 +52,7 @@ def check_layers(ctx: _Ctx, package: Path) -> None:
         if extra:
             ctx.add(
                 path, node.name,
-                f"layer class {node.name} defines {', '.join(extra)}: HF kernels 0.17.2 "
+                f"layer class {node.name} defines {', '.join(extra)}: HF kernels 0.19.1 "
                 "refuses it (a layer \"must not contain additional members\" nor its own __init__)",
                 "keep only forward, has_backward and can_torch_compile in the class; declare "
                 "properties in the module's __kernel_properties__ = {'<class>': frozenset({...})}",
