@@ -54,8 +54,7 @@ class ArchFacts:
     """How a backend names its devices' architectures and judges a build's ``backend.archs``.
 
     Attributes:
-        read_arch: what detection found -> the described device's architecture (``DeviceInfo.arch``):
-            ``(torch.<device_type>, index)`` here, a :class:`VendorDevices` (which knows its index) in the kit.
+        read_arch: ``(torch.<device_type>, index)`` (the kit: a ``VendorDevices``) -> ``DeviceInfo.arch``.
         arch_runs: ``(device, an entry of backend.archs)`` -> whether the device runs code
             built for it (None: an entry it cannot read); None: architectures unchecked.
     """

@@ -292,9 +292,8 @@ def _write_ref(repo_id: str, repo_type: str, name: str, sha: str) -> None:
 
 
 def listing_path(ref: HubRef, ours: bool = True) -> Path:
-    """Where the file listing of ``ref.sha`` is kept: ``trees/<sha>.kernel-plugins.json`` (ours: not
-    ``trees/<sha>.json``, where huggingface_hub would take a listing of every variant to mean that a
-    snapshot holding one is incomplete, and kernels 0.17.2 would not load it offline), else huggingface_hub's."""
+    """Where the listing of ``ref.sha`` is kept: ours (not huggingface_hub's ``trees/<sha>.json``, which would make a
+    snapshot holding one variant incomplete to it, and kernels 0.17.2 would not load it offline), else its."""
     return storage_folder(ref.repo_id, ref.repo_type) / "trees" / f"{ref.sha}{'.kernel-plugins' * ours}.json"
 
 

@@ -48,10 +48,9 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise LockfileError(f"cannot read {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise LockfileError(f"{path} is not valid TOML: {exc}. Fix the file.") from exc
-    except UnicodeDecodeError as exc:
-        raise LockfileError(f"{path} is not UTF-8 text ({exc}); TOML files must be UTF-8.") from None
-    except RecursionError:
-        raise LockfileError(f"{path}: values are nested too deeply to read. Fix the file.") from None
+    except (UnicodeDecodeError, RecursionError) as exc:
+        why = f"is not UTF-8 text ({exc})" if isinstance(exc, UnicodeDecodeError) else "has values nested too deeply"
+        raise LockfileError(f"{path} {why} to read as TOML. Fix the file.") from None
 
 
 def _pyproject_path(project: str | os.PathLike[str]) -> Path:
