@@ -107,6 +107,7 @@ def test_untrusted_org_refused_through_layers(
     from torch import nn
 
     from kernel_plugins.layers import (
+        KernelRepository,
         LayerRepository,
         LockedLayerRepository,
         Mode,
@@ -130,11 +131,24 @@ def test_untrusted_org_refused_through_layers(
         def forward(self, x):
             return x + x
 
+    class Mine(KernelRepository):
+        """A user's own repository type: it goes through the same trust check (a truthy
+        ``trust_remote_code`` that is not ``True`` grants nothing, as on the built-in ones)."""
+
+        member = "Double"
+
+        def target(self) -> str:
+            return repo_id
+
+        def load_options(self) -> dict[str, object]:
+            return {"version": 1, "trust_remote_code": "yes"}
+
     repos = {
         "layer": LayerRepository(repo_id, layer_name="Double", version=1),
         "locked": LockedLayerRepository(
             repo_id, layer_name="Double", lockfile=project / "kernels.lock"
         ),
+        "a user's subclass": Mine(),
     }
     for repo in repos.values():
         model = Double()

@@ -59,7 +59,7 @@ def _load_kernel(
     import kernel_plugins
 
     options = {k: v for k, v in repo.load_options().items() if v is not None}
-    trust = bool(options.pop("trust_remote_code", False)) or trust
+    trust = options.pop("trust_remote_code", False) is True or trust  # True itself, as _trusted()
     return kernel_plugins.load(
         repo.target(), device=device, trust_remote_code=trust, fallback=fallback, **options
     )
