@@ -1,28 +1,28 @@
-"""Marks placed by the real HF ``kernels`` 0.17.2 (what transformers places when it uses
-``kernels``) are honoured by kernel_plugins.kernelize: a tiny Llama whose RMSNorm,
-activation and rotary function were marked by ``kernels``' own decorators is served by
-kernel code, with bitwise-equal logits.
+"""Marks placed by the real HF ``kernels`` are honoured by kernel_plugins.kernelize.
 
-``kernels`` is not a dependency of kernel-plugins: the child interpreter gets only its
-package, from the second environment the test script builds (``$KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON``).
+* The pinned release (0.19.1, installed with the test extra), in this process: since 0.18 a
+  class holding marked functions gives each instance its own wrapper modules (``_kernel_funcs``)
+  and its forward reads ``wrapper.forward.__func__`` on every call; kernelize serves them per
+  model, bitwise, and HF kernels' own ``get_kernelized_layers`` reports what it installed.
+* kernels 0.17.2 (one wrapper shared by every instance), in a child interpreter whose path has
+  that release first (installed once, without dependencies, under ``benchmarks/.work``): a tiny
+  Llama whose RMSNorm, activation and rotary function ``kernels`` marked is served by kernel
+  code, with bitwise-equal logits.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from kernel_plugins_testing import run_in_fresh_interpreter
 
-KERNELS_PIN = "0.17.2"
-PYTHON_ENV = "KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON"
+from tests.support.releases import release
+
+OLDER_KERNELS = "0.17.2"
 
 CODE = r"""
-import json, warnings
+import json, sys, warnings
 warnings.simplefilter("ignore")
 import torch, kernels
 import transformers.integrations as integrations
@@ -57,6 +57,7 @@ with torch.no_grad():
 print("RESULT" + json.dumps({
     "version": kernels.__version__,
     "rotary_class": type(rotary).__module__,
+    "shared": rotary is sys.modules[type(attn).__module__].apply_rotary_pos_emb,  # before 0.18
     "served": [kernel_choice(m).uses_kernel for m in
                (rotary, model.model.norm, model.model.layers[0].mlp.act_fn)],
     "equal": bool(torch.equal(expected, got)),
@@ -64,41 +65,98 @@ print("RESULT" + json.dumps({
 """
 
 
-@pytest.fixture(scope="module")
-def kernels_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding only the ``kernels`` package of the second environment (the one
-    ``$KERNEL_PLUGINS_TEST_HF_KERNELS_PYTHON`` names, which scripts/test.sh builds), for the
-    child interpreter's path: nothing is installed while the tests run."""
-    python = os.environ.get(PYTHON_ENV)
-    problem = f"this test needs {PYTHON_ENV} (scripts/test.sh sets it to a Python with HF kernels {KERNELS_PIN})"
-    if python:
-        probe = ("import importlib.util as u, sys; s = u.find_spec('kernels'); "
-                 "print('%d.%d' % sys.version_info[:2]); print(s.submodule_search_locations[0] if s else '')")
-        proc = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
-        version, package = (proc.stdout.splitlines() + ["", ""])[:2]
-        ours = f"{sys.version_info[0]}.{sys.version_info[1]}"
-        problem = (f"{python} has no kernels package ({proc.stderr[-300:]})" if not package else
-                   f"{python} is Python {version}, this one {ours}: the package cannot be shared" if version != ours
-                   else "")
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(problem)
-        pytest.skip(problem)
-    target = tmp_path_factory.mktemp("hf-kernels")
-    for found in (Path(package), *Path(package).parent.glob("kernels-*.dist-info")):  # its metadata too
-        (target / found.name).symlink_to(found, target_is_directory=True)
-    return target
-
-
-def test_kernelize_honours_the_marks_hf_kernels_places(kernels_path):
+def test_kernelize_honours_the_marks_older_hf_kernels_places():
     pytest.importorskip("transformers")
-    proc = run_in_fresh_interpreter(
-        CODE, env={"PYTHONPATH": str(kernels_path), "HF_HUB_OFFLINE": "1"}
-    )
+    older = release("kernels", OLDER_KERNELS)
+    proc = run_in_fresh_interpreter(CODE, env={"PYTHONPATH": str(older), "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(li for li in proc.stdout.splitlines() if li.startswith("RESULT"))
     r = json.loads(line[len("RESULT") :])
-    assert r["version"] == KERNELS_PIN
+    assert r["version"] == OLDER_KERNELS
     assert r["rotary_class"].startswith("kernels.")  # the function module kernels built
-    assert r["served"] == [True, True, True]
+    assert r["served"] == [True, True, True] and r["shared"] is True
     assert r["equal"] is True
+
+
+def test_kernelize_serves_the_per_model_function_wrappers_of_hf_kernels(manager):
+    """kernels 0.18+: kernelize one of two models marked by HF kernels' own decorators; its
+    wrapper's forward is bound (kernels reads ``forward.__func__``), the other model keeps the
+    original, and HF kernels' get_kernelized_layers reports what kernel-plugins installed."""
+    kernels = pytest.importorskip("kernels")
+    import copy
+    import types
+
+    import torch
+    from torch import nn
+
+    from kernel_plugins.layers import (
+        get_kernelized_layers,
+        kernel_choice,
+        kernelize,
+        use_kernel_mapping,
+    )
+    from kernel_plugins.layers.repositories import FuncRepository, LocalLayerRepository
+    from kernel_plugins.reference import reference_repo
+
+    @kernels.use_kernel_forward_from_hub("rotary_pos_emb")
+    def rotate(q, k, cos, sin, unsqueeze_dim=1):
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        half = q.shape[-1] // 2
+
+        def rot(x):
+            return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+        return q * cos + rot(q) * sin, k * cos + rot(k) * sin
+
+    @kernels.use_kernel_forward_from_hub("RMSNorm")
+    class Norm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.rand(8))
+            self.variance_epsilon = 1e-6
+
+        def forward(self, x):
+            v = x.float().pow(2).mean(-1, keepdim=True)
+            return self.weight * (x.float() * torch.rsqrt(v + self.variance_epsilon)).to(x.dtype)
+
+    @kernels.use_kernelized_func(rotate)
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = Norm()
+
+        def forward(self, q, k, cos, sin):
+            q, k = rotate(q, k, cos, sin)
+            return self.norm(q), k
+
+    torch.manual_seed(0)
+    served, untouched = Attn(), Attn()
+    args = torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    expected, expected_untouched = served(*args), untouched(*args)
+    mapping = {
+        "RMSNorm": {"cpu": LocalLayerRepository(reference_repo("rmsnorm"), layer_name="RMSNorm")},
+        "rotary_pos_emb": {"cpu": FuncRepository("kernels-community/rotary", func_name="apply_rotary_transformers", version=2)},
+    }  # fmt: skip
+    with use_kernel_mapping(mapping), pytest.warns(UserWarning, match="reference kernel"):
+        kernelize(served)
+    wrapper, other = served._kernel_funcs["rotary_pos_emb"], untouched._kernel_funcs["rotary_pos_emb"]
+    assert wrapper is not other and type(wrapper) is type(other)  # one per model since kernels 0.18
+    forward = wrapper.forward
+    assert isinstance(forward, types.MethodType) and forward.__self__ is wrapper
+    assert forward.__func__.__wrapped__.__module__.startswith(kernel_choice(wrapper).kernel_module)
+    assert kernel_choice(other) is None and "forward" not in other.__dict__
+    for model, want in ((served, expected), (copy.deepcopy(served), expected), (untouched, expected_untouched)):
+        assert all(torch.equal(a, b) for a, b in zip(model(*args), want, strict=True))
+
+    theirs, ours = kernels.get_kernelized_layers(served), get_kernelized_layers(served)
+    assert list(theirs.layers) == list(ours.layers) == ["norm"]
+    assert list(theirs.funcs) == list(ours.funcs) == [("", "rotary_pos_emb")]
+    assert theirs.funcs[("", "rotary_pos_emb")].module is wrapper
+    assert ours.funcs[("", "rotary_pos_emb")].repo is kernel_choice(wrapper).candidate.repo
+    assert kernels.get_kernelized_layers(untouched) == kernels.KernelizedLayers()
+
+    with pytest.warns(UserWarning, match="nothing was replaced"):
+        kernelize(served)  # nothing mapped any more: the original forwards, reported as such
+    assert "forward" not in wrapper.__dict__ and wrapper.forward.__func__ is type(wrapper).forward
+    assert kernels.get_kernelized_layers(served) == kernels.KernelizedLayers()
+    assert all(torch.equal(a, b) for a, b in zip(served(*args), expected, strict=True))

@@ -28,9 +28,13 @@ def test_enable_marks_models_and_registers_every_installed_backend():
         from kernel_plugins.layers import current_mapping
         from kernel_plugins.plugins import get_manager
         from transformers import LlamaConfig
+        from transformers.integrations.hub_kernels import is_kernels_available
+        from kernel_plugins.layers.decorators import original_function
         attn = m.LlamaAttention(LlamaConfig(hidden_size=16, num_attention_heads=2), 0)
         mp = current_mapping()
         print("RESULT" + json.dumps({
+            "hf_kernels": is_kernels_available(),
+            "ours": original_function(m.apply_rotary_pos_emb) is not None,
             "norm": m.LlamaRMSNorm.kernel_layer_name,
             "silu": activations.SiLUActivation.kernel_layer_name,
             "rotary": type(m.apply_rotary_pos_emb).kernel_layer_name,
@@ -42,7 +46,10 @@ def test_enable_marks_models_and_registers_every_installed_backend():
         }))
     """)
     assert r["norm"] == "RMSNorm" and r["silu"] == "SiLU" and r["rotary"] == "rotary_pos_emb"
-    assert r["funcs"] == ["apply_rotary_pos_emb"] and r["enabled"]
+    # transformers 5.25 marks through HF kernels when it is installed (the test extra installs it;
+    # its 0.18+ wrappers are keyed by the marked name), else enable() marks through kernel-plugins
+    assert r["ours"] is not r["hf_kernels"] and r["enabled"]
+    assert r["funcs"] == (["apply_rotary_pos_emb"] if r["ours"] else ["rotary_pos_emb"])
     assert set(r["layers"]) >= {"RMSNorm", "SiLU", "GeLU", "rotary_pos_emb"}
     assert r["keys"] == r["backends"] and {"cpu", "mlu", "npu"} <= set(r["keys"])
 
@@ -88,21 +95,33 @@ def test_enable_registers_its_defaults_beneath_the_users_mappings():
 
 
 def test_without_enable_no_marks_and_enable_after_model_import_warns():
+    """Without HF kernels (blocked: transformers' stub decorators mark nothing) a late enable()
+    warns; with it, transformers marks through kernels and a late enable() has nothing to say."""
     r = _run("""
-        import json, warnings
-        from transformers.models.llama import modeling_llama as m
-        marks = {"norm": hasattr(m.LlamaRMSNorm, "kernel_layer_name"),
-                 "rotary_is_function": type(m.apply_rotary_pos_emb).__name__ == "function"}
+        import json, sys, warnings
         from kernel_plugins.integrations import transformers as kpt
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            kpt.enable()
-        print("RESULT" + json.dumps({"marks": marks, "warnings": [str(w.message) for w in caught]}))
+
+        def late_enable():
+            from transformers.models.llama import modeling_llama as m
+            marks = {"norm": hasattr(m.LlamaRMSNorm, "kernel_layer_name"),
+                     "rotary_is_function": type(m.apply_rotary_pos_emb).__name__ == "function"}
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                kpt.enable()
+            return {"marks": marks, "warnings": [str(w.message) for w in caught]}
+
+        out = {"with": late_enable()}
+        for name in [m for m in sys.modules if m.partition(".")[0] in ("transformers", "kernels")]:
+            del sys.modules[name]
+        sys.modules["kernels"] = None  # as if not installed
+        out["without"] = late_enable()
+        print("RESULT" + json.dumps(out))
     """)
-    assert r["marks"] == {"norm": False, "rotary_is_function": True}
-    assert len(r["warnings"]) == 1
-    assert "transformers.models.llama.modeling_llama" in r["warnings"][0]
-    assert "before importing" in r["warnings"][0]
+    assert r["with"] == {"marks": {"norm": True, "rotary_is_function": False}, "warnings": []}
+    assert r["without"]["marks"] == {"norm": False, "rotary_is_function": True}
+    assert len(r["without"]["warnings"]) == 1
+    assert "transformers.models.llama.modeling_llama" in r["without"]["warnings"][0]
+    assert "before importing" in r["without"]["warnings"][0]
 
 
 def test_kernelize_honours_marks_placed_the_hf_kernels_way(manager):

@@ -1,10 +1,13 @@
-"""transformers models (tiny random Llama, Qwen2, Mistral built from configs, no
-downloads) kernelized by ``kernel_plugins.kernelize`` after
-``kernel_plugins.integrations.transformers.enable()``: all three on the CPU, Llama on every
-EMULATED backend (CPU-backed, not real hardware), one fresh interpreter per device, on
-device index 1. Every marked layer and the rotary function run kernel code (the bundled
-references: the Hub is unreachable here, so each fallback warns); logits, loss and
-gradients are bitwise equal to the untouched model's."""
+"""transformers models (tiny random Llama, Qwen2, Mistral built from configs, no downloads)
+kernelized by ``kernel_plugins.kernelize`` after ``kernel_plugins.integrations.transformers.enable()``,
+on the CPU and on every EMULATED backend (CPU-backed, not real hardware, device index 1), in two
+releases: the installed transformers (5.25) with the HF ``kernels`` it requires, whose decorators
+place the marks (per-model function wrappers that read ``forward.__func__``), and transformers
+5.24 with ``kernels`` blocked, marked by kernel-plugins. One fresh interpreter per device runs
+both (see transformers_scenario.py). Every marked layer and the rotary function run kernel code
+(the bundled references: the Hub is unreachable here, so each fallback warns); logits, loss and
+gradients are bitwise equal to the untouched model's; kernel_choice and get_kernelized_layers
+(ours, the compat module's and HF kernels' own) name the same modules and repositories."""
 
 from __future__ import annotations
 
@@ -14,17 +17,21 @@ from pathlib import Path
 import pytest
 from kernel_plugins_testing import run_in_fresh_interpreter
 
+from tests.support.releases import release
 from tests.support.side_by_side import result_for, run_side_by_side
 
 SCENARIO = Path(__file__).with_name("transformers_scenario.py")
-MODELS = ("llama", "qwen2", "mistral")
+MODELS = ("Llama", "Qwen2", "Mistral")
 DEVICES = ("cpu", "mlu", "musa", "npu", "neuron", "tpu")
+OLDER = "5.24.0"  # the last transformers release before kernels became a requirement
 
 
-def _run(name: str) -> subprocess.CompletedProcess[str]:
-    code = f"import sys, runpy\nsys.argv = ['scenario', {name!r}]\nrunpy.run_path({str(SCENARIO)!r})"
+def _run(name: str, older: Path) -> subprocess.CompletedProcess[str]:
+    argv = ["scenario", name, str(older)]
+    code = f"import sys, runpy\nsys.argv = {argv!r}\nrunpy.run_path({str(SCENARIO)!r})"
     return run_in_fresh_interpreter(
-        code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "HF_HUB_OFFLINE": "1"}, timeout=300
+        code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+        timeout=600,  # about 10 s of CPU each (two transformers imports), six side by side
     )
 
 
@@ -32,29 +39,38 @@ def _run(name: str) -> subprocess.CompletedProcess[str]:
 def results():
     """Every device's run, the interpreters side by side."""
     pytest.importorskip("transformers")
-    return run_side_by_side(_run, DEVICES)
+    pytest.importorskip("kernels")
+    older = release("transformers", OLDER)
+    return run_side_by_side(lambda name: _run(name, older), DEVICES)
 
 
 @pytest.mark.parametrize("name", DEVICES)
 def test_transformers_models_are_served_by_kernels(name, results):
+    import transformers
+
     r = result_for(results, name)
     assert r["device"] == ("cpu" if name == "cpu" else f"{name}:1")
-    assert set(r) == {"device", *(MODELS if name == "cpu" else MODELS[:1])}
-    for model in set(MODELS) & set(r):
-        m = r[model]
-        assert m["logits_equal"] and m["loss_equal"] and m["grads_equal"], model
-        for mode, rows in (("INFERENCE", m["inference"]), ("TRAINING", m["training"])):
-            names = {row[0] for row in rows}
-            assert names == {"RMSNorm", "SiLU", "rotary_pos_emb"}, (model, names)
-            for layer, from_kernel, chosen_mode, source, emulated in rows:
-                assert from_kernel, (model, layer, mode)
-                assert chosen_mode == mode and source == "reference"
-                assert emulated is (name != "cpu")
+    releases = {"installed": (transformers.__version__, True, "kernels"), "older": (OLDER, False, "kernel_plugins")}
+    for release_name, (version, hf_kernels, marks_from) in releases.items():
+        run = r[release_name]
+        assert (run["transformers"], run["hf_kernels"], run["marks_from"]) == (version, hf_kernels, marks_from)
+        for model in MODELS:
+            m, where = run[model], (release_name, model)
+            assert m["logits_equal"] and m["loss_equal"] and m["grads_equal"], where
+            # a forward reaches each kernel: 2 norms per layer + the final one, 1 activation, 1 rotary
+            assert m["calls"] == {"RMSNorm": 3, "SiLU": 1, "rotary_pos_emb": 1}, where
+            assert m["report"] == dict.fromkeys(("layers", "funcs", "repos", "same_everywhere"), True), where
+            for mode, rows in (("INFERENCE", m["inference"]), ("TRAINING", m["training"])):
+                assert {row[0] for row in rows} == {"RMSNorm", "SiLU", "rotary_pos_emb"}, where
+                for layer, from_kernel, chosen_mode, source, emulated in rows:
+                    assert from_kernel, (*where, layer, mode)
+                    assert chosen_mode == mode and source == "reference"
+                    assert emulated is (name != "cpu")
     # the first load of each reference kernel says it is a fallback, naming the layers it
     # serves; once per kernel and process: the next models' kernelize says nothing again
-    assert r["llama"]["warnings"] == [
+    assert r["installed"]["Llama"]["warnings"] == [
         f"using the portable reference kernel for '{k}' on {r['device']}, serving `{layer}`"
         for k, layer in (("activation", "SiLU"), ("rmsnorm", "RMSNorm"), ("rotary", "rotary_pos_emb"))
     ]
-    if name == "cpu":
-        assert r["qwen2"]["warnings"] == r["mistral"]["warnings"] == []
+    later = [r["installed"]["Qwen2"], r["installed"]["Mistral"], *(r["older"][m] for m in MODELS)]
+    assert all(m["warnings"] == [] for m in later)

@@ -22,6 +22,7 @@ from kernel_plugins.layers import (
     LayerRepository,
     Mode,
     ModeError,
+    get_kernelized_layers,
     kernel_choice,
     kernelize,
     register_kernel_mapping,
@@ -348,8 +349,12 @@ def test_marked_function_gets_the_kernel_function_as_forward(fake_loader):
         kernelize(model, mode=INF)
     assert model.fn.forward is fast_add_bias  # no wrapper
     assert torch.equal(model(X), X + 11)
+    found = get_kernelized_layers(model)  # kernels' structure: by module name
+    assert list(found.layers) == ["fn"] and found.funcs == {}
+    assert found.layers["fn"].module is model.fn and found.layers["fn"].repo == kernel_choice(model.fn).candidate.repo
     kernelize(model, mode=INF)  # mapping gone: original again
     assert torch.equal(model(X), X + 1)
+    assert get_kernelized_layers(model).layers == {} and "_kernel_repo" not in model.fn.__dict__
 
 
 def test_a_marked_function_may_be_served_by_a_layer_class(fake_loader):
@@ -382,7 +387,10 @@ def test_a_function_may_serve_a_layer_class_with_the_same_arguments(fake_loader)
     model = Model()
     with use_kernel_mapping({"Scale": {"cuda": FuncRepository("org/f", func_name="double")}}):
         kernelize(model, mode=INF)
-    assert torch.equal(model.a(X), X * 2) and model.a.forward is model.inner[1].forward
+    served = model.a.forward.__func__  # bound, dropping self, as HF kernels binds a function
+    assert torch.equal(model.a(X), X * 2) and served is model.inner[1].forward.__func__
+    assert served.__wrapped__ is fake_loader.modules["org/f"].double
+    assert get_kernelized_layers(model).layers["a"].repo.member == "double"
     fake_loader.add("org/g", two=lambda x, y: x)
     with use_kernel_mapping({"Scale": {"cuda": FuncRepository("org/g", func_name="two")}}):
         with pytest.raises(LayerError, match="2 parameters instead of 1"):

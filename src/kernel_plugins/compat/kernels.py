@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import layers as _layers
 from ..layers import Mode, replace_kernel_forward_from_hub, use_kernel_forward_from_hub
+from ..layers.report import KernelizedFunc, KernelizedLayer, KernelizedLayers, get_kernelized_layers
 from ..layers.repositories import KernelRepository
 from ..metadata import KERNELS_VERSION
 from ._kernels_errors import as_kernels_errors, kernels_advice
@@ -89,6 +90,7 @@ __all__ = [
     "get_kernel",
     "get_kernel_dep",
     "get_kernel_variants",
+    "get_kernelized_layers", "KernelizedLayers", "KernelizedLayer", "KernelizedFunc",
     "get_loaded_kernels",
     "get_local_kernel",
     "get_locked_kernel",

@@ -13,7 +13,8 @@ beneath any mapping already there, so that::
     model = AutoModelForCausalLM.from_config(config)
     kernel_plugins.kernelize(model)     # RMSNorm, activations, rotary: kernels
 
-When transformers already uses ``kernels``, its marks are left as they are (kernelize reads them).
+When transformers marks with HF ``kernels`` (5.25 always installs it), its marks are left as they
+are: kernelize serves them too, HF kernels' per-model function wrappers (0.18+) included.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ INFERENCE_ONLY: dict[str, frozenset[str]] = {"rotary_pos_emb": frozenset({"cuda"
 #: The decorators of ``transformers.integrations.hub_kernels`` that :func:`enable` sets.
 DECORATORS = ("use_kernel_forward_from_hub", "use_kernel_func_from_hub", "use_kernelized_func")
 
-_ENABLED = False
+_ENABLED: Any = None  # the transformers.integrations.hub_kernels module enable() marked
 
 
 def _repository(name: str) -> Any:
@@ -90,7 +91,10 @@ def _marking_decorators() -> dict[str, Any]:
 
 
 def _transformers_uses_kernels(hub_kernels: Any) -> bool:
-    return bool(hub_kernels.is_kernels_available() and getattr(hub_kernels, "_kernels_enabled", False))
+    """Whether transformers marks with HF kernels' decorators: whenever a compatible release is
+    installed (5.25: ``_kernels_enabled`` is a function), before 5.25 unless USE_HUB_KERNELS is off."""
+    enabled = getattr(hub_kernels, "_kernels_enabled", False)
+    return bool(hub_kernels.is_kernels_available() and (callable(enabled) or enabled))
 
 
 def _unmarked_modules() -> list[str]:
@@ -114,22 +118,22 @@ def enable(*, register_mapping: bool = True) -> None:
     except ImportError as e:
         raise ImportError(f"kernel_plugins.integrations.transformers.enable() needs transformers: "
                           f"pip install transformers ({e})") from e
-    if not _ENABLED:
+    # once per transformers import, and only where transformers does not mark through HF kernels
+    if _ENABLED is not hub_kernels and not _transformers_uses_kernels(hub_kernels):
         if late := _unmarked_modules():
             warn_user(
                 "kernel_plugins.integrations.transformers.enable() was called after "
                 f"{', '.join(late)} were imported: their layers carry no kernel marks. Call "
                 "enable() before importing or building transformers models."
             )
-        if not _transformers_uses_kernels(hub_kernels):
-            for attr, fn in _marking_decorators().items():
-                setattr(hub_kernels, attr, fn)
-                setattr(integrations, attr, fn)
+        for attr, fn in _marking_decorators().items():
+            setattr(hub_kernels, attr, fn)
+            setattr(integrations, attr, fn)
     if register_mapping:
         from ..layers import register_kernel_mapping
 
         register_kernel_mapping(_beneath_current(default_mapping()))
-    _ENABLED = True
+    _ENABLED = hub_kernels
 
 
 def _beneath_current(defaults: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -149,4 +153,4 @@ def _beneath_current(defaults: dict[str, dict[str, Any]]) -> dict[str, dict[str,
 
 def is_enabled() -> bool:
     """Whether :func:`enable` was called in this process."""
-    return _ENABLED
+    return _ENABLED is not None

@@ -43,6 +43,7 @@ from .mapping import (
     use_kernel_mapping,
 )
 from .mode import Mode
+from .report import KernelizedFunc, KernelizedLayer, KernelizedLayers, get_kernelized_layers
 from .repositories import (
     FuncRepository,
     KernelRepository,
@@ -75,6 +76,7 @@ __all__ = [
     "kernelize",
     "KernelChoice",
     "kernel_choice",
+    "get_kernelized_layers", "KernelizedLayers", "KernelizedLayer", "KernelizedFunc",
     "ModeError",
     "MappingError",
 ]

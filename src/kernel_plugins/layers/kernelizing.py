@@ -6,8 +6,9 @@ order. A candidate is loaded with :func:`kernel_plugins.load` (once per kerneliz
 its layer class or function validated (:mod:`~kernel_plugins.layers.validation`), and it
 is used when it fits the mode and declares every required property. The module
 instance then gets ``forward = MethodType(kernel_cls.forward, module)`` (for a
-:class:`~kernel_plugins.layers.FuncRepository` entry: the kernel function itself), so a
-call goes straight to the kernel's code, with no wrapper in between. A marked function
+:class:`~kernel_plugins.layers.FuncRepository` entry: the kernel function itself on a function
+marked here, else bound, dropping ``self``: HF kernels' function wrappers read
+``forward.__func__``), so a call goes straight to the kernel's code. A marked function
 (a module, see :mod:`~kernel_plugins.layers.decorators`) may be served by either: a layer
 class's ``forward`` without ``self`` must match the function's signature. Marked functions
 attached with :func:`~kernel_plugins.layers.use_kernelized_func` are found through the
@@ -32,6 +33,7 @@ forward of every marked module instead.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import logging
@@ -44,9 +46,10 @@ from ..contracts import format_properties, normalize_require
 from ..errors import ContractError, LayerError
 from ..fallback import deferred_warnings, warn_reference
 from ._session import DISABLE_ENV, Session, load_member, mapping_disabled
-from .decorators import kernel_funcs, marked_name
+from .decorators import kernel_funcs, marked_name, original_function
 from .mapping import Candidate, describe_device
 from .mode import Mode, check_kernelize_mode, describe_mode
+from .report import REPO
 from .validation import missing_for
 
 if TYPE_CHECKING:
@@ -171,6 +174,8 @@ def _decide(module: Any, name: str, session: Session) -> _Decision:
             log.info("kernelize: %s uses %s", what, cand.describe())
         if inspect.isclass(impl):
             return _Decision(getattr(impl, "forward"), True, choice)  # noqa: B009
+        if original_function(module) is None:  # as kernels does: bound (its wrappers read __func__)
+            return _Decision(_without_self(impl), True, choice)
         return _Decision(impl, False, choice)
     reasons = skipped or [_nothing_mapped(session, name)]
     context = f"{what} on {device} in mode {describe_mode(session.mode)}"
@@ -194,17 +199,30 @@ def _decide(module: Any, name: str, session: Session) -> _Decision:
     )
 
 
+def _without_self(func: Any) -> Any:
+    """``func`` as a method that drops ``self``: what a function serving a module of a class
+    other than a marked function (a layer, or HF kernels' wrapper of one) is bound as."""
+    @functools.wraps(func)
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return forward
+
+
 def _apply(modules: list[Any], decision: _Decision) -> None:
     # Straight into each instance dict: what ``module.forward = f`` does for a function
     # (``forward`` can never be a parameter, buffer or submodule name), without
     # ``nn.Module.__setattr__``'s lookups, once per module of a large model.
+    # ``_kernel_repo`` as HF kernels leaves it, so its get_kernelized_layers reports ours too
     forward, choice = decision.forward, decision.choice
     for module in modules:
         state = module.__dict__
         if forward is None:
             state.pop("forward", None)
+            state.pop(REPO, None)
         else:
             state["forward"] = types.MethodType(forward, module) if decision.bind else forward
+            state[REPO] = choice.candidate.repo  # type: ignore[union-attr]
         if choice is None:
             state.pop(_CHOICE, None)
         else:
