@@ -245,3 +245,92 @@ def test_cpu_loads_its_arch_variant_over_noarch(manager, tmp_path):
         make_variant(tmp_path / "k", variant, code=f"VARIANT = {variant!r}\n")
     module = kernel_plugins.load(tmp_path / "k", device="cpu")
     assert module.VARIANT == arch and module.__kernel_provenance__.variant == arch
+
+
+# ---------------------------------------------------------------- kernels 0.19's names
+PY312 = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True, python_version=(3, 12))
+NEW_CU = "torch-2.13-cuda-12.8-cpython-3.9-abi3-x86_64-linux"
+
+
+@pytest.mark.parametrize(
+    ("name", "system", "fragment"),
+    [
+        (NEW_CU, SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), free_threaded=True,
+                            python_version=(3, 15)), "abi3 stable ABI, which a free-threaded Python"),
+        ("torch-2.13-cuda-12.8-cpython-3.16-abi3-x86_64-linux", PY312, "needs Python >= 3.16, the system has Python 3.12"),
+        ("torch-2.13-cuda-12.8-cpython-3.15-abi3t-x86_64-linux", PY312, "needs Python >= 3.15"),
+        ("torch-2.13-cuda-12.8-cpython-3.12-abi3t-x86_64-linux", PY312, "abi3t (free-threaded stable ABI) needs Python >= 3.15"),
+        ("torch-2.13-cu-12.8-cpython-3.9-abi3-x86_64-linux", PY312, "the backend is 'cuda' in a 0.19 name"),
+        ("torch-2.12-cuda-12.8-cpython-3.9-abi3-x86_64-linux", PY312, "built for torch 2.12, installed torch is 2.13"),
+        ("torch-stable-abi-2.14-cuda-12.8-cpython-3.9-abi3-x86_64-linux", PY312, "needs torch >= 2.14"),
+        ("torch-2.13-cuda-12.9-cpython-3.9-abi3-x86_64-linux", PY312, "CUDA 12.9 is newer than the system's CUDA 12.8"),
+        ("torch-2.13-rocm-6.3-cpython-3.9-abi3-x86_64-linux", PY312, "built for backend 'rocm'"),
+        ("sdk-rocm-6.3-cpython-3.9-abi3-x86_64-linux", PY312, "built for backend 'rocm'"),
+        ("sdk-cpython-3.9-abi3-aarch64-linux", PY312, "built for CPU aarch64"),
+        ("sdk-cuda-12.8", PY312, "a versioned sdk backend needs the -cpython-"),
+        ("sdk-rocm", PY312, "sdk variant for backend 'rocm'"),
+        ("sdk-universal", PY312, "sdk variant for backend 'universal'"),
+        ("mlx-cuda", PY312, "an MLX variant: mlx is not installed"),
+        ("torch213-cxx11-cu128-x86_64-windows", SystemInfo(cpu="x86_64", os="windows", torch_version=(2, 13)),
+         "built with the cxx11 C++ ABI, installed torch uses no tagged C++ ABI (not Linux)"),
+    ],
+)
+def test_every_new_rule_gives_its_reason(manager, name, system, fragment):
+    res = resolve_variants([name, "torch-cuda"], CUDA128, system)
+    assert res.accepted == ("torch-cuda",)
+    assert fragment in reasons(res)[name]
+
+
+def test_both_grammars_and_sdk_forms_rank_as_kernels_ranks_them(manager):
+    system = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True, python_version=(3, 15),
+                        mlx=True)
+    ranked = [
+        "torch-stable-abi-2.13-cuda-12.6-cpython-3.9-abi3-x86_64-linux",
+        "torch-stable-abi212-cu128-x86_64-linux",
+        "torch-2.13-cuda-12.8-cpython-3.12-abi3-x86_64-linux",  # a newer Python first
+        "torch213-cu128-x86_64-linux",
+        "torch-2.13-cuda-12.8-cpython-3.15-abi3t-x86_64-linux",  # abi3 before abi3t
+        "torch213-cxx11-cu126-x86_64-linux",
+        "sdk-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+        "sdk-cpython-3.12-abi3-x86_64-linux",  # any backend after the backend's
+        "mlx-cuda", "torch-universal", "sdk-cuda", "sdk",
+    ]
+    shuffled = ranked[::-1]
+    assert resolve_variants(shuffled, CUDA128, system).accepted == tuple(ranked)
+    assert resolve_variants(ranked, CUDA128, system).accepted == tuple(ranked)
+
+
+def test_a_legacy_token_and_its_0_19_form_are_one_backend_version(manager):
+    for runtime, legacy, new in (("12.8", "cu128", "cuda-12.8"), ("12.6", "cu126", "cuda-12.6")):
+        device = CUDA128.replace(runtime_version=runtime)
+        names = [f"torch213-{legacy}-x86_64-linux", f"torch-2.13-{new}-cpython-3.9-abi3-x86_64-linux"]
+        assert set(resolve_variants(names, device, LINUX).accepted) == set(names)
+        assert parse_variant(names[0]).token == parse_variant(names[1]).token == legacy
+
+
+def test_a_repository_in_the_new_names_loads_its_best_here(manager, tmp_path):
+    """The issue's cases: a 0.19 arch name beats torch-cpu; a repository with only ``sdk`` loads."""
+    import kernel_plugins
+    from kernel_plugins.detection import system_info
+    from tests.support.kernels import make_variant
+
+    s = system_info()
+    arch = "torch-{}.{}-cpu-cpython-3.9-abi3-{}-{}".format(*s.torch_version, s.cpu, s.os)
+    for variant in ("torch-cpu", arch):
+        make_variant(tmp_path / "k", variant, code=f"VARIANT = {variant!r}\n")
+    assert kernel_plugins.load(tmp_path / "k", device="cpu").VARIANT == arch
+    make_variant(tmp_path / "sdk", "sdk", code="VARIANT = 'sdk'\n")
+    assert kernel_plugins.load(tmp_path / "sdk", device="cpu").VARIANT == "sdk"
+
+
+def test_list_backends_and_variants_show_the_python_facts(manager, capsys):
+    from kernel_plugins.cli.list_backends import system_line
+    from kernel_plugins.cli.main import main
+
+    assert main(["list-backends"]) == 0
+    out = capsys.readouterr().out
+    assert system_line(SystemInfo.current()) in out and "Python {}.{}".format(*SystemInfo.current().python_version) in out
+    free = SystemInfo(cpu="x86_64", os="linux", free_threaded=True, python_version=(3, 15))
+    assert system_line(free) == ("system: x86_64 linux, Python 3.15 (free-threaded: abi3t builds only), "
+                                 "torch not installed")
+    assert "abi3t too" in system_line(SystemInfo(cpu="x86_64", os="linux", python_version=(3, 15)))

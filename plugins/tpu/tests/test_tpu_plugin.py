@@ -59,6 +59,20 @@ class TestTpuPlugin(SUITES.plugin):  # type: ignore[name-defined,misc]
         reason = self.plugin.manager().detect("tpu").reason
         assert "torch.backends.tpu is not set" in str(reason), reason
 
+    def test_torch_accelerator_naming_tpu_is_detected_without_torch_backends_tpu(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """kernels 0.19 asks torch.accelerator for the current accelerator: so does detection."""
+        self._stand_ins(monkeypatch)
+        monkeypatch.delattr(torch.backends, "tpu")
+        current = types.SimpleNamespace(type="tpu")
+        accelerator = types.SimpleNamespace(current_accelerator=lambda: current)
+        monkeypatch.setattr(torch, "accelerator", accelerator)
+        info = TPU.detect_device()
+        assert info is not None and info.count == 2
+        current.type = "cuda"  # another accelerator: not Google's stack
+        assert TPU.detect_device() is None
+
     def test_importing_torch_tpu_sets_torch_backends_tpu(
         self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:

@@ -6,6 +6,7 @@ import argparse
 import textwrap
 from typing import Any
 
+from ..device import SystemInfo
 from ._output import DEFAULT_WIDTH, clean, print_json, print_table
 
 NAME = "list-backends"
@@ -19,6 +20,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     add_wide_option(parser)
+
+
+def system_line(s: SystemInfo) -> str:
+    """``system: x86_64 linux, Python 3.11 (GIL: abi3 builds), torch 2.13 (cxx11)``."""
+    py = "Python {}.{} ({})".format(*s.python_version, "free-threaded: abi3t builds only" if s.free_threaded
+                                    else "GIL: abi3 builds" + (", abi3t too" if s.python_version >= (3, 15) else ""))
+    torch = "torch not installed" if s.torch_version is None else "torch {}.{}".format(*s.torch_version) + (
+        "" if s.cxx11_abi is None else " (cxx11)" if s.cxx11_abi else " (cxx98)")
+    return f"system: {s.cpu} {s.os}, {py}, {torch}" + (", mlx" if s.mlx else "")
 
 
 def backend_rows() -> list[dict[str, Any]]:
@@ -92,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     print_table(["backend", "distribution", "status", "devices", "runtime", "arch", "accepts"], table,
                 width=width, whole=(0, 1, 2))
     details += [f"note: {line}" for line in ([torch] if torch else []) + unserved_vendor_stacks()]
+    details.append(system_line(system_info()))
     if details:
         print()
     for line in details:

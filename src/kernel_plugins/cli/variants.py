@@ -60,6 +60,7 @@ def _one(args: argparse.Namespace, device: Any, version: int | None) -> dict[str
     from ..resolving import resolve_for
     from ..sources import find
     from ..verification import peek_metadata
+    from .list_backends import system_line
 
     source = find(args.target, device=device, revision=args.revision, version=version)
     off = offer(source, trust_remote_code=True)  # listing names runs no code
@@ -78,6 +79,7 @@ def _one(args: argparse.Namespace, device: Any, version: int | None) -> dict[str
         for note in source.notes:
             print(clean(f"note: {note}"))
         print(clean(f"device: {device.summary()}"))
+        print(clean(system_line(system_info())))
         rows = [
             [d.variant, "yes" if d.accepted else "no",
              f"#{(d.rank or 0) + 1}" if d.accepted else (d.reason or "")]

@@ -5,7 +5,8 @@ autoload and sets ``torch.backends.tpu`` when it is imported, whether or not the
 TPU chips; ``torch.tpu`` exists only on hosts with TPU devices. So detection (the
 ``detect_device`` method of :class:`TpuBackend`; the other hooks come from
 :class:`~kernel_plugins.plugin_kit.PrivateUse1Backend`) asks for ``torch.backends.tpu``
-first, as kernels 0.17.2 does, then for devices in ``torch.tpu``.
+(as kernels 0.17.2) or ``torch.accelerator`` (as kernels 0.19) first, then for devices in
+``torch.tpu``.
 TPU kernels are Pallas kernels (jax) wrapped for torch: only noarch variants
 (``torch-tpu``, ``torch-universal``) load, and ``python-depends`` may name ``jax`` and
 ``libtpu``. The runtime is libtpu, whose releases are numbered 0.x; its version is read
@@ -82,8 +83,15 @@ def runs_tpu_arch(device: DeviceInfo, arch: str) -> bool | None:
 
 
 def stack_loaded(torch: ModuleType) -> bool:
-    """Whether Google's torch_tpu is loaded: it sets ``torch.backends.tpu`` on import."""
-    return hasattr(torch.backends, "tpu")
+    """Whether Google's torch_tpu is loaded: it sets ``torch.backends.tpu`` on import, or
+    ``torch.accelerator`` names ``tpu`` as the current accelerator (kernels 0.19 asks that)."""
+    if hasattr(torch.backends, "tpu"):
+        return True
+    try:
+        current = torch.accelerator.current_accelerator()
+    except Exception:  # noqa: BLE001 - an old torch (no torch.accelerator) or no accelerator
+        return False
+    return getattr(current, "type", None) == "tpu"
 
 
 def _device_name(module: object, index: int = 0) -> str | None:
