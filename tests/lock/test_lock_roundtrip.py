@@ -157,7 +157,9 @@ def test_verify_repo_at_a_revision(
     assert f"{repo.repo_id} torch-cpu: FAILED: sub/helper.py: content changed" in capsys.readouterr().out
     repo.git.write("build/torch-cpu/__init__.py", "VALUE = 2\n").commit("v2")
     repo.git.branch("v2")
-    assert main(["verify", repo.repo_id, "--version", "2", "--json"]) == 0
+    assert main(["verify", repo.repo_id, "--version", "2", "--json"]) == 1  # nothing downloaded: nothing checked
+    capsys.readouterr()
+    assert main(["verify", repo.repo_id, "--version", "2", "--json", "--allow-missing"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["target"] == f"{repo.repo_id}@{repo.git.head()[:12]} (v2)"
     assert [(r["variant"], r["status"]) for r in report["variants"]] == [("torch-cpu", "skipped"), ("torch-cuda", "skipped")]
