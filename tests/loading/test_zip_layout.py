@@ -150,3 +150,19 @@ def test_a_zip_build_from_the_hub_loads_and_a_planted_archive_is_refused(
         del sys.modules[key]
     with pytest.raises(IntegrityError, match=rf"{kernel_id}\.zip"):
         kernel_plugins.load(repo_id, version=1, device="cpu")
+
+
+def test_check_reads_a_zip_build_as_the_loader_does(
+    manager: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernel_plugins.cli.main import main
+
+    zip_variant(tmp_path / "good", PACKAGE)
+    assert main(["check", str(tmp_path / "good")]) == 0, capsys.readouterr().out
+    _, kernel_id = zip_variant(tmp_path / "bad", {**PACKAGE, "../escape.py": ""})
+    _, other_id = zip_variant(tmp_path / "empty", {"impl.py": ""})
+    capsys.readouterr()
+    assert main(["check", str(tmp_path / "bad")]) == 1
+    assert f"{kernel_id}.zip: member '../escape.py' is refused" in capsys.readouterr().out
+    assert main(["check", str(tmp_path / "empty")]) == 1
+    assert f"no kernel module: expected __init__.py at the root of {other_id}.zip" in capsys.readouterr().out

@@ -140,6 +140,9 @@ def _short(value: object, limit: int = 60) -> str:
 
 
 def _check_module(ctx: _Ctx, folder: Path, meta: KernelMetadata | None) -> None:
+    if meta is not None and meta.build_layout == "zip":
+        _check_archive(ctx, folder, meta)
+        return
     if (folder / "__init__.py").is_file():
         return
     if meta is not None:
@@ -156,6 +159,25 @@ def _check_module(ctx: _Ctx, folder: Path, meta: KernelMetadata | None) -> None:
         "add the kernel's Python package (flat: __init__.py in the variant folder; nested: "
         "<name with - replaced by _>/__init__.py)",
     )
+
+
+def _check_archive(ctx: _Ctx, folder: Path, meta: KernelMetadata) -> None:
+    """The ``zip`` layout: ``<id>.zip`` holds the package (``__init__.py`` at its root), and no
+    member is one the loader refuses."""
+    from kernel_plugins.errors import IntegrityError
+    from kernel_plugins.integrity import read_variant
+    from kernel_plugins.integrity.archive import archive_view, read_archive
+
+    name = f"{meta.id}.zip"
+    try:
+        snap = read_variant(folder, preread=read_archive(folder, meta, ()))
+        members = archive_view(snap, name).files
+    except IntegrityError as e:
+        ctx.add(folder / name, "", str(e), "rebuild the variant with the kernel builder")
+        return
+    if "__init__.py" not in members or "__init__.py" in snap.files:
+        ctx.add(folder / name, "", f"no kernel module: expected __init__.py at the root of {name} "
+                "(metadata.json says \"build-layout\": \"zip\")", "rebuild the variant with the kernel builder")
 
 
 def _check_agreement(
