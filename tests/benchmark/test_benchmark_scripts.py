@@ -73,7 +73,8 @@ def test_the_example_runs_with_json_output_in_kernels_format(
     assert set(doc["machineInfo"]) == {"gpu", "backend", "pytorchVersion", "os", "cpu"}
     assert doc["benchmarkScriptPath"] == "benchmarks" and len(doc["benchmarkScriptSha"]) == 64
     assert doc["ok"] is True and doc["emulated"] is False and doc["kernel"]["source"] == "local"
-    assert "kernels" not in sys.modules  # the compat names were only there while importing
+    # the compat module stood in for `kernels` only while importing (HF kernels, when installed, stays)
+    assert getattr(sys.modules.get("kernels"), "__name__", "kernels") == "kernels"
 
 
 def test_failures_are_reported_per_workload_and_exit_1(

@@ -99,7 +99,7 @@ with kernels.use_kernel_mapping({"ReLU": local("relu", "ReLU")}, inherit_mapping
     kernels.kernelize(relu, mode=kernels.Mode.INFERENCE, device="cpu")
 report["relu_kernelized"] = relu[0].forward.__func__.__module__
 report["relu_exact"] = torch.equal(relu(x), F.relu(x))
-from kernels.cli.benchmark import run_benchmark_script
+from kernels._internals.cli.benchmark import run_benchmark_script
 res, _ = run_benchmark_script(repos["relu"] / "benchmarks" / "benchmark_relu.py", iterations=3,
                               warmup=1, cwd=repos["relu"], repo_id=str(repos["relu"]),
                               is_local=True, revision="local")
@@ -138,7 +138,7 @@ def test_reference_repos_load_and_kernelize_with_hf_kernels(
     )
     assert done.returncode == 0, done.stderr[-4000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["version"] == "0.17.2"
+    assert report["version"] == KERNELS_PIN
     assert all(m.endswith("_cpu") for m in report["modules"])  # the torch-cpu noarch variant
     assert report["silu_and_mul_exact"] is True
     assert report["kernelized"] == ["RMSNorm", "SiluAndMul", "FatreluAndMul"]

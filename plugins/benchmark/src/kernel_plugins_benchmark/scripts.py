@@ -1,4 +1,4 @@
-"""A repository's own benchmark scripts, run as ``kernels benchmark`` 0.17.2 runs them.
+"""A repository's own benchmark scripts, run as ``kernels benchmark`` runs them.
 
 A kernel repository may ship ``benchmarks/benchmark*.py`` beside ``build/``. Each script
 defines subclasses of ``kernels.benchmark.Benchmark`` (or of
@@ -49,7 +49,9 @@ from ._errors import BenchmarkError, CorrectnessError
 __all__ = ["ScriptsReport", "Workload", "run_scripts", "find_scripts"]
 
 MAX_SCRIPT_BYTES = 4 << 20  #: a larger benchmark script is refused unread
-_BASES = {("kernels.benchmark", "Benchmark"), ("kernel_plugins.compat.kernels", "Benchmark")}
+#: the modules ``Benchmark`` is defined in: HF kernels' (``kernels.benchmark`` in 0.17,
+#: ``kernels._internals.benchmark`` since 0.18) and the compat module's
+_BASE_MODULES = ("kernels.", "kernel_plugins.compat.")
 
 
 @dataclass(frozen=True)
@@ -282,7 +284,8 @@ def _classes(name: str, source: bytes, root: Path) -> list[type]:
         sys.modules.pop(module.__name__, None)
     found = [obj for obj in vars(module).values() if isinstance(obj, type)
              and obj.__module__ == module.__name__
-             and any((b.__module__, b.__name__) in _BASES for b in obj.__mro__[1:])]
+             and any(b.__name__ == "Benchmark" and f"{b.__module__}.".startswith(_BASE_MODULES)
+                     for b in obj.__mro__[1:])]
     return sorted(found, key=lambda c: c.__name__)
 
 
