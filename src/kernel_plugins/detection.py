@@ -93,8 +93,7 @@ def get_device(device: object = None) -> DeviceInfo:
     if isinstance(device, DeviceInfo):
         return device
     if device is None:
-        devices = detect_devices()
-        if devices:
+        if devices := detect_devices():
             return devices[0]
         raise NoDeviceError("no device found, not even the CPU backend (is kernel-plugins installed?)")
     req = parse_device(device)
@@ -110,10 +109,8 @@ def get_device(device: object = None) -> DeviceInfo:
             why = f"error: {outcome.error}" if outcome.error else outcome.reason or "no device present"
             details.append(f"{rec.origin()}: {why}")
         elif req.index is not None and req.index >= info.count:
-            raise DeviceError(
-                f"device {req.device_type}:{req.index} requested, but {rec.name} has "
-                f"{info.count} device(s) (indices 0..{info.count - 1})"
-            )
+            raise DeviceError(f"device {req.device_type}:{req.index} requested, but {rec.name} has {info.count} "
+                              f"device(s) (indices 0..{info.count - 1})")
         elif req.index is None:
             return info
         elif (found := manager.detect(rec.name, index=req.index)).device is None:
@@ -121,14 +118,9 @@ def get_device(device: object = None) -> DeviceInfo:
                               f"{found.error or found.reason or 'no device'})")
         else:
             return found.device
-    hint = ""
-    if not any(rec.builtin for rec in records):  # out-of-tree backends can be emulated
-        hint = (
-            f" Without the hardware, try it EMULATED on the CPU: kernel-plugins --emulate "
-            f"{req.device_type} ... on the command line, kernel_plugins_testing.emulate("
-            f"{req.device_type!r}) in Python ({pip_install('kernel-plugins-testing')})."
-        )
-    raise NoDeviceError(
-        f"no {req.device_type!r} device is available: {'; '.join(details)}. Check that the vendor driver and "
-        f"PyTorch extension are installed and a device is visible.{hint}"
-    )
+    hint = "" if any(rec.builtin for rec in records) else (  # out-of-tree backends can be emulated
+        f" Without the hardware, try it EMULATED on the CPU: kernel-plugins --emulate {req.device_type} ... on the "
+        f"command line, kernel_plugins_testing.emulate({req.device_type!r}) in Python "
+        f"({pip_install('kernel-plugins-testing')}).")
+    raise NoDeviceError(f"no {req.device_type!r} device is available: {'; '.join(details)}. Check that the vendor "
+                        f"driver and PyTorch extension are installed and a device is visible.{hint}")
