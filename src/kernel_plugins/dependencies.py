@@ -8,7 +8,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import dataclasses
-import importlib
 import importlib.util
 import logging
 import sys
@@ -190,14 +189,29 @@ def _kernel_import(name: str, globals: Any = None, locals: Any = None,  # noqa: 
                    fromlist: Any = (), level: int = 0) -> ModuleType:
     if level == 0 and name == "kernels" and "kernels" not in sys.modules \
             and importlib.util.find_spec("kernels") is None:
-        return _KERNELS  # get_kernel_dep at once; the rest of the API imported on first use
+        return _KERNELS  # get_kernel_dep; the rest of the API once the compat module is imported
     module = builtins.__import__(name, globals, locals, fromlist, level)
     if level == 0 and name.partition(".")[0] == "kernels" and (scope := _CURRENT.get()) is not None:
         scope.share()
     return module
 
 
-# the rest of the API: kernel_plugins.compat.kernels (built on loading), imported on first use
+#: The rest of HF kernels' API offered to kernel code with get_kernel_dep: the compat module, which
+#: sits above this one (it is built on loading), puts itself here when it is imported.
+KERNELS_API: list[ModuleType] = []
+
+
+def _rest_of_api(name: str) -> Any:
+    if KERNELS_API:
+        return getattr(KERNELS_API[0], name)
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise KernelDependencyError(
+        f"kernels.{name}: HF kernels is not installed, and kernel-plugins offers kernel code get_kernel_dep, "
+        "and the rest of the kernels API once kernel_plugins.compat.kernels is imported: import it (in the "
+        "kernel, or before loading it), or pip install kernels")
+
+
 _KERNELS = ModuleType("kernels", "HF kernels' API for the code of a kernel (kernel_plugins.compat.kernels)")
 _KERNELS.get_kernel_dep = get_kernel_dep  # type: ignore[attr-defined]
-_KERNELS.__getattr__ = lambda name: getattr(importlib.import_module("kernel_plugins.compat.kernels"), name)  # type: ignore[method-assign]
+_KERNELS.__getattr__ = _rest_of_api  # type: ignore[method-assign]

@@ -3,7 +3,7 @@ each plugin and tool distribution under ``plugins/``, and across them), the laye
 core, and no private names borrowed across packages.
 
 Every import statement counts: module-level, inside functions, and under
-``TYPE_CHECKING``. A cycle through a function-level import still means two modules that
+``TYPE_CHECKING``, and so does ``importlib.import_module("<a module>")``. A cycle through a function-level import still means two modules that
 cannot be understood apart.
 """
 
@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 import kernel_plugins
 
@@ -92,6 +94,10 @@ def imports(name: str, path: Path, mods: dict[str, Path]) -> Iterator[tuple[str,
             for alias in node.names:
                 if alias.name in mods:
                     yield alias.name, []
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in (
+                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant) \
+                and node.args[0].value in mods:  # an import by name is an import
+            yield node.args[0].value, []
 
 
 def import_graph(mods: dict[str, Path]) -> dict[str, set[str]]:
@@ -149,6 +155,34 @@ def test_the_graph_sees_function_level_and_type_checking_imports(tmp_path: Path)
     graph = import_graph(mods)
     assert graph == {f"{PACKAGE}.a": {f"{PACKAGE}.b"}, f"{PACKAGE}.b": {f"{PACKAGE}.a"}}
     assert cycles(graph) == [[f"{PACKAGE}.a", f"{PACKAGE}.b", f"{PACKAGE}.a"]]
+
+
+def test_the_graph_sees_imports_by_name(tmp_path: Path) -> None:
+    """A module naming another to ``importlib.import_module`` imports it (as the ``kernels``
+    module offered to kernel code once imported the compat module from below it)."""
+    (tmp_path / "a.py").write_text("import importlib\nAPI = lambda: importlib.import_module('kernel_plugins.b')\n")
+    (tmp_path / "b.py").write_text("from . import a\n")
+    mods = {f"{PACKAGE}.a": tmp_path / "a.py", f"{PACKAGE}.b": tmp_path / "b.py"}
+    assert cycles(import_graph(mods)) == [[f"{PACKAGE}.a", f"{PACKAGE}.b", f"{PACKAGE}.a"]]
+
+
+def test_the_kernels_module_offered_to_kernel_code_gets_the_rest_of_the_api_from_above(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``import kernels`` in a kernel's code without HF kernels: get_kernel_dep from the pipeline,
+    the rest from the compat module, which offers itself (nothing below it names it)."""
+    from kernel_plugins import dependencies
+    from kernel_plugins.compat import kernels as compat
+    from kernel_plugins.errors import KernelDependencyError
+
+    assert compat in dependencies.KERNELS_API
+    offered = dependencies._KERNELS
+    assert offered.get_kernel is compat.get_kernel and offered.get_kernel_dep is dependencies.get_kernel_dep
+    monkeypatch.setattr(dependencies, "KERNELS_API", [])  # as before the compat module is imported
+    assert offered.get_kernel_dep is dependencies.get_kernel_dep and not hasattr(offered, "__path__")
+    with pytest.raises(KernelDependencyError, match=r"kernels\.get_kernel: .* once kernel_plugins\.compat"
+                                                    r"\.kernels is imported: import it"):
+        offered.get_kernel  # noqa: B018
 
 
 def test_no_import_cycles_counting_every_import() -> None:

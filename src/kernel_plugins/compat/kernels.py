@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .. import layers as _layers
+from ..dependencies import KERNELS_API
 from ..layers import Mode, replace_kernel_forward_from_hub, use_kernel_forward_from_hub
 from ..layers.report import KernelizedFunc, KernelizedLayer, KernelizedLayers, get_kernelized_layers
 from ..layers.repositories import KernelRepository
@@ -238,3 +239,6 @@ class Benchmark:
 
     def setup(self) -> None:
         """Create inputs (override)."""
+
+
+KERNELS_API.append(sys.modules[__name__])  # the rest of the `kernels` module offered to kernel code
