@@ -140,7 +140,7 @@ def test_cache_ls_lists_what_loads_cached(served, capsys) -> None:  # noqa: ANN0
     capsys.readouterr()
     code, doc, _ = cli(capsys, "cache", "ls", "--json")
     [repo] = [r for r in doc["repos"] if r["repo_id"] == served["relu"]]
-    rows = [(r["refs"], r["version"], r["variants"]) for r in repo["revisions"]]
+    rows = [(r["ref_names"], r["version"], r["variants"]) for r in repo["revisions"]]
     assert rows == [(["v1"], 1, ["torch-cpu"]), (["v2"], 2, ["torch-cpu"])]
     v1, v2 = repo["revisions"]
     assert v1["size_on_disk"] > 0 and v2["size_on_disk"] > 0 and v1["last_accessed"] > 0

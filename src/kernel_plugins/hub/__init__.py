@@ -20,6 +20,7 @@ The parts, one job each:
 - ``_publishers``: whether the Hub marks an organisation a trusted kernel publisher;
 - ``_download``: listing, finding and downloading one build variant;
 - ``_fetch``: one download per variant at a time (a file lock), the cached folder;
+- ``_inventory``: the kernel repositories and commits the cache holds (``cache ls``);
 - ``_listing``: the published hashes of a commit's variants (cached listing or the Hub);
 - ``_records``: records of variants verified once, beside the cache;
 - ``_errors``: huggingface_hub / HTTP errors mapped to errors that say how to fix them.
@@ -40,6 +41,7 @@ from ._cache import (
 from ._download import cached_variant_path, download_file, download_variant, list_variant_names
 from ._errors import is_not_found, map_error
 from ._fetch import blobs_folder, cached_variants, fetch_variant, variant_lock
+from ._inventory import cached_kernels
 from ._listing import cached_listing, hub_listing
 from ._publishers import trusted_publisher
 from ._records import read_record, record_path, write_record
@@ -52,7 +54,7 @@ __all__ = [
     "cached_variant_path", "cache_dir", "hub_endpoint", "request_args", "is_offline", "offline",
     "snapshot_blobs", "is_not_found", "map_error", "storage_folder", "cached_tree_files",
     "cached_listing", "hub_listing", "fetch_variant", "variant_lock", "blobs_folder",
-    "cached_variants", "read_record", "write_record", "record_path", "repair_hint",
+    "cached_variants", "read_record", "write_record", "record_path", "repair_hint", "cached_kernels",
 ]
 
 
