@@ -1,20 +1,17 @@
-"""Which device a machine with several accelerators prefers, in kernels 0.17.2's order.
+"""Which device a machine with several accelerators prefers, in kernels' order.
 
-kernels 0.17.2 checks TPU (``torch.backends.tpu``) before Neuron (``torch.neuron``) and
-Neuron before CUDA (``torch.version.cuda``); kernel-plugins says the same through the
+kernels checks TPU (0.17.2: ``torch.backends.tpu``; 0.19: ``torch.accelerator``) before Neuron
+(``torch.neuron``) and Neuron before CUDA (``torch.version.cuda``); kernel-plugins says the same through the
 backend priorities (tpu 120 > neuron 110 > cuda 100). Detection-level stand-ins show all
 three stacks at once in this process (a real process has one PrivateUse1 backend, but a
 TPU or Neuron extension can load into a CUDA build of torch). The same facts are then
-given to the real kernels 0.17.2 in its own environment (skipped without it, see
-``tests/reference/test_hf_kernels_compat.py``).
+given to the pinned kernels release, in this process.
 """
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -22,7 +19,6 @@ import torch
 from kernel_plugins.detection import detect_devices, get_device
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.resolving import resolve_variants
-from tests.reference.test_hf_kernels_compat import kernels_python  # noqa: F401 - a fixture
 
 tpu = pytest.importorskip("kernel_plugins_tpu.hooks", reason="needs pip install ./plugins/tpu")
 neuron = pytest.importorskip("kernel_plugins_neuron.hooks", reason="needs ./plugins/neuron")
@@ -67,52 +63,34 @@ def test_tpu_is_preferred_over_neuron_and_cuda(three_stacks, monkeypatch) -> Non
     assert get_device().backend == "cuda"
 
 
-def test_the_order_is_kernels_0_17_2s(three_stacks, kernels_python: Path, tmp_path) -> None:  # noqa: F811
-    """The real release picks the same backend for the same facts, and resolves TPU alike."""
-    done = subprocess.run([str(kernels_python), "-B", "-c", SCRIPT, json.dumps(NAMES)],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-4000:]
-    theirs = json.loads(done.stdout.strip().splitlines()[-1])
-    assert theirs["order"] == ["tpu", "neuron", "cuda"]
-    assert [d.backend for d in detect_devices()][:3] == theirs["order"]
+def test_the_order_is_the_pinned_kernels_releases(three_stacks, monkeypatch) -> None:
+    """The real release (in this process) picks the same backend for the same facts, and
+    resolves TPU alike: kernels 0.19 asks ``torch.accelerator`` for TPU, then ``torch.neuron``,
+    then ``torch.version.cuda``."""
+    kernels = pytest.importorskip("kernels._internals.backends", reason="the pinned kernels is not installed")
+    from kernels._internals import python_deps, variants
+    from packaging.version import Version
+
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda *a, **k: SimpleNamespace(type="tpu"))
+    order = [kernels._backend().name]
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda *a, **k: None)
+    order.append(kernels._backend().name)
+    monkeypatch.delattr(torch, "neuron")
+    order.append(kernels._backend().name)
+    assert order == ["tpu", "neuron", "cuda"]
+    monkeypatch.setattr(torch, "neuron", stand_ins.build_declared(neuron.NEURON, 1).device_module, raising=False)
+    three_stacks.clear_detection()
+    assert [d.backend for d in detect_devices()][:3] == order
+    parsed = [variants.parse_variant(n) for n in NAMES]
+    theirs, _ = variants._resolve_variant_for_system(parsed, kernels.TPU(), "x86_64", "linux", Version("2.13"), True, None)
     device = DeviceInfo(backend="tpu", device_type="tpu", count=1, runtime_version="0.0.51")
     ours = list(resolve_variants(NAMES, device, LINUX).accepted)
-    # the same noarch variants in the same order; kernels 0.17.2 would also take an arch
-    # variant whose token is "tpu", which no builder makes (TPU kernels ship noarch)
+    # the same noarch variants in the same order; kernels would also take an arch variant
+    # whose token is "tpu", which no builder makes (TPU kernels ship noarch)
     assert ours == ["torch-tpu", "torch-universal"]
-    assert theirs["accepted"] == ["torch213-cxx11-tpu-x86_64-linux", *ours]
-    # 0.17.2 has no python-depends section for tpu; kernel-plugins knows jax and libtpu
-    assert theirs["tpu_python_depends"] == [] and "jax" in theirs["jax_refused"]
+    assert [v.variant_str for v in theirs] == ["torch213-cxx11-tpu-x86_64-linux", *ours]
+    # kernels has no python-depends section for tpu; kernel-plugins knows jax and libtpu
+    assert python_deps._DEPENDENCY_DATA.backends.get("tpu", {}) == {}
+    with pytest.raises(ValueError, match="unsupported kernel dependency: jax"):
+        python_deps.validate_dependencies("k", ["jax"], kernels.TPU())
     assert sorted(tpu.TPU.backend_spec().python_depends) == ["jax", "libtpu"]
-
-
-SCRIPT = r'''
-import json, sys, types
-import torch
-from packaging.version import Version
-from kernels import backends, python_deps, variants
-
-order = []
-torch.backends.tpu = types.ModuleType("torch.backends.tpu")
-torch.neuron = types.ModuleType("torch.neuron")
-torch.version.cuda = "12.8"
-order.append(backends._backend().name)
-del torch.backends.tpu
-order.append(backends._backend().name)
-del torch.neuron
-order.append(backends._backend().name)
-parsed = [variants.parse_variant(n) for n in json.loads(sys.argv[1])]
-accepted, _ = variants._resolve_variant_for_system(
-    parsed, backends.TPU(), "x86_64", "linux", Version("2.13"), True, None)
-try:
-    python_deps.validate_dependencies("k", ["jax"], backends.TPU())
-    refused = ""
-except ValueError as e:
-    refused = str(e)
-print(json.dumps({
-    "order": order,
-    "accepted": [v.variant_str for v in accepted],
-    "tpu_python_depends": sorted(python_deps._DEPENDENCY_DATA.backends.get("tpu", {})),
-    "jax_refused": refused,
-}))
-'''
