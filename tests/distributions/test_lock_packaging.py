@@ -5,6 +5,7 @@ distribution."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import subprocess
@@ -128,8 +129,9 @@ def _shipped(root: Path) -> dict[str, bytes]:
     hook, build_data = _hatch_hook(root), {"extra_metadata": {}}
     hook.initialize("standard", build_data)
     hatched = {dest: Path(src).read_bytes() for src, dest in build_data["extra_metadata"].items()}
-    hook.finalize("standard", build_data, "")
-    assert not any(Path(src).exists() for src in build_data["extra_metadata"])  # the copies are removed
+    del hook
+    gc.collect()
+    assert not any(Path(src).exists() for src in build_data["extra_metadata"])  # the copies go with the hook
     out = {what: data.encode() for what, data, _ in cmd.calls if data is not None}
     assert hatched == out  # both backends ship the same
     return out

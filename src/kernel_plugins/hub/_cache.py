@@ -213,34 +213,30 @@ def storage_folder(repo_id: str, repo_type: str) -> Path:
 
 def _snapshot_folder(ref: HubRef) -> Path:
     """The cache folder holding the files of ``ref.sha``. :raises TrustError: the repository's
-    folder is one another user could have written (:func:`~kernel_plugins.jsonfile.written_by_others`)."""
-    from kernel_plugins.jsonfile import written_by_others
-
+    folder is one another user could have written."""
     folder = storage_folder(ref.repo_id, ref.repo_type)
     with contextlib.suppress(FileNotFoundError):
-        if why := written_by_others(folder.stat()):
-            raise _untrusted(folder, why)
+        _private(folder, folder.stat())
     return folder / "snapshots" / ref.sha
 
 
-def _untrusted(path: Path, why: str) -> Exception:
+def _private(path: Path, st: os.stat_result) -> None:
+    """:raises TrustError: another user could have written ``path`` (status ``st``) of the download cache."""
     from kernel_plugins.errors import TrustError
+    from kernel_plugins.jsonfile import written_by_others
 
-    return TrustError(f"{path} in the download cache is not private: {why}, so another user could have changed the "
-                      "kernels there. Delete it to download them again, or set KERNELS_CACHE to a folder only you "
-                      "can write (see the threat model in docs/loading.md)")
+    if why := written_by_others(st):
+        raise TrustError(f"{path} in the download cache is not private: {why}, so another user could have changed "
+                         "the kernels there. Delete it to download them again, or set KERNELS_CACHE to a folder only "
+                         "you can write (see the threat model in docs/loading.md)")
 
 
 def read_private(path: Path, max_bytes: int) -> bytes:
     """The bytes of a ref, listing or record of the download cache: a regular file, not a link.
     :raises TrustError: another user could have written it. OSError / JSONFileError: unreadable."""
-    from kernel_plugins.jsonfile import read_regular_file, written_by_others
+    from kernel_plugins.jsonfile import read_regular_file
 
-    def check(st: os.stat_result) -> None:
-        if why := written_by_others(st):
-            raise _untrusted(path, why)
-
-    return read_regular_file(path, max_bytes=max_bytes, follow=False, check=check)
+    return read_regular_file(path, max_bytes=max_bytes, follow=False, check=lambda st: _private(path, st))
 
 
 def snapshot_blobs(path: Path) -> tuple[Path, ...]:

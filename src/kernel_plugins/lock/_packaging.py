@@ -7,7 +7,6 @@ registers one) put them in ``.dist-info/``, the hatchling hook ``kernels-lock`` 
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -46,14 +45,9 @@ def hatch_register_build_hook() -> type:
         def initialize(self, version: str, build_data: dict[str, Any]) -> None:
             """Called by hatchling before each build of a target."""
             if self.target_name == "wheel" and (files := _project_files(Path(self.root))):
-                self.copies = Path(tempfile.mkdtemp(prefix="kernels-lock-"))
+                self.copies = tempfile.TemporaryDirectory(prefix="kernels-lock-")  # gone with the hook
                 for name, data in files.items():
-                    (self.copies / name).write_bytes(data)
-                    build_data["extra_metadata"][str(self.copies / name)] = name
-
-        def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
-            """Called by hatchling after the build: removes the copies."""
-            if (copies := getattr(self, "copies", None)) is not None:
-                shutil.rmtree(copies, ignore_errors=True)
+                    (Path(self.copies.name) / name).write_bytes(data)
+                    build_data["extra_metadata"][str(Path(self.copies.name) / name)] = name
 
     return KernelsLockHook
