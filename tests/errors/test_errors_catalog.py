@@ -247,6 +247,19 @@ def _linked_file(to_folder: bool) -> Callable[[Env], Any]:
     return run
 
 
+def _zip_member_escape(env: Env) -> Any:
+    import zipfile
+
+    from kernel_plugins.integrity import read_variant
+    from kernel_plugins.integrity.archive import archive_view
+
+    folder = make_variant(env.tmp, "torch-cpu", None, {})
+    with zipfile.ZipFile(folder / "_relu_zip.zip", "w") as z:
+        z.writestr("__init__.py", "")
+        z.writestr("../evil.py", "")
+    return archive_view(read_variant(folder), "_relu_zip.zip")
+
+
 def _kernel_exits(env: Env) -> Any:
     from kernel_plugins.integrity import read_variant
 
@@ -489,7 +502,10 @@ CASES: list[Case] = [
     Case("metadata-bad-minver", M, '`"kernels-minver": "0.18"`',
          _read_meta(json.dumps(metadata(kernels_minver="0.18"))), E.MetadataError,
          "key 'kernels-minver': Value error, '0.18' is not a kernels version X.Y.Z",
-         "Write three numbers, e.g. `\"0.17.2\"`, as kernels does."),
+         "Write three numbers, e.g. `\"0.19.1\"`, as kernels does."),
+    Case("metadata-bad-layout", M, '`"build-layout": "tar"`',
+         _read_meta(json.dumps(metadata(build_layout="tar"))), E.MetadataError,
+         "key 'build-layout': Input should be 'files' or 'zip'", "Write `files` or `zip` (rebuild the kernel)."),
     # --- build.toml
     Case("build-toml-missing", B, "no build.toml", lambda e: read_build_toml(e.tmp),
          E.BuildConfigError, "a kernel source repository has a build.toml",
@@ -625,6 +641,9 @@ CASES: list[Case] = [
          "Replace the link with the file itself."),
     Case("variant-folder-link", T, "`build/torch-cpu/alias` -> a folder", _linked_file(True),
          E.IntegrityError, "a link to a folder", "Replace the link with the folder itself."),
+    Case("zip-member-escape", T, "a member `../evil.py` in the `<id>.zip` of the zip layout", _zip_member_escape,
+         E.IntegrityError, "_relu_zip.zip: member '../evil.py' is refused: its path is not a plain relative path",
+         "Rebuild the kernel with kernel-builder."),
     Case("hub-variant-traversal", T, 'Hub variant `"../../x"`',
          lambda e: hub.cached_variant_path(REF, "../../x"), E.SourceError,
          "Invalid build variant '../../x'", "A variant is one folder name under `build/`."),
