@@ -274,6 +274,26 @@ class PluginConformance:
         assert p.hooks.detect_device() is None
         assert p.manager().detect(p.backend).status == "no device"
 
+    def test_device_n_is_described_by_its_own_facts(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """``detect_device(index=N)`` reports device N's name (and capability) with ``index=N``;
+        without an index, device 0's with ``index=None`` (``cuda:1`` on a machine of two kinds)."""
+        from . import configure_device_module
+
+        p = self._facts()
+        p.hide(monkeypatch)
+        module = p.put_in_place(monkeypatch, p.stand_ins(2))
+        first = dict(vars(module.get_device_properties(0)))
+        second = {**first, "name": f"{first.get('name', 'device')} (the second)"}
+        if isinstance(first.get("major"), int):
+            second["major"] = first["major"] + 1
+        configure_device_module(module, properties=[first, second])
+        zero, one = p.hooks.detect_device(), p.hooks.detect_device(index=1)
+        assert zero is not None and one is not None and (zero.index, one.index) == (None, 1)
+        assert one.name != zero.name or one.name is None
+        assert zero.capability is None or one.capability == (zero.capability[0] + 1, zero.capability[1])
+        outcome = p.manager().detect(p.backend, index=1)
+        assert outcome.device is not None and outcome.device.index == 1, outcome
+
     def test_another_backend_owning_privateuse1_is_reported_without_importing(
         self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:
