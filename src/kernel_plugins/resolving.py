@@ -176,7 +176,7 @@ def resolve(
     tokens: dict[str, int] = {}
     noarch: set[str | None] = set()
     for name in preference:
-        if (p := _parsed(name)) is not None:
+        if isinstance(p := _parsed(name), Variant):
             if p.token is not None:
                 tokens.setdefault(p.token, len(tokens))
             elif p.kind in ("noarch", "universal"):
@@ -184,8 +184,8 @@ def resolve(
     fits, rejected = [], []
     for name in set(available):
         v = _parsed(name)
-        reason = "malformed" if v is None else _generic_reason(v, system)
-        if v is not None and reason is None:
+        reason = f"malformed variant name: {v}" if isinstance(v, str) else _generic_reason(v, system)
+        if isinstance(v, Variant) and reason is None:
             if v.token is not None:
                 ok = v.token in tokens
             elif v.kind == "sdk" and v.noarch_backend is not None:
@@ -195,17 +195,17 @@ def resolve(
             if ok:
                 fits.append(_order(v, tokens.get(v.token or "", 0)))
                 continue
-        rejected.append((name, v, reason))
+        rejected.append((name, None if isinstance(v, str) else v, reason))
     accepted = tuple(str(key[-1]) for key in sorted(fits))
     return Resolution(accepted, device, system, rejected=lambda: [
         _rejection(n, v, r, device, explain, token_owner) for n, v, r in rejected])
 
 
-def _parsed(name: object) -> Variant | None:
+def _parsed(name: object) -> Variant | str:
     try:
         return parse_variant(name)  # type: ignore[arg-type]
-    except VariantNameError:
-        return None
+    except VariantNameError as e:
+        return str(e)
 
 
 def _rejection(
@@ -214,11 +214,7 @@ def _rejection(
 ) -> Decision:
     """The decision on a name that does not fit, with the most specific reason."""
     if v is None:
-        try:
-            parse_variant(name)  # type: ignore[arg-type]
-        except VariantNameError as e:
-            return Decision(str(name), False, f"malformed variant name: {e}")
-    assert v is not None
+        return Decision(str(name), False, reason)
     if reason is None and v.token is not None:
         owner = token_owner(v.token_prefix or "") if token_owner else None
         if owner is not None and owner != device.backend:

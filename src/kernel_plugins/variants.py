@@ -153,12 +153,9 @@ def _parse(name: str) -> Variant:
                        framework=None if fw == "torch" else fw)
     validate_variant_name(name)
     raise VariantNameError(
-        f"variant name {name!r} has no known form: expected torch<M><m>[-cxx11|-cxx98]-<backend>-"
-        "<cpu>-<os> (e.g. torch210-cxx11-cu128-x86_64-linux), torch-<M>.<m>-<backend>[-<X>.<Y>]-"
-        "cpython-<P>.<Q>-abi3|abi3t-<cpu>-<os> (e.g. torch-2.10-cuda-12.8-cpython-3.9-abi3-x86_64-"
-        "linux), the same with torch-stable-abi[-]... or tvm-ffi[-]..., sdk[-<backend>...], "
-        "torch-<backend>, mlx-<backend> or torch-universal"
-    )
+        f"variant name {name!r} has no known form: expected e.g. torch210-cxx11-cu128-x86_64-linux, "
+        "torch-2.10-cuda-12.8-cpython-3.9-abi3-x86_64-linux (also torch-stable-abi..., tvm-ffi...), "
+        "sdk[-<backend>][-cpython-...], torch-<backend>, mlx-<backend> or torch-universal")
 
 
 def _from_match(name: str, m: re.Match[str]) -> Variant | str:
@@ -305,9 +302,9 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
     return names + [f"sdk-{new}-{py}-{tail}" for _, new in pairs if new]
 
 
-def noarch_variant_names(backend: str, *, universal: bool = True) -> list[str]:
-    """``["torch-<backend>", "torch-universal"]`` (the universal one optional)."""
-    return [f"torch-{backend}"] + ([UNIVERSAL] if universal else [])
+def noarch_variant_names(backend: str) -> list[str]:
+    """``["torch-<backend>", "torch-universal"]``."""
+    return [f"torch-{backend}", UNIVERSAL]
 
 
 def judge_archs(archs: Iterable[str], runs: Callable[[str], bool | None]) -> bool | None:

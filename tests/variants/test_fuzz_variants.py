@@ -96,7 +96,6 @@ def test_every_noarch_name_parses_back(backend: str) -> None:
     v = parse_variant(noarch)
     assert (v.kind, v.noarch_backend, compose(v)) == ("noarch", backend, noarch)
     assert parse_variant(universal).kind == "universal"
-    assert noarch_variant_names(backend, universal=False) == [noarch]
 
 
 def test_a_backend_named_universal_collides_with_the_legacy_variant() -> None:

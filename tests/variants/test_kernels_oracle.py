@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import random
 import re
+from importlib import metadata
 from pathlib import Path
 
+import kernels._internals.backends as kb
+import kernels._internals.variants as kv
 import pytest
+from packaging.version import Version
 
 from kernel_plugins.device import DeviceInfo, SystemInfo
 from kernel_plugins.plugins import PluginManager, reset_manager
 from kernel_plugins.resolving import resolve_variants
 from kernel_plugins.variants import parse_variant
-
-kv = pytest.importorskip("kernels._internals.variants")
-kb = pytest.importorskip("kernels._internals.backends")
-Version = pytest.importorskip("packaging.version").Version
+from tests.support.pins import kernels_pin
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "hardware.md"
 CASES = 600
@@ -166,6 +167,7 @@ def why_different(name: str, device: DeviceInfo) -> str | None:
 
 
 def test_resolution_agrees_with_the_pinned_kernels_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert metadata.version("kernels") == kernels_pin(), "the oracle is the pinned kernels release"
     documented = documented_differences()
     monkeypatch.delenv("KERNEL_PLUGINS_STRICT", raising=False)
     old = reset_manager(PluginManager())  # the installed plugins: npu, neuron, tpu too
