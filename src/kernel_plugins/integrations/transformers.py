@@ -76,18 +76,10 @@ def default_mapping() -> dict[str, dict[str, Any]]:
 def _marking_decorators() -> dict[str, Any]:
     from .. import layers
 
-    def use_kernel_forward_from_hub(layer_name: str, *args: Any, **kwargs: Any) -> Any:
-        return layers.use_kernel_forward_from_hub(layer_name, *args, **kwargs)
-
-    def use_kernelized_func(*funcs: Any) -> Any:
-        return layers.use_kernelized_func(*funcs)
-
-    return {
-        "use_kernel_forward_from_hub": use_kernel_forward_from_hub,
-        # transformers' deprecated alias marks classes and functions alike
-        "use_kernel_func_from_hub": use_kernel_forward_from_hub,
-        "use_kernelized_func": use_kernelized_func,
-    }
+    # transformers' deprecated use_kernel_func_from_hub marks classes and functions alike
+    return {"use_kernel_forward_from_hub": layers.use_kernel_forward_from_hub,
+            "use_kernel_func_from_hub": layers.use_kernel_forward_from_hub,
+            "use_kernelized_func": layers.use_kernelized_func}
 
 
 def _transformers_uses_kernels(hub_kernels: Any) -> bool:

@@ -26,11 +26,8 @@ class KernelizedLayer:
 
 
 @record
-class KernelizedFunc:
-    """A kernelized function (``module``, the module standing for it) and its ``repo``."""
-
-    module: Any
-    repo: Any
+class KernelizedFunc(KernelizedLayer):
+    """A kernelized function (``module``: the module standing for it) and its ``repo``."""
 
 
 @record
