@@ -76,7 +76,7 @@ def detect_device(index: int | None) -> DeviceInfo | None:
     Example::
 
         @hookimpl
-        def detect_device(self, index):
+        def detect_device(self, index=None):
             if importlib.util.find_spec("torch_mlu") is None:
                 return None
             ...
