@@ -52,8 +52,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "under cProfile (reports next to the results)",
     )
     p.add_argument(
-        "--only", help="comma-separated measurements: import, local, inproc, loads, list-backends"
+        "--only", help="comma-separated measurements: import, local, inproc, loads, list-backends, large"
     )
+    p.add_argument("--large-mb", type=int, default=400,
+                   help="size of the native extension of the large-kernel figures (MB)")
     return p.parse_args(argv)
 
 
@@ -132,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         names_file=names_file,
         say=_say,
         profile_dir=(out_dir / f"{_today()}-profiles") if args.profile else None,
+        large_mb=args.large_mb,
     )
     results: list[dict[str, object]] = []
     skipped: list[dict[str, str]] = []
@@ -142,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         "in-process": "inproc",
         "loads": "loads",
         "list-backends": "list-backends",
+        "large kernel": "large",
     }
     try:
         for name, measure, needs_hub in figures.MEASURES:
@@ -184,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "skipped": skipped,
         "notes": notes,
     }
+    notes.extend(ctx.notes)
     if ctx.profile_dir is not None:
         notes.append(f"cProfile reports of the kernel-plugins side: {ctx.profile_dir}")
     plot = envs.plot_python(create=not args.quick, say=_say)

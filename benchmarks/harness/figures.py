@@ -56,6 +56,7 @@ class Context:
     top_shas: dict[str, str] = field(default_factory=dict)
     profile_dir: Path | None = None
     notes: list[str] = field(default_factory=list)
+    large_mb: int = 400
 
     def envs(self) -> list[Env]:
         """The environments measured, kernel-plugins first."""
@@ -619,7 +620,14 @@ MEASURES: list[tuple[str, Callable[[Context], list[dict[str, Any]]], bool]] = [
     ("loads (cold, warm)", measure_loads, True),
     ("loads with one dependency (first local, cold, warm)", measure_depends, True),
     ("list-backends", measure_list_backends, False),
+    ("large kernel (warm load, memory per process, requests)", lambda ctx: _large(ctx), True),
 ]
+
+
+def _large(ctx: Context) -> list[dict[str, Any]]:
+    from .large import measure_large
+
+    return measure_large(ctx)
 
 
 def start_hub(ctx: Context) -> None:
