@@ -186,13 +186,9 @@ def resolve(
         v = _parsed(name)
         reason = f"malformed variant name: {v}" if isinstance(v, str) else _generic_reason(v, system)
         if isinstance(v, Variant) and reason is None:
-            if v.token is not None:
-                ok = v.token in tokens
-            elif v.kind == "sdk" and v.noarch_backend is not None:
-                ok = v.noarch_backend in noarch and v.noarch_backend != "universal"
-            else:
-                ok = v.kind == "sdk" or v.noarch_backend in noarch
-            if ok:
+            b = v.noarch_backend  # sdk-<backend>: any noarch backend of the owner's but universal
+            if v.token in tokens if v.token else (b in noarch and not (v.kind == "sdk" and b == "universal")
+                                                  if b else v.kind == "sdk"):
                 fits.append(_order(v, tokens.get(v.token or "", 0)))
                 continue
         rejected.append((name, None if isinstance(v, str) else v, reason))

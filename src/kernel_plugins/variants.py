@@ -179,13 +179,9 @@ def _from_match(name: str, m: re.Match[str]) -> Variant | str:
             return Variant(name, "sdk", noarch_backend=g["b"])
         return Variant(name, "sdk", None, None, token, g["cpu"], g["os"], None, python, python_abi)
     kind: Kind = "stable-abi" if g["s"] or g["ns"] else "arch" if g["a"] or g["na"] else "tvm-ffi"
-    digits = g["s"] or g["a"] or g["t"]
-    if digits:  # legacy: a one-digit major, then the minor (torch210 = 2.10, tvm-ffi01 = 0.1)
-        version = (int(digits[0]), int(digits[1:]))
-    else:
-        major, minor = (g["ns"] or g["na"] or g["nt"]).split(".")
-        version = (int(major), int(minor))
-    return Variant(name, kind, version, g["abi"] or g["nabi"], token, g["cpu"], g["os"], None, python, python_abi)
+    digits = g["s"] or g["a"] or g["t"]  # legacy: one digit of major (torch210 = 2.10, tvm-ffi01 = 0.1)
+    major, minor = (digits[0], digits[1:]) if digits else (g["ns"] or g["na"] or g["nt"]).split(".")
+    return Variant(name, kind, (int(major), int(minor)), g["abi"] or g["nabi"], token, g["cpu"], g["os"], None, python, python_abi)
 
 
 def split_token(token: str) -> tuple[str, str]:
