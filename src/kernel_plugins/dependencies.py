@@ -94,21 +94,26 @@ class _Walk:
                                      for d in verified.metadata.kernel_depends})
 
     def dep(self, dep: KernelDepend, path: tuple[object, ...]) -> KernelTree:
+        """The tree of ``dep``: from the Hub, never a folder; under a lock, its entry there."""
+        source: KernelSource | None = None
         try:
-            return self.tree(self.source(dep), path)
+            require_pinned(self.lock, dep)
+            source = find(HUB_PREFIX + dep.repo_id, device=self.info, revision=dep.revision,
+                          version=dep.version, lockfile=self.lock)
+            return self.tree(source, path)
         except KernelDependencyError:
             raise
         except KernelPluginsError as e:
             names = [getattr(p, "repo_id", p) for p in path[:-1]]
             via = f" (via {' -> '.join(map(str, names))})" if len(names) > 1 else ""
+            looked = "" if source is None or source.kind != "hub" else (
+                f" Looked for {dep.repo_id} in LOCAL_KERNELS (no entry), the installed backend plugins ("
+                f"{source.notes[0] if source.notes else 'none ships it for ' + self.info.backend}), then the "
+                "Hub (and its download cache), which failed. "
+                f"To use a copy on this machine: LOCAL_KERNELS={dep.repo_id}=PATH (PATH: the kernel's folder, "
+                "holding build/); to take it from the Hub, follow the advice above.")
             raise KernelDependencyError(f"{names[-1]}{via} depends on {dep} (kernel-depends), "
-                                        f"which cannot be loaded: {type(e).__name__}: {e}") from e
-
-    def source(self, dep: KernelDepend) -> KernelSource:
-        """Where ``dep`` comes from; under a lock file, its entry there (:func:`require_pinned`)."""
-        require_pinned(self.lock, dep)
-        return find(HUB_PREFIX + dep.repo_id, device=self.info, revision=dep.revision,  # never a folder
-                    version=dep.version, lockfile=self.lock)
+                                        f"which cannot be loaded: {type(e).__name__}: {e}{looked}") from e
 
 
 def require_pinned(lock: Lockfile | None, dep: KernelDepend) -> None:

@@ -730,8 +730,9 @@ CASES: list[Case] = [
          E.KernelDependencyError,
          "kernels-community/needs-evil depends on evil-org/ops (version 1) (kernel-depends), "
          "which cannot be loaded: TrustError",
-         "Trust the organisation (`KERNEL_PLUGINS_TRUSTED_ORGS`, `trust_remote_code=True`) or "
-         "drop the dependency; the cause is the dependency's own error."),
+         "Provide it locally (`LOCAL_KERNELS=org/name=PATH`), trust the organisation "
+         "(`KERNEL_PLUGINS_TRUSTED_ORGS`, `trust_remote_code=True`) or drop the dependency; the cause "
+         "is the dependency's own error."),
     Case("kernel-depends-not-repo-id", M, '`"kernel-depends": [{"repo-id": "ops", "version": 1}]`',
          _read_meta(json.dumps(metadata(kernel_depends=[{"repo-id": "ops", "version": 1}]))),
          E.MetadataError, "key 'kernel-depends.0.repo-id': Value error, 'ops' is not a Hub "
