@@ -7,6 +7,7 @@ import os
 
 from ._suggest import did_you_mean
 from .device import DeviceInfo, SystemInfo, parse_device
+from .emulation_registry import in_tree_reason
 from .errors import DeviceError, NoDeviceError, UnknownDeviceError
 from .known_plugins import DEVICE_ALIASES, INSTALL_HINTS, KNOWN_PLUGINS, pip_install
 from .plugins import BackendRecord, get_manager
@@ -118,7 +119,7 @@ def get_device(device: object = None) -> DeviceInfo:
                               f"{found.error or found.reason or 'no device'})")
         else:
             return found.device
-    hint = "" if any(rec.builtin for rec in records) else (  # out-of-tree backends can be emulated
+    hint = "" if any(rec.builtin or in_tree_reason(rec.spec.device_type) for rec in records) else (  # out-of-tree
         f" Without the hardware, try it EMULATED on the CPU: kernel-plugins --emulate {req.device_type} ... on the "
         f"command line, kernel_plugins_testing.emulate({req.device_type!r}) in Python "
         f"({pip_install('kernel-plugins-testing')}).")

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._record import field, record, replace
 from ..backends.torchinfo import ArchFacts
 from ..device import BackendSpec, DeviceInfo, PyDepend, SystemInfo, no_torch_reason
+from ..emulation_registry import in_tree_reason
+from ..errors import PluginError
 from ..hookspecs import hookimpl
 from ..variants import Variant, VariantTokens, arch_variant_names, noarch_variant_names
 from ._emulation import Emulation
@@ -171,6 +173,10 @@ class PrivateUse1Backend(ArchFacts):
     vendor_optional: bool = False
     built_for_torch: Callable[[str], str | None] | None = None
     noarch_aliases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if reason := in_tree_reason(self.dtype):  # refused where the plugin is loaded: listed as failed
+            raise PluginError(f"the {self.name} backend cannot be a PrivateUse1Backend: {reason}")
 
     @property
     def dtype(self) -> str:

@@ -84,6 +84,10 @@ def _validate(name: object, devices: object) -> None:
             f"cannot emulate device {name!r}: the name must be a lowercase identifier "
             "(a letter, then letters, digits or _; at most 32), e.g. 'mlu'"
         )
+    from kernel_plugins.emulation_registry import in_tree_reason
+
+    if reason := in_tree_reason(name):
+        raise EmulationError(f"cannot emulate {name!r}: {reason}")
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 0:
         raise EmulationError(
             f"cannot emulate {devices!r} {name} device(s): give a whole number >= 0 "

@@ -206,13 +206,21 @@ class PluginConformance:
     #: The plugin under test.
     plugin: ClassVar[PluginFacts]
 
-    def _facts(self) -> PluginFacts:
+    def _facts(self, *, out_of_tree: bool = False) -> PluginFacts:
+        """The plugin's facts; ``out_of_tree``: skip the test for an in-tree device type
+        (PrivateUse1 and emulation are not its business)."""
         plugin = getattr(type(self), "plugin", None)
         if not isinstance(plugin, PluginFacts):
             raise KernelPluginsError(
                 f"{type(self).__name__} sets no `plugin`: add `plugin = PluginFacts(hooks=..., "
                 "backend=..., ...)` to the class"
             )
+        from kernel_plugins.emulation_registry import in_tree_reason
+
+        if out_of_tree and (reason := in_tree_reason(plugin.dtype)):
+            import pytest
+
+            pytest.skip(f"not a PrivateUse1 backend: {reason}")
         return plugin
 
     def test_importing_the_plugin_does_not_import_torch(self) -> None:
@@ -303,7 +311,7 @@ class PluginConformance:
 
         from kernel_plugins.errors import PluginError
 
-        p = self._facts()
+        p = self._facts(out_of_tree=True)
         p.hide(monkeypatch)
         package = tmp_path / p.vendor_module
         package.mkdir()
@@ -329,7 +337,7 @@ class PluginConformance:
 
         from ._errors import EmulationError
 
-        p = self._facts()
+        p = self._facts(out_of_tree=True)
         p.hide(monkeypatch)
         with pytest.raises(EmulationError, match="kernel_plugins_testing.emulate"):
             p.hooks.emulate_device(count=1, facts={})

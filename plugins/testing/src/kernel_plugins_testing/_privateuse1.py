@@ -290,9 +290,10 @@ def install_privateuse1_device(name: str, count: int, module: types.ModuleType) 
         if count < 0:
             raise EmulationError(f"device count must be >= 0, got {count}")
         if name in _RESERVED:
-            raise EmulationError(
-                f"{name!r} is a device type PyTorch itself knows; emulate an out-of-tree name"
-            )
+            from kernel_plugins.emulation_registry import in_tree_reason
+
+            raise EmulationError(f"cannot emulate {name!r}: " + (
+                in_tree_reason(name) or "PyTorch uses this name itself; emulate an out-of-tree name"))
         existing = torch._C._get_privateuse1_backend_name()
         if existing != "privateuseone":
             raise EmulationError(

@@ -38,7 +38,9 @@ names, refusal reasons, resolution, what the emulated stack shows), so that each
 plugin's tests are parameters of this suite rather than copies of it.
 
 A test the plugin cannot pass by design is switched off through its fact (e.g.
-``Expected(cli=False)``) and then skipped with the reason. Importing this module
+``Expected(cli=False)``) and then skipped with the reason. A backend for a device type
+PyTorch itself knows (``hpu``, ``xla``, ``mtia``...) cannot be emulated: its emulated tests,
+and the hook tests about PrivateUse1 and ``emulate_device``, are skipped saying so. Importing this module
 imports neither torch nor pytest; the tests do.
 """
 
@@ -236,7 +238,12 @@ class EmulatedBackendConformance:
         :raises ConformanceError: the class sets no :attr:`expected` or :attr:`scenario`,
             or the scenario failed (see :func:`run_scenario`).
         """
-        self._facts()
+        from kernel_plugins.emulation_registry import in_tree_reason
+
+        if reason := in_tree_reason(self._facts().dtype):
+            import pytest
+
+            pytest.skip(f"not emulated: {reason}")
         script = getattr(type(self), "scenario", None)
         declared = getattr(type(self), "declared", None)
         if script is None and declared is None:
