@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the tests need: the runtime install (scripts/install.sh), the core's test
-# extra (pytest, hypothesis, ruff, mypy, hatchling...), olah (the loopback Hub server
-# the end-to-end tests use) in its own virtual environment, and C and C++ compilers with
+# extra (pytest, hypothesis, ruff, mypy, hatchling, transformers and the pinned HF kernels
+# release...), olah (the loopback Hub server the end-to-end tests use) in its own virtual
+# environment, and C and C++ compilers with
 # Python's headers (the native-extension safety tests build a C extension, the inductor
 # tests compile C++; under CI they fail without them).
 # One line per step, with the time since the start and what is being installed.
@@ -12,7 +13,7 @@ step "1/4 .venv: torch, the core, the backend plugins and the tool distributions
 bash scripts/install.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
-step "2/4 .venv: the test and docs extras (pytest, pytest-xdist, hypothesis, ruff, mypy, mkdocs...)"
+step "2/4 .venv: the test and docs extras (pytest, pytest-xdist, hypothesis, ruff, mypy, mkdocs, transformers and the pinned HF kernels release the differential tests compare against)"
 python -m pip install -q -e ".[test,docs]"
 step "3/4 .olah-venv: olah, the loopback Hub server of the end-to-end tests"
 bash scripts/install-olah.sh

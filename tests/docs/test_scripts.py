@@ -111,8 +111,8 @@ def test_test_sh_says_each_step_with_what_it_installs(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     steps = [line.split("] ", 1)[1] for line in proc.stdout.splitlines()
              if re.match(r"\[\d+m\d+s\] ", line)]
-    words = ["torch, the core", "pytest", "olah", "compilers", "HF kernels 0.17.2", "ruff", "mypy",
-             "docs site", "venv-kernels", "pytest on 2 workers"]
+    words = ["torch, the core", "pinned HF kernels", "olah", "compilers", "ruff", "mypy", "docs site",
+             "pytest on 2 workers"]
     assert len(steps) == len(words) and all(w in s for w, s in zip(words, steps, strict=True)), steps
 
 
