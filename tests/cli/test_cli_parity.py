@@ -18,7 +18,7 @@ from tests.support.kernels import make_repo
 SYMBOLS = {"schema_version": 1, "functions": [{"name": "relu", "doc": "ReLU"}],
            "layers": [{"name": "ReLU", "attributes": {"has_backward": True, "can_torch_compile": None}}]}
 CODE = "from . import layers\n\n__all__ = ['relu', 'layers']\n\ndef relu(x):\n    return x\n"
-LAYERS = "class ReLU:\n    def forward(self, x):\n        return x\n"
+LAYERS = "class ReLU:\n    has_backward = False\n\n    def forward(self, x):\n        return x\n"
 
 
 def variant(meta: dict[str, Any], **files: str) -> dict[str, str]:
@@ -101,7 +101,7 @@ def test_describe_api_without_symbols_json_scans_the_sources_it_fetches(served, 
     code, doc, _ = cli(capsys, "describe-api", served["relu"], "--version", "1", "--json")
     assert code == 0 and doc["read_from"] == "static scan (the variant has no symbols.json)"
     assert doc["functions"] == [{"name": "relu"}]
-    assert doc["layers"] == [{"name": "ReLU", "attributes": {"has_backward": None, "can_torch_compile": None}}]
+    assert doc["layers"] == [{"name": "ReLU", "attributes": {"has_backward": False, "can_torch_compile": None}}]
 
 
 @pytest.mark.parametrize(("symbols", "problem"), [

@@ -83,8 +83,12 @@ def run(args: argparse.Namespace) -> int:
         init, layers = local(f"{base}__init__.py"), local(f"{base}layers.py") or local(f"{base}layers/__init__.py")
         scan = [(_names(p, (p.parent, *roots), kind) if p else []) for p, kind in (
             (init, (ast.FunctionDef, ast.AsyncFunctionDef)), (layers, ast.ClassDef))]
+        body = ast.parse(read_small_file(layers, max_bytes=4 << 20, roots=(layers.parent, *roots))).body if layers and scan[1] else []
+        flags = {c.name: {t.id: s.value.value for s in c.body if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant)
+                          for t in s.targets if isinstance(t, ast.Name) and isinstance(s.value.value, bool)}
+                 for c in body if isinstance(c, ast.ClassDef)}
         doc = {"schema_version": 1, "functions": [{"name": n} for n in scan[0]],
-               "layers": [{"name": n, "attributes": {"has_backward": None, "can_torch_compile": None}}
+               "layers": [{"name": n, "attributes": {k: flags.get(n, {}).get(k) for k in ("has_backward", "can_torch_compile")}}
                           for n in scan[1]], "read_from": "static scan (the variant has no symbols.json)"}
     doc.update(source=off.where, variant=variant)
     if args.json:
