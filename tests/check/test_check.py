@@ -12,7 +12,7 @@ import pytest
 from kernel_plugins_check import Problem, check, check_path
 
 from kernel_plugins.errors import SourceError
-from kernel_plugins.integrity import compute_digest
+from tests.support.digests import kernels_digest
 from tests.support.inputs import BUILD_TOML, CORPUS, make_repo, make_variant, metadata, tree_state
 
 pytestmark = pytest.mark.usefixtures("manager")
@@ -145,7 +145,7 @@ def test_digest_matches_and_mismatches(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "r", {})
     folder = make_variant(repo / "build", "torch-cpu", None, {"__init__.py": "A = 1\n",
                                                              "_ops.py": "B = 1\n"})
-    files = compute_digest(folder)
+    files = kernels_digest(folder)
     meta = metadata(digest={"algorithm": "sha256", "files": files})
     (folder / "metadata.json").write_text(json.dumps(meta))
     (folder / "__pycache__").mkdir()

@@ -10,12 +10,9 @@ from pathlib import Path
 import pytest
 
 from kernel_plugins.errors import IntegrityError
-from kernel_plugins.integrity import (
-    check_digest,
-    compute_digest,
-    verify_digest,
-)
+from kernel_plugins.integrity import check_digest, verify_digest
 from kernel_plugins.metadata import Digest
+from tests.support.digests import kernels_digest
 from tests.support.inputs import write_tree
 
 FILES = {
@@ -43,7 +40,8 @@ def variant(tmp_path: Path) -> Path:
 
 
 def test_covered_files_skip_metadata_pycache_and_pyc(variant: Path) -> None:
-    assert sorted(compute_digest(variant)) == [
+    # as kernels (kernel-builder) writes a digest, and what check_digest compares
+    assert sorted(kernels_digest(variant)) == [
         "__init__.py",
         "_ops.py",
         "layers/__init__.py",
@@ -52,21 +50,21 @@ def test_covered_files_skip_metadata_pycache_and_pyc(variant: Path) -> None:
 
 
 @pytest.mark.parametrize("algorithm", ["sha256", "sha512"])
-def test_compute_digest_is_base64_of_the_raw_hash(variant: Path, algorithm: str) -> None:
-    digest = compute_digest(variant, algorithm)
+def test_the_digest_kernels_writes_is_accepted(variant: Path, algorithm: str) -> None:
+    digest = kernels_digest(variant, algorithm)
     assert digest["_ops.py"] == b64(b"ops = 1\n", algorithm)
     assert set(digest) == {"__init__.py", "_ops.py", "layers/__init__.py", "layers/metadata.json"}
     assert check_digest(variant, {"algorithm": algorithm, "files": digest}) == []
 
 
 def test_a_matching_digest_model_passes(variant: Path) -> None:
-    digest = Digest(algorithm="sha256", files=compute_digest(variant))
+    digest = Digest(algorithm="sha256", files=kernels_digest(variant))
     assert check_digest(variant, digest) == []
     verify_digest(variant, digest)  # does not raise
 
 
 def test_missing_changed_and_unexpected_are_each_reported(variant: Path) -> None:
-    files = compute_digest(variant)
+    files = kernels_digest(variant)
     files["gone.py"] = b64(b"x")
     (variant / "_ops.py").write_text("ops = 2\n")
     (variant / "extra.so").write_bytes(b"\x7fELF")
@@ -76,7 +74,7 @@ def test_missing_changed_and_unexpected_are_each_reported(variant: Path) -> None
 
 
 def test_changed_reports_both_hashes(variant: Path) -> None:
-    files = compute_digest(variant)
+    files = kernels_digest(variant)
     old = files["_ops.py"]
     (variant / "_ops.py").write_text("ops = 2\n")
     [m] = check_digest(variant, {"algorithm": "sha256", "files": files})
@@ -87,7 +85,7 @@ def test_changed_reports_both_hashes(variant: Path) -> None:
 def test_url_safe_and_unpadded_hashes_are_accepted(variant: Path) -> None:
     files = {
         k: base64.urlsafe_b64encode(base64.b64decode(v)).decode().rstrip("=")
-        for k, v in compute_digest(variant).items()
+        for k, v in kernels_digest(variant).items()
     }
     assert check_digest(variant, {"algorithm": "sha256", "files": files}) == []
 
@@ -99,14 +97,14 @@ def test_entries_escaping_the_folder_are_malformed_and_never_read(
     variant: Path, path: str
 ) -> None:
     (variant.parent / "outside.py").write_text("secret")
-    files = {**compute_digest(variant), path: b64(b"secret")}
+    files = {**kernels_digest(variant), path: b64(b"secret")}
     [m] = check_digest(variant, {"algorithm": "sha256", "files": files})
     assert (m.path, m.kind) == (path, "malformed")
 
 
 @pytest.mark.parametrize("value", ["not base64!", b64(b"x", "sha512"), 5, None])
 def test_bad_hash_values_are_malformed(variant: Path, value: object) -> None:
-    files = {**compute_digest(variant), "_ops.py": value}
+    files = {**kernels_digest(variant), "_ops.py": value}
     [m] = check_digest(variant, {"algorithm": "sha256", "files": files})
     assert (m.path, m.kind) == ("_ops.py", "malformed")
     assert "sha256 digest (32 bytes)" in m.detail
@@ -120,7 +118,7 @@ def test_unusable_digests_are_one_malformed_entry(variant: Path, digest: dict) -
 
 
 def test_verify_digest_raises_naming_each_mismatch(variant: Path) -> None:
-    files = compute_digest(variant)
+    files = kernels_digest(variant)
     (variant / "_ops.py").write_text("tampered\n")
     with pytest.raises(IntegrityError) as info:
         verify_digest(variant, {"algorithm": "sha256", "files": files}, where="org/k torch-cpu")
@@ -136,14 +134,13 @@ def test_file_links_are_followed_like_the_hub_cache_does(tmp_path: Path) -> None
     folder = tmp_path / "snap" / "torch-cpu"
     folder.mkdir(parents=True)
     os.symlink(blob, folder / "_ops.py")
-    assert compute_digest(folder, link_roots=(blob.parent,)) == {"_ops.py": b64(b"ops = 1\n")}
+    digest = {"algorithm": "sha256", "files": {"_ops.py": b64(b"ops = 1\n")}}
+    assert check_digest(folder, digest, link_roots=(blob.parent,)) == []
     # a link anywhere else is refused, not followed
     with pytest.raises(IntegrityError, match="points outside the variant folder"):
-        compute_digest(folder)
+        check_digest(folder, digest)
 
 
-def test_errors_for_bad_arguments(tmp_path: Path, variant: Path) -> None:
+def test_errors_for_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(IntegrityError, match="is not a folder"):
-        compute_digest(tmp_path / "nope")
-    with pytest.raises(IntegrityError, match="unsupported digest algorithm 'md5'"):
-        compute_digest(variant, "md5")
+        check_digest(tmp_path / "nope", {"algorithm": "sha256", "files": {}})

@@ -261,15 +261,15 @@ def test_variants_are_assembled_in_the_configured_cache(tmp_path: Path, monkeypa
 
 def test_a_changed_file_in_the_reference_cache_is_refused(tmp_path: Path, monkeypatch) -> None:
     from kernel_plugins.errors import IntegrityError
-    from kernel_plugins.integrity import compute_digest
     from kernel_plugins.reference import _layout
+    from tests.support.digests import kernels_digest
 
     monkeypatch.setenv(_layout.CACHE_ENV, str(tmp_path / "cache"))
     repo = reference_repo("activation")
     assert repo is not None
     variant = repo / "build" / "torch-cpu"
     digest = json.loads((variant / "metadata.json").read_text())["digest"]
-    assert digest == {"algorithm": "sha256", "files": compute_digest(variant)}
+    assert digest == {"algorithm": "sha256", "files": kernels_digest(variant)}
     (variant / "_ops.py").write_text("raise SystemExit('planted')\n")
     kernel_id = json.loads((variant / "metadata.json").read_text())["id"]
     for name in [n for n in sys.modules if n.partition(".")[0] == kernel_id]:
@@ -332,8 +332,8 @@ def test_an_edited_file_with_a_rewritten_digest_never_runs(tmp_path: Path, monke
     """The attack of issue 20: edit a cached source and make metadata.json's digest match."""
     from kernel_plugins_testing import run_in_fresh_interpreter
 
-    from kernel_plugins.integrity import compute_digest
     from kernel_plugins.reference import _layout
+    from tests.support.digests import kernels_digest
 
     monkeypatch.setenv(_layout.CACHE_ENV, str(tmp_path / "cache"))
     repo = reference_repo("activation")
@@ -343,7 +343,7 @@ def test_an_edited_file_with_a_rewritten_digest_never_runs(tmp_path: Path, monke
     ops = variant / "_ops.py"
     ops.write_text(PLANT.format(marker=str(marker)) + ops.read_text())
     meta = json.loads((variant / "metadata.json").read_text())
-    meta["digest"]["files"] = compute_digest(variant)  # the digest now vouches for the edit
+    meta["digest"]["files"] = kernels_digest(variant)  # the digest now vouches for the edit
     (variant / "metadata.json").write_text(json.dumps(meta))
     done = run_in_fresh_interpreter(
         LOAD_IN_A_FRESH_PROCESS, env={_layout.CACHE_ENV: str(tmp_path / "cache")}, timeout=300

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kernel_plugins import signatures
-from kernel_plugins.integrity import compute_digest
 from tests.signatures.instance import Instance
+from tests.support.digests import kernels_digest
 from tests.support.kernels import make_variant
 
 KC = signatures.DEFAULT_SIGNERS[0].identity
@@ -53,7 +53,7 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 def sign_variant(vdir: Path, instance: Instance | None, identity: str = KC, **sign_kw: object) -> bytes:
     """Give ``vdir`` a sha256 digest in its metadata and (with ``instance``) a bundle over it."""
     meta = json.loads((vdir / "metadata.json").read_bytes())
-    meta["digest"] = {"algorithm": "sha256", "files": compute_digest(vdir)}
+    meta["digest"] = {"algorithm": "sha256", "files": kernels_digest(vdir)}
     raw = json.dumps(meta, indent=1).encode()
     (vdir / "metadata.json").write_bytes(raw)
     if instance is not None:

@@ -13,7 +13,6 @@ from .digest import (
     EXCLUDED_TOP_LEVEL,
     DigestMismatch,
     check_digest,
-    compute_digest,
     verify_digest,
 )
 from .snapshot import SnapshotFile, VariantSnapshot, read_small_file, read_variant
@@ -31,7 +30,7 @@ from .verify import VariantCheck, verify_snapshot
 
 __all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "HASH_TYPE", "DigestMismatch", "FileHash",
            "FileMismatch", "SnapshotFile", "VariantCheck", "VariantSnapshot", "check_digest",
-           "compare_files", "compute_digest", "git_blob_id",
+           "compare_files", "git_blob_id",
            "is_bytecode", "is_hashed_path", "listing_entry_hash",
            "read_small_file", "read_variant", "split_listing", "variant_hash", "verify_digest",
            "verify_snapshot", "walk_variant"]

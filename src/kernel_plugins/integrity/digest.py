@@ -21,7 +21,7 @@ from ..errors import IntegrityError
 from ._walk import is_bytecode
 from .snapshot import VariantSnapshot, read_variant
 
-__all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "DigestMismatch", "compute_digest", "check_digest",
+__all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "DigestMismatch", "check_digest",
            "verify_digest"]
 
 #: Hash algorithms a ``digest`` may name.
@@ -60,12 +60,6 @@ def _covered(rel: str) -> bool:
     return not (rel in EXCLUDED_TOP_LEVEL or is_bytecode(rel))
 
 
-def _check_algorithm(algorithm: object) -> str:
-    if algorithm not in DIGEST_ALGORITHMS:
-        raise IntegrityError(f"unsupported digest algorithm {algorithm!r}; use one of {', '.join(DIGEST_ALGORITHMS)}")
-    return str(algorithm)
-
-
 def _snapshot(variant: Path | VariantSnapshot, algorithm: str, link_roots: Sequence[Path] = ()) -> VariantSnapshot:
     if isinstance(variant, VariantSnapshot):
         if any(algorithm not in f.hashes for f in variant.files.values()):
@@ -79,16 +73,6 @@ def _snapshot(variant: Path | VariantSnapshot, algorithm: str, link_roots: Seque
 
 def _b64(hex_digest: str) -> str:
     return base64.b64encode(bytes.fromhex(hex_digest)).decode("ascii")
-
-
-def compute_digest(variant: Path | VariantSnapshot, algorithm: str = "sha256", *,
-                   link_roots: Sequence[Path] = ()) -> dict[str, str]:
-    """Relative path -> base64 ``algorithm`` hash of every covered file of a variant folder (its
-    links may also lead into ``link_roots``) or of a snapshot read with ``algorithm``.
-    :raises IntegrityError: unknown algorithm, not a folder, or a refused file."""
-    algorithm = _check_algorithm(algorithm)
-    snap = _snapshot(variant, algorithm, link_roots)
-    return {rel: _b64(f.hashes[algorithm]) for rel, f in sorted(snap.files.items()) if _covered(rel)}
 
 
 def _decode_b64(value: object) -> bytes | None:
