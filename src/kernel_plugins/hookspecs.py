@@ -90,10 +90,12 @@ def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:  # type:
 
     **When:** during variant resolution, for the device a kernel is loaded for.
 
-    **Calling convention:** asked only of the backend that owns ``device``. The order is
-    the preference order; it must be deterministic. Use
-    :func:`kernel_plugins.variants.arch_variant_names` to build the arch names for a list
-    of backend tokens, so that the answer is one line.
+    **Calling convention:** asked only of the backend that owns ``device``; deterministic.
+    Resolution reads the backend tokens of these names (best first) and their noarch
+    backends: a name in either grammar fits when its shared parts fit the system and its
+    token or noarch backend is one of these; the fits are ranked as HF kernels 0.19 ranks
+    them. Use :func:`kernel_plugins.variants.arch_variant_names` with the tokens in kernels
+    0.19's form (``"mlu-3.13"``: both grammars follow), so that the answer is one line.
 
     :param device: the device a kernel is being loaded for.
     :param system: the host's :class:`~kernel_plugins.device.SystemInfo`.
@@ -104,7 +106,7 @@ def list_variants(device: DeviceInfo, system: SystemInfo) -> list[str]:  # type:
 
         @hookimpl
         def list_variants(self, device, system):
-            return arch_variant_names(system, ["mlu313"]) + noarch_variant_names("mlu")
+            return arch_variant_names(system, ["mlu-3.13"]) + noarch_variant_names("mlu")
     """
 
 
