@@ -334,3 +334,25 @@ def test_list_backends_and_variants_show_the_python_facts(manager, capsys):
     assert system_line(free) == ("system: x86_64 linux, Python 3.15 (free-threaded: abi3t builds only), "
                                  "torch not installed")
     assert "abi3t too" in system_line(SystemInfo(cpu="x86_64", os="linux", python_version=(3, 15)))
+
+
+def test_rocm_reads_its_version_where_kernels_0_19_does(monkeypatch):
+    """torch.version.rocm (torch >= 2.10; ROCm 10.0 ships HIP 7.15), else torch.version.hip."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from kernel_plugins.backends.rocm import ROCM
+
+    monkeypatch.setattr(torch.version, "cuda", None)
+    monkeypatch.setattr(torch.version, "hip", "7.15.0-abc", raising=False)
+    monkeypatch.setattr(torch.version, "rocm", "10.0.1", raising=False)
+    for name, value in {"is_available": lambda: True, "device_count": lambda: 1,
+                        "get_device_name": lambda i=0: "MI355X", "get_device_capability": lambda i=0: (9, 5),
+                        "get_device_properties": lambda i=0: SimpleNamespace(gcnArchName="gfx950")}.items():
+        monkeypatch.setattr(torch.cuda, name, value)
+    info = ROCM.detect_device()
+    assert info is not None and info.runtime_version == "10.0.1"
+    assert "torch-stable-abi213-rocm100-x86_64-linux" in ROCM.list_variants(info, LINUX)
+    monkeypatch.delattr(torch.version, "rocm")
+    assert ROCM.detect_device().runtime_version == "7.15.0-abc"
