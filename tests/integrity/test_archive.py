@@ -139,3 +139,21 @@ def test_members_named_like_real_modules_stay_inside_the_kernel(manager: object,
 def test_a_zip_layout_without_a_package_in_the_archive_names_it(manager: object, tmp_path: Path) -> None:
     got, kernel_id = load_zip(tmp_path / "r", build([("impl.py", b"")]))
     assert isinstance(got, KernelImportError) and "no kernel module found" in str(got)
+
+
+def test_an_archive_that_is_a_link_out_or_a_fifo_is_refused_without_waiting(manager: object, tmp_path: Path) -> None:
+    import os
+
+    from tests.support.threads import within
+
+    outside = tmp_path / "outside.zip"
+    outside.write_bytes(build([("__init__.py", b"V = 'outside'\n")]))
+    for case in ("link", "fifo"):
+        kernel_id = unique_id("arc")
+        folder = tmp_path / case / "build" / "torch-cpu"
+        folder.mkdir(parents=True)
+        (folder / "metadata.json").write_text(json.dumps(metadata(kernel_id, build_layout="zip")))
+        os.symlink(outside, folder / f"{kernel_id}.zip") if case == "link" else os.mkfifo(folder / f"{kernel_id}.zip")
+        with pytest.raises(IntegrityError, match="leads outside the variant folder" if case == "link" else "regular"):
+            within(30, lambda root=tmp_path / case: kernel_plugins.load(root, device="cpu"))
+        assert module_name(kernel_id) not in sys.modules
