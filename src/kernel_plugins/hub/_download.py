@@ -61,37 +61,27 @@ def list_files(ref: HubRef) -> dict[str, dict[str, Any]]:
     ``lfs_sha256``...) in huggingface_hub's listing format, kept in a file of our own
     (:func:`listing_path`): one recursive tree request (paged by huggingface_hub).
     :raises SourceError: no ``build/`` folder. HubError: the Hub cannot be used."""
-    from huggingface_hub import RepoFile
+    from huggingface_hub import HfApi, RepoFile
 
-    missing = (f"{ref.repo_id} ({ref.repo_type}) has no build/ folder at commit {ref.sha}; a kernel repository "
-               "keeps one folder per build variant under build/. Check the repository id and revision.")
+    missing = SourceError(f"{ref.repo_id} ({ref.repo_type}) has no build/ folder at commit {ref.sha}; a kernel "
+                          "repository keeps one folder per build variant under build/. Check the repository id "
+                          "and revision.")
+    try:
+        entries = list(HfApi(**request_args(ref.endpoint)).list_repo_tree(
+            ref.repo_id, path_in_repo="build", revision=ref.sha, repo_type=ref.repo_type, recursive=True))
+    except Exception as exc:
+        raise (missing if is_not_found(exc) else map_error(exc, ref.repo_id, ref.sha, ref.endpoint,
+                                                           "listing files")) from exc
     files = {e.path: {"size": e.size, "blob_id": e.blob_id, **({"lfs_sha256": e.lfs.sha256, "lfs_size": e.lfs.size}
              if e.lfs else {}), **({"xet_hash": e.xet_hash} if getattr(e, "xet_hash", None) else {})}
-             for e in build_tree(ref, "listing files", missing, recursive=True) if isinstance(e, RepoFile)}
+             for e in entries if isinstance(e, RepoFile)}
     if not _variants_in_tree(files):
-        raise SourceError(missing)
+        raise missing
     path = listing_path(ref)
     with suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps({"format_version": 1, "files": files}, indent=1))
     return files
-
-
-def build_tree(ref: HubRef, doing: str, missing: str, *, recursive: bool = False) -> list[Any]:
-    """The entries under ``build/`` at ``ref.sha``: one tree request (``recursive``: every
-    file, paged by huggingface_hub). A commit without ``build/`` raises
-    :class:`SourceError` with the message ``missing``; any other failure is mapped with
-    :func:`map_error`, naming ``doing``."""
-    from huggingface_hub import HfApi
-
-    api = HfApi(**request_args(ref.endpoint))
-    try:
-        return list(api.list_repo_tree(ref.repo_id, path_in_repo="build", revision=ref.sha,
-                                       repo_type=ref.repo_type, recursive=recursive))
-    except Exception as exc:
-        if is_not_found(exc):
-            raise SourceError(missing) from exc
-        raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, doing) from exc
 
 
 def cached_variant_path(ref: HubRef, variant: str) -> Path | None:

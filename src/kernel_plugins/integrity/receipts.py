@@ -1,14 +1,6 @@
-"""What only this user can change: hash receipts, and native files shared from the page cache.
-
-A receipt maps a file identity (device, inode, size, ``st_mtime_ns``, ``st_ctime_ns``) to the
-hashes computed for it, so an unchanged large file is not hashed again. The kernel sets
-``st_ctime`` on every write, truncation or chmod and no user can set it back (only root, by
-moving the clock), so a matching identity means the bytes hashed then. A file changed less
-than :data:`SETTLE_NS` ago gets no receipt (timestamps are coarse: a write in the same tick
-could keep its ctime). Receipts live in ``$KERNEL_PLUGINS_RECEIPTS``, else
-``$XDG_CACHE_HOME/kernel-plugins/receipts``; they are read and written only while that folder
-and every folder above it are writable by this user alone, and one owned or writable by
-anyone else is ignored. Receipts hold hashes, not verdicts: every load still checks them.
+"""What only this user can change: hash receipts (a file identity -> the hashes computed for it,
+so an unchanged large file is not hashed again) and native extensions imported from the cached
+file itself. The rules, and why ``st_ctime`` makes an identity no user can fake: docs/loading.md.
 """
 
 from __future__ import annotations
@@ -26,24 +18,22 @@ from ..jsonfile import JSONFileError, parse_json, read_regular_file, write_atomi
 __all__ = ["RECEIPTS_ENV", "SETTLE_NS", "folder", "recall", "remember", "others_can_write", "shareable"]
 
 RECEIPTS_ENV = "KERNEL_PLUGINS_RECEIPTS"
-#: A file whose status changed less than this long ago (ns) gets no receipt.
+#: A file whose status changed less than this long ago (ns) gets no receipt (timestamps are coarse).
 SETTLE_NS = 2_000_000_000
-_MAX_BYTES = 4096
 logger = logging.getLogger("kernel_plugins")
 
 
 def folder() -> Path:
-    """Where receipts live (see the module docs)."""
-    if env := os.environ.get(RECEIPTS_ENV):
-        return Path(env)
+    """``$KERNEL_PLUGINS_RECEIPTS``, else ``$XDG_CACHE_HOME/kernel-plugins/receipts`` (``~/.cache``)."""
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kernel-plugins" / "receipts"
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return Path(os.environ.get(RECEIPTS_ENV) or base / "kernel-plugins" / "receipts")
 
 
 def others_can_write(path: Path, top: Path | None = None) -> str | None:
     """Why someone else could change ``path`` or a folder above it up to ``top`` (default: the
-    file system's root), else None. Above ``path``, a sticky folder of this user or root (``/tmp``)
-    is fine: others cannot move what they do not own out of it. :raises OSError: cannot stat."""
+    root), else None; above ``path`` a sticky folder of this user or root (``/tmp``) is fine.
+    :raises OSError: a folder cannot be examined."""
     for p in (path, *path.parents):
         st = os.stat(p)
         why = written_by_others(st)
@@ -58,27 +48,23 @@ def _identity(st: os.stat_result) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _where(st: os.stat_result) -> Path:
-    return folder() / f"{st.st_dev:x}-{st.st_ino:x}.json"
+def _private(st: os.stat_result) -> None:
+    if why := written_by_others(st):
+        raise JSONFileError(f"ignored: {why}")
 
 
 def recall(st: os.stat_result, algorithms: Iterable[str]) -> dict[str, str] | None:
-    """The hashes a receipt holds for the file of status ``st`` (every one of ``algorithms``), or None."""
-    def refuse(rst: os.stat_result) -> None:
-        if why := written_by_others(rst):
-            raise JSONFileError(f"ignored: {why}")
-
-    path = _where(st)
+    """The hashes (each of ``algorithms``) a receipt holds for the file of status ``st``, or None."""
+    path = folder() / f"{st.st_dev:x}-{st.st_ino:x}.json"
     try:
         if why := others_can_write(path.parent):
-            logger.debug("Hash receipts not used: %s", why)
-            return None
-        data = parse_json(read_regular_file(path, max_bytes=_MAX_BYTES, follow=False, check=refuse),
-                          where=str(path), max_bytes=_MAX_BYTES)
+            raise JSONFileError(f"not used: {why}")
+        data = parse_json(read_regular_file(path, max_bytes=4096, follow=False, check=_private), where=str(path),
+                          max_bytes=4096)
     except FileNotFoundError:
         return None
     except (OSError, JSONFileError) as e:
-        logger.debug("Hash receipt %s not used: %s", path, e)
+        logger.debug("Hash receipt %s: %s", path, e)
         return None
     hashes = data.get("hashes") if isinstance(data, dict) and data.get("identity") == _identity(st) else None
     if not isinstance(hashes, dict) or not all(isinstance(hashes.get(a), str) for a in algorithms):
@@ -87,31 +73,30 @@ def recall(st: os.stat_result, algorithms: Iterable[str]) -> dict[str, str] | No
 
 
 def remember(before: os.stat_result, after: os.stat_result, hashes: dict[str, str]) -> None:
-    """Keep a receipt of ``hashes``, computed between the file statuses ``before`` and ``after``
-    (none when they differ or the file changed lately; best effort, never raises)."""
+    """Keep a receipt of ``hashes``, computed between the file statuses ``before`` and ``after``:
+    none when they differ or the file changed lately; best effort (a failure is logged)."""
     if _identity(before) != _identity(after) or time.time_ns() - after.st_ctime_ns < SETTLE_NS:
         return
-    path = _where(after)
+    path = folder() / f"{after.st_dev:x}-{after.st_ino:x}.json"
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if why := others_can_write(path.parent):
-            logger.debug("No hash receipt written: %s", why)
-            return
+            raise OSError(f"not kept: {why}")
         write_atomic(path, json.dumps({"identity": _identity(after), "hashes": hashes}), mode=0o600)
     except OSError as e:
-        logger.debug("No hash receipt written to %s: %s", path, e)
+        logger.debug("Hash receipt %s: %s", path, e)
 
 
 def shareable(fd: int, st: os.stat_result, roots: Sequence[Path]) -> str | None:
-    """The path to import the open native extension ``fd`` (status ``st``) from itself,
-    ``/proc/self/fd/<fd>``, when the file lies in one of ``roots`` (caches) and neither it nor a
-    folder above it up to that root can be changed by another user; else None (said at debug level)."""
+    """``/proc/self/fd/<fd>``, to import the open native extension ``fd`` (status ``st``) from the
+    file itself, when it lies in one of ``roots`` (caches) and neither it nor a folder above it up
+    to that root can be changed by another user; else None (said at debug level)."""
     proc = f"/proc/self/fd/{fd}"
     try:
         real = Path(os.readlink(proc))
         top = next((r for r in roots if r == real or r in real.parents), None)
-        why = "it is not in a download cache" if top is None else written_by_others(st) or others_can_write(
-            real.parent, top)
+        why = "it is not in a download cache" if top is None else (
+            written_by_others(st) and f"{real}: {written_by_others(st)}") or others_can_write(real.parent, top)
     except OSError as e:
         why = f"{proc} cannot be used ({e})"
     if why is None:
