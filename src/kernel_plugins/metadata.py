@@ -269,6 +269,27 @@ def _archs(value: object) -> tuple[str, ...]:
     return _items(_str)(value)  # type: ignore[no-any-return]
 
 
+def _bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad("Input should be a valid boolean")
+    return value
+
+
+def _oid(value: object) -> str:
+    if not re.fullmatch(r"[0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?", v := _str(value)):
+        raise _Bad(f"Value error, {v!r} is not a git commit id (40 or 64 hex digits)")
+    return v
+
+
+def _provenance(value: object) -> dict[str, Any]:
+    """As kernels reads it: ``kernel-builder.version`` (a string), ``kernel``'s ``commit`` and
+    ``dirty`` when it is given; other keys are kept, unread."""
+    _fields(value, {"kernel-builder": (lambda b: _fields(b, {"version": (_str, _REQUIRED)}, "KernelBuilder"), _REQUIRED),
+                    "kernel": (_optional(lambda k: _fields(k, {"commit": (_oid, _REQUIRED), "dirty": (_bool, _REQUIRED)},
+                                                           "GitStatus")), None)}, "Provenance")
+    return _dict(value)
+
+
 def _files(value: object) -> dict[str, str]:
     problems: list[MetadataProblem] = []
     files = {k: _run(_str, v, str(k), problems) for k, v in _dict(value).items()}
@@ -311,7 +332,7 @@ _METADATA = _record(KernelMetadata, {
         "algorithm": (_algorithm, _REQUIRED),
         "files": (_files, _REQUIRED),
     })), None),
-    "provenance": (_optional(_dict), None),
+    "provenance": (_optional(_provenance), None),
     "kernels-minver": (_optional(_minver), None),
     "build-layout": (_layout, "files"),
 })

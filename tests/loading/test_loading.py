@@ -172,7 +172,8 @@ def test_missing_path_and_empty_repo(manager, tmp_path):
 
 
 def test_dirty_build_warns(manager, tmp_path):
-    make_variant(tmp_path / "dirty", "torch-cpu", metadata={"provenance": {"kernel": {"dirty": True}}})
+    make_variant(tmp_path / "dirty", "torch-cpu", metadata={"provenance": {
+        "kernel-builder": {"version": "0.19.1"}, "kernel": {"commit": "a" * 40, "dirty": True}}})
     with pytest.warns(UserWarning, match="dirty source tree"):
         kernel_plugins.load(tmp_path / "dirty")
 

@@ -114,7 +114,10 @@ valid_metadata = st.fixed_dictionaries(
     optional={
         "upstream": st.none() | st.just("https://github.com/org/kernel"),
         "source": st.none() | st.just("https://github.com/org/kernel"),
-        "provenance": st.none() | st.dictionaries(_words, json_values, max_size=3),
+        "provenance": st.none() | st.fixed_dictionaries(
+            {"kernel-builder": st.fixed_dictionaries({"version": st.text(max_size=8)})},
+            optional={"kernel": st.fixed_dictionaries({"commit": st.from_regex(r"[0-9a-f]{40}", fullmatch=True),
+                                                       "dirty": st.booleans()}), "extra": json_values}),
         "digest": st.none() | st.fixed_dictionaries({
             "algorithm": st.sampled_from(["sha256", "sha512"]),
             "files": st.dictionaries(_words.map(lambda w: w + ".py"),
