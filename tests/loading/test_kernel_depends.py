@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -79,26 +80,35 @@ class _Hidden:
 
 
 @pytest.fixture(autouse=True)
-def _without_hf_kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+def _without_hf_kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test runs without HF kernels, emulated (it is installed with the test extra: hidden
     from imports and ``find_spec`` for the test, whether or not it was imported before), unless
-    it asks for ``hf_kernels``."""
-    if "hf_kernels" in request.fixturenames:
-        return
+    it asks for ``hf_kernels``. Either way the process's modules of ``kernels`` are as before
+    afterwards (those a test imported are forgotten)."""
+    before = {n: m for n, m in sys.modules.items() if n.partition(".")[0] == "kernels"}
+    for name in before:
+        del sys.modules[name]
+    yield from _hidden(request, monkeypatch)
     for name in [n for n in sys.modules if n.partition(".")[0] == "kernels"]:
-        monkeypatch.delitem(sys.modules, name)
+        del sys.modules[name]
+    sys.modules.update(before)
+
+
+def _hidden(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    if "hf_kernels" in request.fixturenames:
+        yield
+        return
     monkeypatch.setattr(sys, "meta_path", [_Hidden(), *sys.meta_path])
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, package=None: None if name == "kernels" else real(name, package))
+    yield
 
 
 @pytest.fixture(params=["installed", "0.17 layout"])
 def hf_kernels(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     """HF kernels importable: the installed release (the pin), or a stand-in with the layout of
     kernels 0.17 (``kernels.deps._KERNEL_DEPS`` and ``get_kernel_dep``); returns its folder."""
-    for name in [n for n in sys.modules if n.partition(".")[0] == "kernels"]:
-        monkeypatch.delitem(sys.modules, name)
     if request.param == "installed":
         spec = importlib.util.find_spec("kernels")
         assert spec is not None and spec.origin, "HF kernels is installed with the test extra"
