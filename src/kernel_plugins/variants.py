@@ -31,8 +31,6 @@ __all__ = [
 ]
 
 UNIVERSAL = "torch-universal"
-#: Oldest torch stable-ABI version builders publish (torch-stable-abi29 ...).
-STABLE_ABI_MIN_MINOR = 9
 MAX_NAME_LENGTH = 128
 #: Backends whose legacy token prefix is not their 0.19 name (``cu128`` is ``cuda-12.8``).
 NEW_NAMES = {"cu": "cuda"}
@@ -262,7 +260,7 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
     """Compiled variant names for ``tokens`` (best first, in either grammar: ``cu128`` or
     ``cuda-12.8``) on ``system``, in kernels' preference order.
 
-    Order: torch stable-ABI (newest ABI first, then token order), tagless torch arch,
+    Order: torch stable-ABI (the torch's own version; older stable ABIs fit too), tagless torch arch,
     ABI-tagged torch arch, tvm-ffi, then ``sdk-<token>-cpython-...`` for each token given in
     the 0.19 form (or unversioned). The names are legacy on a Python with a GIL; on a
     free-threaded one (abi3 cannot load there) they are 0.19 names with ``abi3t``, for the
@@ -287,8 +285,7 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
     names: list[str] = []
     if system.torch_version is not None:
         major, minor = system.torch_version
-        for abi in range(minor, STABLE_ABI_MIN_MINOR - 1, -1):
-            names += names_of(f"torch-stable-abi{major}{abi}", f"torch-stable-abi-{major}.{abi}")
+        names += names_of(f"torch-stable-abi{major}{minor}", f"torch-stable-abi-{major}.{minor}")
         names += names_of(f"torch{major}{minor}", f"torch-{major}.{minor}")
         if system.cxx11_abi is not None:
             tag = "cxx11" if system.cxx11_abi else "cxx98"
