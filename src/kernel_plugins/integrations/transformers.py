@@ -24,7 +24,7 @@ from typing import Any
 
 from .._warn import warn_user
 
-__all__ = ["enable", "is_enabled", "default_mapping", "KERNEL_REPOS", "DECORATORS"]
+__all__ = ["enable", "is_enabled", "default_mapping", "KERNEL_REPOS"]
 
 #: Marked name -> (Hub repository, API version, member, kind): the community kernels
 #: that serve transformers' marks, at the API version whose signatures match.
@@ -42,9 +42,6 @@ KERNEL_REPOS: dict[str, tuple[str, int, str, str]] = {
 #: Marked names served for inference only on some device keys, as transformers' own
 #: mapping does (the Hub rotary kernel's backward differs there).
 INFERENCE_ONLY: dict[str, frozenset[str]] = {"rotary_pos_emb": frozenset({"cuda", "rocm", "xpu"})}
-
-#: The decorators of ``transformers.integrations.hub_kernels`` that :func:`enable` sets.
-DECORATORS = ("use_kernel_forward_from_hub", "use_kernel_func_from_hub", "use_kernelized_func")
 
 _ENABLED: Any = None  # the transformers.integrations.hub_kernels module enable() marked
 
@@ -74,6 +71,7 @@ def default_mapping() -> dict[str, dict[str, Any]]:
 
 
 def _marking_decorators() -> dict[str, Any]:
+    """The decorators of ``transformers.integrations.hub_kernels`` that :func:`enable` sets."""
     from .. import layers
 
     # transformers' deprecated use_kernel_func_from_hub marks classes and functions alike
