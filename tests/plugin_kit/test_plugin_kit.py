@@ -263,3 +263,31 @@ def test_importing_the_kit_imports_no_torch() -> None:
 def test_the_kit_exports_what_it_says() -> None:
     missing = [name for name in plugin_kit.__all__ if not hasattr(plugin_kit, name)]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("backend", "runtime", "legacy", "new"),
+    [("mlu", "3.13.5", "mlu313", "mlu-3.13"), ("musa", "4030", "musa43", "musa-4.3"),
+     ("npu", "8.3.RC1", "cann83", "cann-8.3")],
+)
+def test_a_plugin_declares_its_runtime_once_and_both_grammars_resolve(
+    monkeypatch: pytest.MonkeyPatch, backend: str, runtime: str, legacy: str, new: str
+) -> None:
+    from kernel_plugins.plugins import PluginManager, reset_manager
+    from kernel_plugins.resolving import resolve_variants
+
+    monkeypatch.delenv("KERNEL_PLUGINS_STRICT", raising=False)
+    plugin = PluginManager().backends()[backend].plugin
+    assert plugin.tokens.token(plugin.runtime.major_minor(runtime)) == legacy
+    assert plugin.tokens.form(plugin.runtime.major_minor(runtime)) == new
+    system = SystemInfo(cpu="x86_64", os="linux", torch_version=(2, 13), cxx11_abi=True)
+    device = DeviceInfo(backend=backend, device_type=backend, count=1, runtime_version=runtime)
+    names = [f"torch213-cxx11-{legacy}-x86_64-linux", f"torch-2.13-{new}-cpython-3.9-abi3-x86_64-linux",
+             f"sdk-{new}-cpython-3.9-abi3-x86_64-linux", f"torch-{backend}"]
+    old = reset_manager(PluginManager())
+    try:
+        res = resolve_variants(names, device, system)
+    finally:
+        reset_manager(old)
+    assert set(res.accepted) == set(names), res.trace()
+    assert res.accepted[-2:] == (names[2], names[3])
