@@ -126,3 +126,14 @@ def test_a_ref_is_read_as_a_cache_file_a_fifo_or_huge_one_is_not_waited_on_or_re
     assert hub._cache._cached_versions(repo, "kernel") == {}
     (refs / "v1").chmod(0o644)
     assert hub._cache._cached_versions(repo, "kernel") == {1: sha}
+
+
+def test_a_fifo_at_the_cached_listing_is_never_opened_by_huggingface_hub_either(hub_env: HubServer) -> None:
+    """A listing this code cannot use is handed to huggingface_hub only as a private regular file:
+    its reader opens the path as it is and would wait on a FIFO forever."""
+    repo = publish(hub_env, "cache-fifo-listing")
+    ref = hub.resolve(repo, version=1)
+    trees = hub.storage_folder(repo, "kernel") / "trees"
+    trees.mkdir(parents=True)
+    os.mkfifo(trees / f"{ref.sha}.json")
+    assert within(30, lambda: hub.list_variant_names(ref), what="a FIFO listing was opened") == ["torch-cpu"]
