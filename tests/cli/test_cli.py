@@ -146,7 +146,7 @@ def test_bash_completion_is_valid_bash_and_completes_the_real_commands(capsys, t
     commands = set(next(a for a in build_parser()._actions
                         if isinstance(a, argparse._SubParsersAction)).choices)
     assert {"load", "verify-signature", "benchmark", "completion", "info"} <= commands
-    assert commands | {"--help", "--version", "--debug", "--verbose", "-v", "--emulate"} == set(
+    assert commands | {"--help", "--version", "--debug", "--verbose", "-v", "--emulate", "--json"} == set(
         lines[1].split())
     assert lines[2:] == ["--filter-unsigned --filter-no-digest", "--scripts", "", "zsh", "example"]
     assert main(["completion", "zsh"]) == 0

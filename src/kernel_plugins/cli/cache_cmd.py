@@ -22,12 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_wide_option(parser)
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return ""  # pragma: no cover
+def _size(n: int) -> str:
+    unit = next(u for u in range(4) if n < 1000 ** (u + 1) or u == 3)
+    return f"{n} B" if unit == 0 else f"{n / 1000 ** unit:.1f} {('kB', 'MB', 'GB')[unit - 1]}"
 
 
 def run(args: argparse.Namespace) -> int:
