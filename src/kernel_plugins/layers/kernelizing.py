@@ -57,14 +57,7 @@ if TYPE_CHECKING:
 
     from ..loader import FallbackPolicy
 
-__all__ = [
-    "kernelize",
-    "KernelChoice",
-    "kernel_choice",
-    "mapping_disabled",
-    "load_member",
-    "DISABLE_ENV",
-]
+__all__ = ["kernelize", "KernelChoice", "kernel_choice", "mapping_disabled", "load_member", "DISABLE_ENV"]
 
 log = logging.getLogger("kernel_plugins.layers")
 

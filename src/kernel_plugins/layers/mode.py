@@ -30,15 +30,8 @@ from enum import Flag, auto
 
 from ._errors import ModeError
 
-__all__ = [
-    "Mode",
-    "MAPPING_MODES",
-    "KERNELIZE_MODES",
-    "candidate_modes",
-    "check_kernelize_mode",
-    "check_mapping_mode",
-    "describe_mode",
-]
+__all__ = ["Mode", "MAPPING_MODES", "KERNELIZE_MODES", "candidate_modes", "check_kernelize_mode",
+           "check_mapping_mode", "describe_mode"]
 
 
 class Mode(Flag):

@@ -27,16 +27,8 @@ from typing import Any, ClassVar
 from .._record import KW_ONLY, field, record
 from ._errors import MappingError
 
-__all__ = [
-    "KernelRepository",
-    "LayerRepository",
-    "LocalLayerRepository",
-    "LockedLayerRepository",
-    "FuncRepository",
-    "LocalFuncRepository",
-    "LockedFuncRepository",
-    "LOCKFILE_NAME",
-]
+__all__ = ["KernelRepository", "LayerRepository", "LocalLayerRepository", "LockedLayerRepository",
+           "FuncRepository", "LocalFuncRepository", "LockedFuncRepository", "LOCKFILE_NAME"]
 
 #: The lock file a locked repository uses when none is given.
 LOCKFILE_NAME = "kernels.lock"
