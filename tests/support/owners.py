@@ -16,7 +16,8 @@ OTHER_UID = 4321
 
 
 def give_to_another_user(*paths: Path) -> None:
-    """Make each of ``paths`` (itself, not a link's target) another user's."""
+    """Make each of ``paths`` (itself, not a link's target) another user's (none: only check
+    that this process may)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         message = "planting a file of another user needs root"
         if os.environ.get("CI"):
