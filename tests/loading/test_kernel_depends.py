@@ -1,9 +1,11 @@
 """Kernel dependencies (``kernel-depends``) from local folders and ``LOCAL_KERNELS``.
 
 Each dependency goes through the whole pipeline before any code of the kernel that needs
-it runs; a failure anywhere leaves nothing of either kernel imported; a build is imported
+it runs; a failure before the import leaves nothing imported, a failed import nothing of
+the failing kernel (dependencies that imported completely stay); a build is imported
 once and shared; ``get_kernel_dep`` answers while the kernel imports, also for code
-written for HF ``kernels`` (``from kernels import get_kernel_dep``). The Hub paths (pins,
+written for HF ``kernels`` (``from kernels import get_kernel_dep``), with HF kernels absent
+(emulated), installed (the pinned release), or in the layout of 0.17. The Hub paths (pins,
 lock files, offline, ``download``) are in tests/hub/test_hub_kernel_depends.py.
 """
 
