@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_plugins.errors import HubError, SourceError
-from kernel_plugins.integrity._hash import Hasher
+from kernel_plugins.integrity import Hasher
 from kernel_plugins.integrity.varianthash import listing_entry_hash
 from kernel_plugins.jsonfile import write_atomic
 

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from ._hash import git_blob_id
+from ._hash import Hasher, git_blob_id
 from ._walk import is_bytecode, walk_variant
 from .digest import (
     DIGEST_ALGORITHMS,
@@ -28,7 +28,7 @@ from .varianthash import (
 )
 from .verify import VariantCheck, verify_snapshot
 
-__all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "HASH_TYPE", "DigestMismatch", "FileHash",
+__all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "HASH_TYPE", "DigestMismatch", "FileHash", "Hasher",
            "FileMismatch", "SnapshotFile", "VariantCheck", "VariantSnapshot", "check_digest",
            "compare_files", "git_blob_id",
            "is_bytecode", "is_hashed_path", "listing_entry_hash",
