@@ -244,12 +244,8 @@ def import_verified(
     if fetched.offer.lock is not None:  # say which lock file chose the code, and how
         notes = (*notes, f"locked by {fetched.offer.lockfile}",
                  *(() if fetched.offer.lock.variants else ("the lock pins the commit only (no variant hashes)",)))
-    revision = None if ref is None else (
-        f"locked:{ref.sha}" if fetched.offer.lock is not None else ref.requested
-    )
+    revision = None if ref is None else f"locked:{ref.sha}" if fetched.offer.lock is not None else ref.requested
     record_loaded(module, Provenance(
-        source.kind, source.label, variant, device.backend, device.device_type, device.emulated,
-        str(path), module.__name__, revision, None if ref is None else ref.sha, notes,
-        verified.signer, dependencies, metadata,
-    ))
+        source.kind, source.label, variant, device.backend, device.device_type, device.emulated, str(path),
+        module.__name__, revision, None if ref is None else ref.sha, notes, verified.signer, dependencies, metadata))
     return module
