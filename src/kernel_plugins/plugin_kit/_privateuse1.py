@@ -187,32 +187,24 @@ class PrivateUse1Backend(ArchFacts):
     @hookimpl
     def backend_spec(self) -> BackendSpec:
         """The ``backend_spec`` hook."""
-        return BackendSpec(
-            name=self.name, device_type=self.dtype, display_name=self.display_name,
-            priority=self.priority, arch_tokens=() if self.tokens is None else (self.tokens.prefix,),
-            python_depends=dict(self.python_depends), capability_label=self.capability_label,
-        )
+        return BackendSpec(name=self.name, device_type=self.dtype, display_name=self.display_name,
+                           priority=self.priority, arch_tokens=() if self.tokens is None else (self.tokens.prefix,),
+                           python_depends=dict(self.python_depends), capability_label=self.capability_label)
 
     @hookimpl
     def detect_device(self, index: int | None = None) -> DeviceInfo | None:
         """The ``detect_device`` hook: the vendor installed, importable, with devices; device ``index``'s facts."""
-        found = find_vendor_devices(
-            self.name, self.vendor_module, self.dtype, import_hint=self.import_hint
-        )
+        found = find_vendor_devices(self.name, self.vendor_module, self.dtype, import_hint=self.import_hint)
         return None if found is None else self.describe(replace(found, index=index))
 
     def describe(self, found: VendorDevices) -> DeviceInfo:
         """The :class:`DeviceInfo` of a found stack (capability, runtime, notes), for ``found.index``."""
         notes: list[str] = []
         props = found.properties()
-        capability = None
-        if self.reports_capability:
-            capability = capability_of(props)
-            if capability is None:
-                notes.append(missing_capability_note(self.dtype, props, found.index or 0))
-        reading: Reading = RuntimeReading(None)
-        if self.runtime is not None:
-            reading = self.runtime.reading(found.torch, self.name)
+        capability = capability_of(props) if self.reports_capability else None
+        if self.reports_capability and capability is None:
+            notes.append(missing_capability_note(self.dtype, props, found.index or 0))
+        reading = RuntimeReading(None) if self.runtime is None else self.runtime.reading(found.torch, self.name)
         if reading.note:
             notes.append(reading.note)
         if self.extra_notes is not None:
@@ -232,10 +224,7 @@ class PrivateUse1Backend(ArchFacts):
         module = getattr(torch, self.dtype, None)
         if module is None:
             return f"torch.{self.dtype} does not exist (is {self.vendor_module} imported?)"
-        return (
-            f"{self.vendor_module} sees 0 {self.dtype} devices (check the driver and that the "
-            "devices are visible)"
-        )
+        return f"{self.vendor_module} sees 0 {self.dtype} devices (check the driver and that the devices are visible)"
 
     @hookimpl
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
@@ -247,17 +236,12 @@ class PrivateUse1Backend(ArchFacts):
         return names + [f"torch-{alias}" for alias in self.noarch_aliases] + noarch_variant_names(self.name)
 
     @hookimpl
-    def explain_variant(
-        self, device: DeviceInfo, system: SystemInfo, variant: Variant
-    ) -> str | None:
+    def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
         """The ``explain_variant`` hook: why an arch variant of this backend is refused."""
         if variant.token is None:
             return None
         if self.tokens is None or self.runtime is None:
-            return (
-                f"the {self.name} backend loads no arch variants (token {variant.token}): "
-                f"{self.noarch_reason}"
-            )
+            return f"the {self.name} backend loads no arch variants (token {variant.token}): {self.noarch_reason}"
         system_version = self.runtime.major_minor(device.runtime_version)
         reason = self.tokens.explain(variant, self.runtime.label, system_version)
         if reason is not None and system_version is None and self.runtime.advice:
@@ -291,7 +275,5 @@ class PrivateUse1Backend(ArchFacts):
             return None
         from ..known_plugins import import_tool
 
-        stand_ins = import_tool(
-            "kernel_plugins_testing.stand_ins", "kernel-plugins-testing", f"emulating {self.name}"
-        )
+        stand_ins = import_tool("kernel_plugins_testing.stand_ins", "kernel-plugins-testing", f"emulating {self.name}")
         return bool(stand_ins.install_declared(self, count, facts))
