@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -32,27 +31,29 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
     return code, json.loads(out) if "--json" in argv else out, err
 
 
-_REPOS = itertools.count()
+@pytest.fixture(scope="module")
+def repos(hub_server) -> dict[str, str]:  # noqa: ANN001
+    """``relu`` v1 (no symbols.json) and v2 (with it; torch-cpu and torch-cuda), which
+    depends on ``mid`` (v1), which depends on ``leaf`` (v1): repositories of
+    kernels-community (a trusted publisher) made once on the session's server."""
+    from tests.support.hub import make_kernel_repo
+
+    names = {k: f"kernels-community/parity-{k}" for k in ("leaf", "mid", "relu")}
+    make_kernel_repo(hub_server, names["leaf"], variants={"torch-cpu": variant(metadata(name="leaf"))})
+    mid = metadata(name="mid", kernel_depends=[{"repo-id": names["leaf"], "version": 1}])
+    make_kernel_repo(hub_server, names["mid"], variants={"torch-cpu": variant(mid)})
+    make_kernel_repo(hub_server, names["relu"], variants={"torch-cpu": variant(metadata())})
+    top = metadata(kernel_depends=[{"repo-id": names["mid"], "version": 1}])
+    make_kernel_repo(hub_server, names["relu"], branches=("v2",), variants={
+        "torch-cpu": variant(top, **{"symbols.json": json.dumps(SYMBOLS)}),
+        "torch-cuda": variant(metadata(backend={"type": "cuda"}))})
+    return names
 
 
 @pytest.fixture
-def served(hub_env) -> dict[str, str]:  # noqa: ANN001
-    """``relu`` v1 (no symbols.json) and v2 (with it; torch-cpu and torch-cuda), which
-    depends on ``mid`` (v1), which depends on ``leaf`` (v1): fresh repositories of
-    kernels-community (a trusted publisher) on the session's server."""
-    from tests.support.hub import make_kernel_repo
-
-    n = next(_REPOS)
-    names = {k: f"kernels-community/parity-{k}-{n}" for k in ("leaf", "mid", "relu")}
-    make_kernel_repo(hub_env, names["leaf"], variants={"torch-cpu": variant(metadata(name="leaf"))})
-    mid = metadata(name="mid", kernel_depends=[{"repo-id": names["leaf"], "version": 1}])
-    make_kernel_repo(hub_env, names["mid"], variants={"torch-cpu": variant(mid)})
-    make_kernel_repo(hub_env, names["relu"], variants={"torch-cpu": variant(metadata())})
-    top = metadata(kernel_depends=[{"repo-id": names["mid"], "version": 1}])
-    make_kernel_repo(hub_env, names["relu"], branches=("v2",), variants={
-        "torch-cpu": variant(top, **{"symbols.json": json.dumps(SYMBOLS)}),
-        "torch-cuda": variant(metadata(backend={"type": "cuda"}))})
-    return {**names, "server": hub_env}
+def served(hub_env, repos: dict[str, str]) -> dict[str, Any]:  # noqa: ANN001
+    """:func:`repos` with an empty cache, and the server (``"server"``)."""
+    return {**repos, "server": hub_env}
 
 
 def test_variants_of_every_version_the_latest_and_only_what_fits(served, capsys) -> None:  # noqa: ANN001
