@@ -24,7 +24,7 @@ from typing import Any
 from kernel_plugins.errors import OfflineError, RevisionError, SourceError, VersionNotFoundError
 from kernel_plugins.jsonfile import write_atomic
 
-from ._values import _SHA_RE, REPO_TYPES, HubRef, RepoType, _format_versions, _version_of, _versions, download_advice
+from ._values import _SHA_RE, REPO_TYPES, HubRef, RepoType, _format_versions, _version_of, _versions
 
 logger = logging.getLogger("kernel_plugins")
 
@@ -212,8 +212,7 @@ def storage_folder(repo_id: str, repo_type: str) -> Path:
 
 
 def _snapshot_folder(ref: HubRef) -> Path:
-    """The cache folder holding the files of ``ref.sha``. :raises TrustError: the repository's
-    folder is one another user could have written."""
+    """The cache folder holding the files of ``ref.sha``. :raises TrustError: see :func:`_private`."""
     folder = storage_folder(ref.repo_id, ref.repo_type)
     with contextlib.suppress(FileNotFoundError):
         _private(folder, folder.stat())
@@ -232,8 +231,8 @@ def _private(path: Path, st: os.stat_result) -> None:
 
 
 def read_private(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a ref, listing or record of the download cache: a regular file, not a link.
-    :raises TrustError: another user could have written it. OSError / JSONFileError: unreadable."""
+    """The bytes of a ref, listing or record of the download cache: a regular file, not a link, that
+    only this user (or root) could have written. :raises TrustError, OSError, JSONFileError."""
     from kernel_plugins.jsonfile import read_regular_file
 
     return read_regular_file(path, max_bytes=max_bytes, follow=False, check=lambda st: _private(path, st))
@@ -256,12 +255,10 @@ def snapshot_blobs(path: Path) -> tuple[Path, ...]:
 
 
 def _read_ref(repo_id: str, repo_type: str, name: str) -> str | None:
-    """The sha the cache's ``refs/<name>`` points at, or ``None``."""
-    from kernel_plugins.jsonfile import JSONFileError
-
+    """The sha the cache's ``refs/<name>`` points at, or ``None`` (also for a ref refused by :func:`read_private`)."""
     try:
         sha = read_private(storage_folder(repo_id, repo_type) / "refs" / name, 4096).decode("ascii").strip()
-    except (OSError, JSONFileError, UnicodeDecodeError):
+    except (OSError, ValueError):  # ValueError: JSONFileError, UnicodeDecodeError
         return None
     return sha if _SHA_RE.fullmatch(sha) else None
 
@@ -347,6 +344,8 @@ def _cached_tree(ref: HubRef) -> list[str] | None:
 def _resolve_offline(repo_id: str, t: RepoType, revision: str | None, version: int | None,
                      endpoint: str | None) -> HubRef:
     """Resolve from the local cache only (``HF_HUB_OFFLINE=1``); never makes a request."""
+    from ._values import download_advice
+
     where = f"the local cache ({cache_dir()})"
     fix = "unset HF_HUB_OFFLINE to look it up on the Hub"
     if not storage_folder(repo_id, t).is_dir():

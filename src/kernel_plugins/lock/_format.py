@@ -278,8 +278,7 @@ def read_lockfile(path: str | os.PathLike[str], *, private: bool = False, raw: d
     :param private: the rules of a lock nobody named (:mod:`._discovery`): ``path`` not a
         link, both files yours or root's and writable by no one else, and the hashes missing
         only from a folder no one else may write.
-    :param raw: filled with the bytes read and used, by file name; then ``path`` is not followed
-        when it is a link (it is refused).
+    :param raw: filled with the bytes read and used, by file name; then a link at ``path`` is refused.
     :raises LockfileError: missing, invalid or refused file; hashes of other commits.
     """
     file = lockfile_path(path) if private or raw is not None else Path(os.path.realpath(lockfile_path(path)))
