@@ -108,10 +108,9 @@ class _Walk:
             via = f" (via {' -> '.join(map(str, names))})" if len(names) > 1 else ""
             looked = "" if source is None or source.kind != "hub" else (
                 f" Looked for {dep.repo_id} in LOCAL_KERNELS (no entry), the installed backend plugins ("
-                f"{source.notes[0] if source.notes else 'none ships it for ' + self.info.backend}), then the "
-                "Hub (and its download cache), which failed. "
-                f"To use a copy on this machine: LOCAL_KERNELS={dep.repo_id}=PATH (PATH: the kernel's folder, "
-                "holding build/); to take it from the Hub, follow the advice above.")
+                f"{source.notes[0] if source.notes else 'none ships it for ' + self.info.backend}), then the Hub (and "
+                f"its download cache), which failed. To use a copy on this machine: LOCAL_KERNELS={dep.repo_id}=PATH "
+                "(PATH: the kernel's folder, holding build/); to take it from the Hub, follow the advice above.")
             raise KernelDependencyError(f"{names[-1]}{via} depends on {dep} (kernel-depends), "
                                         f"which cannot be loaded: {type(e).__name__}: {e}{looked}") from e
 

@@ -33,8 +33,7 @@ def is_emulated(device_type: str) -> bool:
 
 
 def in_tree_reason(device_type: str) -> str | None:
-    """Why a backend for ``device_type`` can be neither a PrivateUse1 backend nor emulated
-    (None: an out-of-tree name, which can be both)."""
+    """Why a backend for ``device_type`` can be neither a PrivateUse1 backend nor emulated (None: it can)."""
     if device_type not in IN_TREE_DEVICE_TYPES:
         return None
     return (f"{device_type!r} is a device type PyTorch itself knows (in-tree), while PrivateUse1Backend and "
