@@ -221,18 +221,15 @@ class PrivateUse1Backend(ArchFacts):
             return no_torch_reason()
         if not module_installed(self.vendor_module):
             return f"{self.vendor_module} (the {self.display_name} extension) is not installed"
-        module = getattr(torch, self.dtype, None)
-        if module is None:
+        if getattr(torch, self.dtype, None) is None:
             return f"torch.{self.dtype} does not exist (is {self.vendor_module} imported?)"
         return f"{self.vendor_module} sees 0 {self.dtype} devices (check the driver and that the devices are visible)"
 
     @hookimpl
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
         """The ``list_variants`` hook: accepted arch tokens, then the noarch names."""
-        names: list[str] = []
-        if self.tokens is not None and self.runtime is not None:
-            version = self.runtime.major_minor(device.runtime_version)
-            names = arch_variant_names(system, self.tokens.accepted(version))
+        names = [] if self.tokens is None or self.runtime is None else arch_variant_names(
+            system, self.tokens.accepted(self.runtime.major_minor(device.runtime_version)))
         return names + [f"torch-{alias}" for alias in self.noarch_aliases] + noarch_variant_names(self.name)
 
     @hookimpl
