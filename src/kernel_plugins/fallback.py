@@ -39,7 +39,7 @@ from .sources import KernelSource
 if TYPE_CHECKING:
     from .metadata import KernelMetadata
 
-__all__ = ["ReferencePolicy", "requirements_of", "check_requirements", "warn_reference", "deferred_warnings"]
+__all__ = ["ReferencePolicy", "check_requirements", "warn_reference", "deferred_warnings"]
 
 _WARNED: set[tuple[str, str, str]] = set()  # (kernel, device, note) this process reported
 _DEFERRED: ContextVar[list[tuple[str, str, str, str]] | None] = ContextVar("_DEFERRED", default=None)
@@ -69,17 +69,6 @@ def deferred_warnings() -> Iterator[list[tuple[str, str, str, str]]]:
         _DEFERRED.reset(token)
 
 
-def requirements_of(require: Iterable[str] | None) -> frozenset[str]:
-    """The validated property names of ``require`` (a string counts as one name)."""
-    if require is None:
-        return frozenset()
-    if isinstance(require, str):
-        require = [require]
-    from .contracts import validate_properties
-
-    return frozenset(validate_properties(require))
-
-
 def check_requirements(module: ModuleType, requirements: frozenset[str]) -> None:
     """Raise :class:`~kernel_plugins.errors.ContractError` when a property is not declared."""
     if not requirements:
@@ -99,9 +88,8 @@ def _what_failed(error: KernelPluginsError, info: DeviceInfo) -> str:
     return f"no variant for {info.device_type} ({info.backend})"
 
 
-def _with_sources(
-    error: KernelPluginsError, source: KernelSource, more: list[str], cls: type | None = None
-) -> KernelPluginsError:
+def _with_sources(error: KernelPluginsError, source: KernelSource, more: list[str],
+                  cls: type | None = None) -> KernelPluginsError:
     """``error`` again (or as ``cls``), its message ending with every source tried and why."""
     lines = [f"Sources tried for {source.label}:", f"  1. {source.describe()}: failed (above)"]
     lines += [f"     ({note})" for note in source.notes]
@@ -139,9 +127,7 @@ class ReferencePolicy:
     fallback: str = "reference"
     requirements: frozenset[str] = frozenset()
 
-    def next_source(
-        self, source: KernelSource, info: DeviceInfo, error: KernelPluginsError
-    ) -> KernelSource:
+    def next_source(self, source: KernelSource, info: DeviceInfo, error: KernelPluginsError) -> KernelSource:
         """The bundled reference kernel's source, to try after ``source`` failed with ``error``.
 
         :raises KernelPluginsError: ``error`` itself (with the sources tried) when no
@@ -167,11 +153,9 @@ class ReferencePolicy:
         if refused is not None:
             line = f"reference kernel {source.short_name!r} ({ref_path}): not used ({refused})"
             raise _with_sources(error, source, [line], FallbackError) from error
-        return KernelSource(
-            "reference", source.repo_id or source.label, source.repo_id, Path(str(ref_path)),
-            source.short_name, version=source.version,
-            notes=(f"reference fallback: {_what_failed(error, info)}",),
-        )
+        return KernelSource("reference", source.repo_id or source.label, source.repo_id, Path(str(ref_path)),
+                            source.short_name, version=source.version,
+                            notes=(f"reference fallback: {_what_failed(error, info)}",))
 
     def check(self, ref_source: KernelSource, metadata: KernelMetadata) -> None:
         """Before import: the reference implements the API ``version=N`` asked for.
@@ -179,23 +163,18 @@ class ReferencePolicy:
         :raises FallbackError: it implements another version.
         """
         if ref_source.version is not None and metadata.version != ref_source.version:
-            raise FallbackError(
-                f"implements API version {metadata.version}, not the version="
-                f"{ref_source.version} asked for"
-            )
+            raise FallbackError(f"implements API version {metadata.version}, not the version="
+                                f"{ref_source.version} asked for")
 
-    def failed(
-        self, source: KernelSource, ref_source: KernelSource, e: KernelPluginsError,
-        error: KernelPluginsError,
-    ) -> KernelPluginsError:
+    def failed(self, source: KernelSource, ref_source: KernelSource, e: KernelPluginsError,
+               error: KernelPluginsError) -> KernelPluginsError:
         """``error`` with the reference's failure ``e`` among the sources tried."""
         label = f"reference kernel {source.short_name!r} ({ref_source.path})"
         cls = FallbackError if isinstance(e, FallbackError) else None
         return _with_sources(error, source, [f"{label}: {e}"], cls)
 
-    def accept(
-        self, module: ModuleType, source: KernelSource, info: DeviceInfo, error: KernelPluginsError
-    ) -> ModuleType:
+    def accept(self, module: ModuleType, source: KernelSource, info: DeviceInfo,
+               error: KernelPluginsError) -> ModuleType:
         """The imported reference ``module``, once it declares every required property.
 
         :raises ContractError: it does not (the message starts with ``error``).

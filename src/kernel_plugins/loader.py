@@ -21,11 +21,12 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Literal
 
+from .contracts import normalize_require
 from .dependencies import import_tree, verified_tree
 from .detection import get_device, system_info
 from .device import DeviceInfo, SystemInfo
 from .errors import HubError, KernelPluginsError, NoCompatibleVariantError
-from .fallback import ReferencePolicy, check_requirements, requirements_of
+from .fallback import ReferencePolicy, check_requirements
 from .resolving import resolve_variants
 from .signatures import requiring
 from .sources import KernelSource, find
@@ -38,19 +39,10 @@ FallbackPolicy = Literal["reference", "error"]
 
 
 def load(
-    name: str | os.PathLike[str],
-    *,
-    device: object = None,
-    revision: str | None = None,
-    version: int | None = None,
-    lockfile: str | os.PathLike[str] | None = None,
-    require: Iterable[str] | None = None,
-    fallback: FallbackPolicy = "reference",
-    trust_remote_code: bool = False,
-    repo_type: str | None = None,
-    require_signature: bool = False,
-    trusted_root: str | os.PathLike[str] | None = None,
-    check_arch: bool = True,
+    name: str | os.PathLike[str], *, device: object = None, revision: str | None = None, version: int | None = None,
+    lockfile: str | os.PathLike[str] | None = None, require: Iterable[str] | None = None,
+    fallback: FallbackPolicy = "reference", trust_remote_code: bool = False, repo_type: str | None = None,
+    require_signature: bool = False, trusted_root: str | os.PathLike[str] | None = None, check_arch: bool = True,
 ) -> ModuleType:
     """Load a kernel for a device and return its module.
 
@@ -87,27 +79,17 @@ def load(
     """
     if fallback not in ("reference", "error"):
         raise ValueError(f"fallback must be 'reference' or 'error', got {fallback!r}")
-    requirements = requirements_of(require)
-    info = get_device(device)
-    system = system_info()
-    source = find(
-        name, device=info, revision=revision, version=version, lockfile=lockfile,
-        repo_type=repo_type,
-    )
-    policy = ReferencePolicy(fallback, requirements)
+    policy = ReferencePolicy(fallback, normalize_require(require))
+    info, system = get_device(device), system_info()
+    source = find(name, device=info, revision=revision, version=version, lockfile=lockfile, repo_type=repo_type)
     with requiring(require_signature, trusted_root=trusted_root):
         return load_source(source, info, system, trust_remote_code=trust_remote_code, fallback=policy,
                            check_arch=check_arch)
 
 
 def load_source(
-    source: KernelSource,
-    info: DeviceInfo,
-    system: SystemInfo,
-    *,
-    trust_remote_code: bool = False,
-    fallback: ReferencePolicy | None = None,
-    check_arch: bool = True,
+    source: KernelSource, info: DeviceInfo, system: SystemInfo, *, trust_remote_code: bool = False,
+    fallback: ReferencePolicy | None = None, check_arch: bool = True,
 ) -> ModuleType:
     """Run the pipeline for one source: offer, choose, fetch, verify (with its dependencies),
     import.
