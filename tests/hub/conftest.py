@@ -97,16 +97,3 @@ def hub_repos(hub_server: HubServer) -> HubRepos:
         big_blob=blob,
     )
 
-
-#: Seconds any one test of this folder may run before the run is stopped with every thread's
-#: traceback (a Hub test that waits forever is a failure, never a hang).
-TIME_LIMIT_S = 300
-
-
-@pytest.fixture(autouse=True)
-def _time_limit() -> object:
-    import faulthandler
-
-    faulthandler.dump_traceback_later(TIME_LIMIT_S, exit=True)
-    yield
-    faulthandler.cancel_dump_traceback_later()

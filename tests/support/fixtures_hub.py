@@ -56,9 +56,17 @@ def hub_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubServer]:
         server.close()
 
 
+#: Seconds a test that talks to a Hub (every one with ``hf_cache``) may run before the run is
+#: stopped with every thread's traceback: a request that waits forever is a failure, never a hang.
+TIME_LIMIT_S = 300
+
+
 @pytest.fixture
-def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh huggingface_hub cache folder (``HF_HOME``/``HF_HUB_CACHE``) for one test."""
+def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh huggingface_hub cache folder (``HF_HOME``/``HF_HUB_CACHE``) for one test, which
+    gets a time limit (:data:`TIME_LIMIT_S`)."""
+    import faulthandler
+
     from huggingface_hub import constants
 
     home = tmp_path / "hf-home"
@@ -78,7 +86,9 @@ def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.setattr(constants, name, str(value))
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH"):
         monkeypatch.delenv(name, raising=False)
-    return cache
+    faulthandler.dump_traceback_later(TIME_LIMIT_S, exit=True)
+    yield cache
+    faulthandler.cancel_dump_traceback_later()
 
 
 def _set_offline(monkeypatch: pytest.MonkeyPatch, offline: bool) -> None:
