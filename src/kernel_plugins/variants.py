@@ -20,7 +20,6 @@ __all__ = [
     "parse_variant",
     "validate_variant_name",
     "arch_variant_names",
-    "legacy_token",
     "noarch_variant_names",
     "split_token",
     "decode_token_version",
@@ -249,13 +248,6 @@ def version_token_reason(
     return f"{built} is not accepted on {have}"
 
 
-def legacy_token(token: str) -> str:
-    """A backend token in the legacy form: ``"cuda-12.8"`` -> ``"cu128"``, ``"cann-8.3"`` ->
-    ``"cann83"``; a legacy or unversioned token (``"cu128"``, ``"cpu"``) is returned as is."""
-    name, _, version = token.partition("-")
-    return _LEGACY_PREFIX.get(name, name) + version.replace(".", "") if version else token
-
-
 def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
     """Compiled variant names for ``tokens`` (best first, in either grammar: ``cu128`` or
     ``cuda-12.8``) on ``system``, in kernels' preference order.
@@ -273,7 +265,9 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
     free = system.free_threaded
     if free and system.python_version < ABI3T_MIN_PYTHON:
         return []
-    pairs = [(legacy_token(t), t if "-" in t or t.isalpha() else None) for t in tokens]
+    # (legacy token, 0.19 form or None): "cuda-12.8" -> ("cu128", "cuda-12.8"), "cu128" -> ("cu128", None)
+    pairs = [(_LEGACY_PREFIX.get(n, n) + v.replace(".", "") if v else t, t if v or t.isalpha() else None)
+             for t in tokens for n, _, v in [t.partition("-")]]
     py = "cpython-{}.{}-abi3{}".format(*system.python_version, "t" if free else "")
     tail = f"{system.cpu}-{system.os}"
 
