@@ -41,11 +41,13 @@ class KernelTraits:
     properties: frozenset[str]
 
 
-def _flag(obj: object, attr: str, default: bool, where: str) -> bool:
-    value = getattr(obj, attr, default)
-    if not isinstance(value, bool):
-        raise LayerError(f"{where}: {attr} must be True or False, got {value!r}")
-    return value
+def _traits(obj: object, where: str, properties: frozenset[str]) -> KernelTraits:
+    """``obj``'s ``has_backward`` (default True) and ``can_torch_compile`` (default False), with ``properties``."""
+    flags = {a: getattr(obj, a, default) for a, default in (("has_backward", True), ("can_torch_compile", False))}
+    for attr, value in flags.items():
+        if not isinstance(value, bool):
+            raise LayerError(f"{where}: {attr} must be True or False, got {value!r}")
+    return KernelTraits(**flags, properties=properties)
 
 
 def _signature(fn: Callable[..., object], where: str) -> inspect.Signature:
@@ -98,16 +100,13 @@ def validate_layer(kernel_cls: object, original_cls: type[nn.Module], *, where: 
         raise LayerError(f"{where} adds members {', '.join(extra)}; a kernel layer may only define "
                          f"forward and the class attributes {', '.join(sorted(ALLOWED_MEMBERS))}")
     if original_forward is None:
-        check_signature(kernel_cls.forward, original_cls.forward, where=where,
+        check_signature(kernel_cls.forward, original_cls.forward, where=where,  # type: ignore[attr-defined]
                         original=f"`{original_cls.__name__}.forward`")
     else:
-        check_signature(functools.partial(kernel_cls.forward, None), original_forward, where=where,
+        check_signature(functools.partial(kernel_cls.forward, None), original_forward,  # type: ignore[attr-defined]
+                        where=where,
                         original=f"`{_name_of(original_forward)}`")
-    return KernelTraits(
-        has_backward=_flag(kernel_cls, "has_backward", True, where),
-        can_torch_compile=_flag(kernel_cls, "can_torch_compile", False, where),
-        properties=declared_properties(kernel_cls),
-    )
+    return _traits(kernel_cls, where, declared_properties(kernel_cls))
 
 
 def validate_function(func: object, original: Callable[..., object], *, where: str, module: ModuleType,
@@ -117,11 +116,7 @@ def validate_function(func: object, original: Callable[..., object], *, where: s
     if not callable(func) or inspect.isclass(func):
         raise LayerError(f"{where} is not a function (got {func!r})")
     check_signature(func, original, where=where, original=f"`{_name_of(original)}`")
-    return KernelTraits(
-        has_backward=_flag(func, "has_backward", True, where),
-        can_torch_compile=_flag(func, "can_torch_compile", False, where),
-        properties=declared_properties(func, module=module, name=name),
-    )
+    return _traits(func, where, declared_properties(func, module=module, name=name))
 
 
 def _name_of(fn: object) -> str:
