@@ -149,7 +149,10 @@ def test_unreachable_hub_is_a_hub_error(hf_cache: Path) -> None:
         hub.resolve("tests-org/multi", version=1, endpoint="http://127.0.0.1:9")
     message = str(info.value)
     assert "Could not reach the Hub at http://127.0.0.1:9" in message
-    assert "HF_HUB_OFFLINE" not in message  # nothing cached, so offline would not help
+    # nothing cached: offline alone would not help, so the advice is to download first
+    assert "has files in the local cache" not in message
+    assert ("download it first where the Hub is reachable (kernel-plugins download tests-org/multi "
+            "--version N) and set HF_HUB_OFFLINE=1") in message
 
 
 def test_unreachable_hub_suggests_offline_mode_when_cached(

@@ -144,9 +144,11 @@ def map_error(
             return HubError(f"The Hub at {url} did not answer in time while {doing} for {repo_id}{at} "
                             f"({detail}). Allow it more seconds with HF_HUB_ETAG_TIMEOUT (API requests) "
                             f"or HF_HUB_DOWNLOAD_TIMEOUT (file downloads), or try again later; {offline}.")
-        return HubError(f"Could not reach the Hub at {url} while {doing} for {repo_id}{at} ({detail}). "
-                        f"Check the network and HF_ENDPOINT (files already downloaded are kept); "
-                        f"{offline}.")
+        if isinstance(exc, OSError) and not isinstance(exc, ConnectionResetError) or "Connect" in type(exc).__name__:
+            return HubError(f"Could not reach the Hub at {url} while {doing} for {repo_id}{at} ({detail}). "
+                            f"Check the network and HF_ENDPOINT; {offline}.")
+        return HubError(f"The connection to the Hub at {url} broke off while {doing} for {repo_id}{at} "
+                        f"({detail}). Try again: files already downloaded are kept; {offline}.")
     cause = exc.__cause__
     if isinstance(exc, OSError) and cause is not None and _unreachable(cause):
         return map_error(cause, repo_id, revision, endpoint, doing)  # the cache fallback failed
