@@ -146,10 +146,8 @@ class PluginManager:
                 continue
             self._add(plugin, ep.name, dist_name, dist_version, builtin=False)
 
-    def register(
-        self, plugin: object, *, name: str, distribution: str | None = None,
-        version: str | None = None,
-    ) -> BackendRecord | None:
+    def register(self, plugin: object, *, name: str, distribution: str | None = None,
+                 version: str | None = None) -> BackendRecord | None:
         """Register a backend plugin object (or hooks module) by hand (tests, in-process plugins).
 
         Returns the record, or None when the plugin was rejected (see :meth:`failures`).
@@ -169,9 +167,8 @@ class PluginManager:
             self._detected = {k: v for k, v in self._detected.items() if k[0] != name}
             self._callers.clear()
 
-    def _add(
-        self, plugin: object, name: str, dist: str | None, version: str | None, *, builtin: bool
-    ) -> BackendRecord | None:
+    def _add(self, plugin: object, name: str, dist: str | None, version: str | None, *,
+             builtin: bool) -> BackendRecord | None:
         def fail(stage: str, message: str, exc: BaseException | None = None) -> None:
             self._fail(name, dist, version, stage, message, exc)
 
@@ -206,10 +203,8 @@ class PluginManager:
         self._records[name] = rec
         return rec
 
-    def _fail(
-        self, name: str, dist: str | None, version: str | None, stage: str, message: str,
-        exc: BaseException | None = None,
-    ) -> None:
+    def _fail(self, name: str, dist: str | None, version: str | None, stage: str, message: str,
+              exc: BaseException | None = None) -> None:
         failure = PluginFailure(name, dist, version, stage, message)
         if strict_mode():
             raise PluginError(failure.describe() + " (KERNEL_PLUGINS_STRICT=1)") from exc
@@ -236,9 +231,7 @@ class PluginManager:
             if isinstance(e, KeyboardInterrupt) and ctrl_c:
                 raise
             raise HookFailure(origin, hook, e) from e
-        if isinstance(result, list) and not getattr(self._pm.hook, hook).spec.opts.get(
-            "firstresult"
-        ):
+        if isinstance(result, list) and not getattr(self._pm.hook, hook).spec.opts.get("firstresult"):
             return result[0] if result else None
         return result
 
@@ -298,10 +291,9 @@ class PluginManager:
         devices, with device 0's facts); cached per process."""
         rec = self.record(backend)
         with self._lock:
-            if not refresh and (backend, index) in self._detected:
-                return self._detected[backend, index]
-            outcome = self._detected[backend, index] = self._detect(rec, index)
-            return outcome
+            if refresh or (backend, index) not in self._detected:
+                self._detected[backend, index] = self._detect(rec, index)
+            return self._detected[backend, index]
 
     def _detect(self, rec: BackendRecord, index: int | None) -> DetectOutcome:
         try:
@@ -340,9 +332,7 @@ class PluginManager:
     def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Any) -> str | None:
         """The owner's reason for rejecting ``variant`` (None when it has none)."""
         try:
-            reason = self._ask_owner(
-                "explain_variant", device.backend, device=device, system=system, variant=variant
-            )
+            reason = self._ask_owner("explain_variant", device.backend, device=device, system=system, variant=variant)
         except HookFailure as f:
             return f"(backend '{device.backend}' could not explain: {_describe_exc(f.error)})"
         return reason if isinstance(reason, str) else None

@@ -46,15 +46,11 @@ def path_text(text: str) -> str:
     if "\0" in text:
         raise argparse.ArgumentTypeError("a path cannot contain a NUL character")
     if len(text) > MAX_PATH:
-        raise argparse.ArgumentTypeError(
-            f"the path is {len(text)} characters long; at most {MAX_PATH} are allowed"
-        )
+        raise argparse.ArgumentTypeError(f"the path is {len(text)} characters long; at most {MAX_PATH} are allowed")
     longest = max(text.split("/"), key=len)
     if len(longest) > MAX_NAME:
-        raise argparse.ArgumentTypeError(
-            f"a path component is {len(longest)} characters long ({longest[:40]}...); at most "
-            f"{MAX_NAME} are allowed"
-        )
+        raise argparse.ArgumentTypeError(f"a path component is {len(longest)} characters long ({longest[:40]}...); "
+                                         f"at most {MAX_NAME} are allowed")
     if text.startswith("~"):
         expanded = os.path.expanduser(text)
         if expanded == text:

@@ -68,10 +68,8 @@ def clean(text: object, *, one_line: bool = False) -> str:
 
 def shorten(text: str) -> str:
     """Words longer than 200 characters (a 5,000-character path) cut in the middle."""
-    return _LONG_WORD_RE.sub(
-        lambda m: f"{m.group(0)[:80]}...({len(m.group(0))} characters)...{m.group(0)[-40:]}",
-        text,
-    )
+    return _LONG_WORD_RE.sub(lambda m: f"{m.group(0)[:80]}...({len(m.group(0))} characters)...{m.group(0)[-40:]}",
+                             text)
 
 
 def cli_spelling(text: str) -> str:
@@ -146,10 +144,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
     :param whole: indices of columns cut last (names and versions).
     """
     cells = [[clean("" if c is None else c, one_line=True) for c in row] for row in rows]
-    natural = [len(h) for h in headers]
-    for row in cells:
-        for i, c in enumerate(row):
-            natural[i] = max(natural[i], len(c))
+    natural = [max(map(len, column)) for column in zip(headers, *cells, strict=True)]
     widths = natural if width is None else _fit(natural, width, 2, whole)
     if width is not None and wrap_last:
         widths = _fit(natural[:-1], width - 2 - 30, 2, whole) if len(natural) > 1 else []

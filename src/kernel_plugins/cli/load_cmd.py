@@ -85,17 +85,10 @@ def run(args: argparse.Namespace) -> int:
     """Load and print."""
     from ..loader import load
 
-    module = load(
-        args.target,
-        device=args.device,
-        revision=args.revision,
-        version=args.version,
-        trust_remote_code=args.trust_remote_code,
-        fallback="error" if args.no_fallback else "reference",
-        require_signature=args.require_signature,
-        trusted_root=args.trusted_root,
-        check_arch=not args.no_check_arch,
-    )
+    module = load(args.target, device=args.device, revision=args.revision, version=args.version,
+                  trust_remote_code=args.trust_remote_code, fallback="error" if args.no_fallback else "reference",
+                  require_signature=args.require_signature, trusted_root=args.trusted_root,
+                  check_arch=not args.no_check_arch)
     prov = module.__kernel_provenance__
     funcs = public_functions(module)
     if args.json:

@@ -80,15 +80,10 @@ def _one(args: argparse.Namespace, device: Any, version: int | None) -> dict[str
             print(clean(f"note: {note}"))
         print(clean(f"device: {device.summary()}"))
         print(clean(system_line(system_info())))
-        rows = [
-            [d.variant, "yes" if d.accepted else "no",
-             f"#{(d.rank or 0) + 1}" if d.accepted else (d.reason or "")]
-            for d in res.decisions if d.accepted or not args.only_compatible
-        ]
-        print_table(
-            ["variant", "fits", "preference / reason"], rows,
-            width=None if args.wide else DEFAULT_WIDTH, wrap_last=True,
-        )
+        rows = [[d.variant, "yes" if d.accepted else "no", f"#{(d.rank or 0) + 1}" if d.accepted else (d.reason or "")]
+                for d in res.decisions if d.accepted or not args.only_compatible]
+        print_table(["variant", "fits", "preference / reason"], rows, width=None if args.wide else DEFAULT_WIDTH,
+                    wrap_last=True)
         print(clean(f"chosen: {res.best or 'none'}"))
         if res.best:
             shown = depends if isinstance(depends, str) else ", ".join(depends) or "no other kernel"
