@@ -9,8 +9,8 @@ import time
 from ._output import DEFAULT_WIDTH, clean, print_json, print_table
 
 NAME = "cache"
-HELP = ("cache ls: list the kernel repositories in the download cache (KERNELS_CACHE, else "
-        "HF_HUB_CACHE), each commit with its version branches, variants, size and last use")
+HELP = ("cache ls: list the kernel repositories in the download cache that loads use (its folder is "
+        "printed first), each commit with its version branches, variants, size and last use")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
