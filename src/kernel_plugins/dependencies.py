@@ -31,7 +31,7 @@ from .verification import VerifiedVariant, archs_reader, verify
 if TYPE_CHECKING:
     from .lock import Lockfile
 
-__all__ = ["KernelTree", "verified_tree", "flatten", "import_tree", "get_kernel_dep", "require_pinned"]
+__all__ = ["KernelTree", "verified_tree", "flatten", "import_tree", "get_kernel_dep"]
 
 
 @record
@@ -97,7 +97,8 @@ class _Walk:
         """The tree of ``dep``: from the Hub, never a folder; under a lock, its entry there."""
         source: KernelSource | None = None
         try:
-            require_pinned(self.lock, dep)
+            if self.lock is not None:
+                self.lock.require(dep)
             source = find(HUB_PREFIX + dep.repo_id, device=self.info, revision=dep.revision,
                           version=dep.version, lockfile=self.lock)
             return self.tree(source, path)
@@ -113,18 +114,6 @@ class _Walk:
                 "(PATH: the kernel's folder, holding build/); to take it from the Hub, follow the advice above.")
             raise KernelDependencyError(f"{names[-1]}{via} depends on {dep} (kernel-depends), "
                                         f"which cannot be loaded: {type(e).__name__}: {e}{looked}") from e
-
-
-def require_pinned(lock: Lockfile | None, dep: KernelDepend) -> None:
-    """Under a lock, a dependency comes from its entry there: locked code or an error (the one
-    place a dependency's entry is looked up). :raises LockfileError: ``lock`` has no entry for ``dep``."""
-    from .errors import LockfileError
-
-    try:
-        lock and lock.entry(dep.repo_id, version=dep.version, revision=dep.revision)
-    except LockfileError:
-        raise LockfileError(f"{lock} does not pin {dep}, a dependency (kernel-depends): a locked load takes "
-                            "every kernel from its lock. Run `kernel-plugins lock` to pin it") from None
 
 
 def import_tree(tree: KernelTree, info: DeviceInfo) -> ModuleType:

@@ -142,12 +142,10 @@ def check_hub_snapshot(fetched: Fetched, snapshot: VariantSnapshot, metadata: Ke
     """
     from . import hub
 
-    off = fetched.offer
+    off, variant = fetched.offer, fetched.variant
     ref = off.ref
     assert ref is not None
-    variant = fetched.variant
-    expected: Mapping[str, FileHash] | None = listing
-    source = "given listing"
+    expected, source = listing, "given listing"
     if expected is None:
         cached = hub.cached_listing(ref)
         if cached is not None:
@@ -157,17 +155,10 @@ def check_hub_snapshot(fetched: Fetched, snapshot: VariantSnapshot, metadata: Ke
             if record is not None:
                 expected, source = record, "record of the first verification"
     pinned = off.lock.variants.get(variant) if off.lock is not None else None
-    check = verify_snapshot(
-        snapshot,
-        label=f"{ref.repo_id}@{ref.sha[:12]}",
-        variant=variant,
-        expected=expected,
-        expected_source=source,
-        pinned_hash=pinned.hash if pinned is not None else None,
-        pinned_by=off.lockfile,
-        digest=metadata.digest if metadata is not None else None,
-        repair=hub.repair_hint(ref, pinned=pinned is not None),
-    )
+    check = verify_snapshot(snapshot, label=f"{ref.repo_id}@{ref.sha[:12]}", variant=variant, expected=expected,
+                            expected_source=source, pinned_hash=pinned.hash if pinned is not None else None,
+                            pinned_by=off.lockfile, digest=metadata.digest if metadata is not None else None,
+                            repair=hub.repair_hint(ref, pinned=pinned is not None))
     if off.lock is not None and pinned is None:
         check.notes.append(f"{off.lockfile} pins the commit only: no hash or signer of {variant} was checked")
     return check
@@ -182,9 +173,7 @@ def check_cached(fetched: Fetched, *, listing: Mapping[str, FileHash] | None = N
     :raises IntegrityError: a link or entry of the folder is refused.
     """
     metadata: KernelMetadata | None = None
-    raw: bytes | None = None
-    problem: str | None = None
-    from .dependencies import require_pinned
+    raw, problem = None, None
     from .signatures import check_locked, on_load, read_metadata, signature_required
 
     try:
@@ -193,8 +182,8 @@ def check_cached(fetched: Fetched, *, listing: Mapping[str, FileHash] | None = N
     except MetadataError as e:
         problem = str(e)
     check = check_hub_snapshot(fetched, _snapshot(fetched, raw, metadata, False), metadata, listing=listing)
-    for dep in metadata.kernel_depends if metadata else ():  # as a locked load would
-        require_pinned(fetched.offer.lockfile, dep)
+    for dep in metadata.kernel_depends if metadata and fetched.offer.lockfile else ():  # as a locked load would
+        fetched.offer.lockfile.require(dep)  # type: ignore[union-attr]
     if problem is not None:
         check.notes.append(f"metadata.json could not be used, so its digest was not checked: {problem}")
 

@@ -118,6 +118,15 @@ class Lockfile:
         raise LockfileError(f"{self.path} does not pin {asked} (it pins: {listed}). Add {repo_id!r} to "
                             "[tool.kernels.dependencies] and run `kernel-plugins lock PROJECT_DIR`.")
 
+    def require(self, dep: Any) -> None:
+        """A dependency (``kernel-depends`` entry) comes from its entry here: locked code or an error
+        (the one place a dependency's entry is looked up). :raises LockfileError: no entry for ``dep``."""
+        try:
+            self.entry(dep.repo_id, version=dep.version, revision=dep.revision)
+        except LockfileError:
+            raise LockfileError(f"{self} does not pin {dep}, a dependency (kernel-depends): a locked load takes "
+                                "every kernel from its lock. Run `kernel-plugins lock` to pin it") from None
+
 
 def _label(index: int, entry: object) -> str:
     dep = entry.get("dependency") if isinstance(entry, dict) else None
