@@ -113,20 +113,15 @@ def declared_properties(obj: object, *, module: ModuleType | None = None, name: 
     return _as_property_set(table.get(key), f"{mod_name}.__kernel_properties__[{key!r}]")
 
 
-def _defined_under(obj: object, prefix: str) -> bool:
-    mod = getattr(obj, "__module__", None) or ""
-    return mod == prefix or mod.startswith(prefix + ".")
-
-
 def _public(module: ModuleType, want: str, prefix: str) -> list[tuple[str, object]]:
-    explicit = getattr(module, "__all__", None)
+    """The classes or routines ``module.__all__`` names, else its public classes or functions
+    defined in the package ``prefix``."""
     pick: Callable[[object], bool] = inspect.isclass if want == "class" else inspect.isroutine
-    if explicit is not None:
-        found = ((n, getattr(module, n, None)) for n in explicit)
-        return [(n, obj) for n, obj in found if pick(obj)]
+    if (explicit := getattr(module, "__all__", None)) is not None:
+        return [(n, obj) for n in explicit if pick(obj := getattr(module, n, None))]
     pick = inspect.isclass if want == "class" else inspect.isfunction
-    return [(n, obj) for n, obj in sorted(vars(module).items())
-            if not n.startswith("_") and _defined_under(obj, prefix) and pick(obj)]
+    return [(n, obj) for n, obj in sorted(vars(module).items()) if not n.startswith("_") and pick(obj)
+            and f"{getattr(obj, '__module__', None) or ''}.".startswith(f"{prefix}.")]
 
 
 def public_members(module: ModuleType) -> list[tuple[str, str, object]]:

@@ -115,9 +115,8 @@ def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
                 raise LockfileError(f"{lockfile} pins {repo_id} at {entry.sha} but the Hub answered commit "
                                     f"{ref.sha}; re-lock with `kernel-plugins lock PROJECT_DIR`.")
             return ref, sorted(entry.variants) or hub.list_variant_names(ref)
-        ref = hub.resolve(
-            repo_id, revision=source.revision, version=source.version, repo_type=repo_type  # type: ignore[arg-type]
-        )
+        ref = hub.resolve(repo_id, revision=source.revision, version=source.version,
+                          repo_type=repo_type)  # type: ignore[arg-type]
         return ref, hub.list_variant_names(ref)
 
     ref, names = distributed.share_from_rank0(pin, what=f"the revision of {repo_id}")
@@ -170,10 +169,8 @@ def fetch(off: Offer, variant: str, *, progress: bool = True) -> Fetched:
         return Fetched(off, variant, folder, hub.snapshot_blobs(folder))
 
     ref = off.ref
-    path = distributed.once_per_node(
-        lambda: hub.fetch_variant(ref, variant, progress=progress),
-        what=f"the download of {ref.repo_id} {variant}", folder=hub.cache_dir(),
-    )
+    path = distributed.once_per_node(lambda: hub.fetch_variant(ref, variant, progress=progress),
+                                     what=f"the download of {ref.repo_id} {variant}", folder=hub.cache_dir())
     return Fetched(off, variant, path, (hub.blobs_folder(ref),))
 
 

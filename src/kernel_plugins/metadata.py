@@ -181,10 +181,20 @@ def _optional(check: _Check) -> _Check:
     return lambda value: None if value is None else check(value)
 
 
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise _Bad("Input should be a valid string")
-    return value
+def _typed(kind: type, name: str) -> Callable[[object], Any]:
+    """A check that ``value`` is a ``kind`` (a bool is no integer), as pydantic words it."""
+    def check(value: object) -> Any:
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise _Bad(f"Input should be a valid {name}")
+        return value
+
+    return check
+
+
+_str: Callable[[object], str] = _typed(str, "string")
+_int: Callable[[object], int] = _typed(int, "integer")
+_bool: Callable[[object], bool] = _typed(bool, "boolean")
+_dict: Callable[[object], dict[str, Any]] = _typed(dict, "dictionary")
 
 
 def _items(check: _Check) -> _Check:
@@ -198,12 +208,6 @@ def _items(check: _Check) -> _Check:
         return out
 
     return items
-
-
-def _int(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _Bad("Input should be a valid integer")
-    return value
 
 
 def _name(value: object) -> str:
@@ -257,22 +261,10 @@ def _algorithm(value: object) -> str:
     return value
 
 
-def _dict(value: object) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _Bad("Input should be a valid dictionary")
-    return value
-
-
 def _archs(value: object) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)) and len(value) > MAX_ARCHS:
         raise _Bad(f"Value error, {len(value)} architectures; at most {MAX_ARCHS} are allowed")
     return _items(_str)(value)  # type: ignore[no-any-return]
-
-
-def _bool(value: object) -> bool:
-    if not isinstance(value, bool):
-        raise _Bad("Input should be a valid boolean")
-    return value
 
 
 def _oid(value: object) -> str:

@@ -102,7 +102,7 @@ class KernelSource:
 
     def describe(self) -> str:
         """``hub kernels-community/activation``, ``local /path``, for lists of sources."""
-        if self.kind in ("hub",) or self.path is None:
+        if self.kind == "hub" or self.path is None:
             return f"{self.kind} {self.label}"
         if self.label == str(self.path):
             return f"{self.kind} {self.path}"
@@ -116,10 +116,6 @@ def hub_source(repo_id: str, *, revision: str | None = None, version: int | None
     ``LOCAL_KERNELS`` override or plugin copy is considered: see :func:`find`)."""
     short = repo_id.rpartition("/")[2]
     return KernelSource("hub", repo_id, repo_id, None, short, revision, version, lockfile, repo_type, notes)
-
-
-def _is_path_spelling(text: str) -> bool:
-    return text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1
 
 
 def _folder(path: Path) -> Path:
@@ -188,7 +184,7 @@ def parse_name(name: object) -> Name:
         text = text[len(HUB_PREFIX):].strip()
     elif text.lower().startswith(("https://", "http://")):
         text, explicit = _repo_id_of_url(text), True
-    elif _is_path_spelling(text):
+    elif text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1:  # a path's spelling
         p = _folder(Path(text))
         return Name(p, None, p.name)
     repo_id = text if "/" in text else f"{default_org()}/{text}"
