@@ -54,8 +54,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--only", help="comma-separated measurements: import, local, inproc, loads, list-backends, large"
     )
-    p.add_argument("--large-mb", type=int, default=400,
-                   help="size of the native extension of the large-kernel figures (MB)")
+    p.add_argument("--large-mb", type=int,
+                   help="size of the native extension of the large-kernel figures (MB; default 400, quick: 8)")
     return p.parse_args(argv)
 
 
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         say=_say,
         profile_dir=(out_dir / f"{_today()}-profiles") if args.profile else None,
         large_mb=args.large_mb,
+        kernels_beside=not args.no_kernels,  # large figures: kernels in this interpreter when no env was made
     )
     results: list[dict[str, object]] = []
     skipped: list[dict[str, str]] = []

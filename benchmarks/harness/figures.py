@@ -56,7 +56,8 @@ class Context:
     top_shas: dict[str, str] = field(default_factory=dict)
     profile_dir: Path | None = None
     notes: list[str] = field(default_factory=list)
-    large_mb: int = 400
+    large_mb: int | None = None
+    kernels_beside: bool = False
 
     def envs(self) -> list[Env]:
         """The environments measured, kernel-plugins first."""

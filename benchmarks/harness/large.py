@@ -10,7 +10,8 @@ here with ``cc``) and a sha256 digest, served by the loopback Hub, measured side
   are not counted). Other work on the machine changes ``Shmem`` too: run it on a quiet one;
 * requests of a cold load of a variant with 60 files (and of the large one).
 
-Without a C compiler or Python's headers the figures are skipped with a note.
+Without a C compiler or Python's headers the figures are skipped with a note. Quick mode (CI):
+an 8 MB extension (unless ``--large-mb`` says otherwise), no first untimed load, no memory figures.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def measure_large(ctx: Any) -> list[dict[str, Any]]:
     """The large-kernel figures (see the module docs); [] with a note when nothing can be built."""
     from .figures import _clean_env, _hub_env, figure
 
-    mb = int(getattr(ctx, "large_mb", 400))
+    mb = ctx.large_mb or (8 if ctx.quick else 400)
     work = ctx.work / "large"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -156,10 +157,10 @@ def measure_large(ctx: Any) -> list[dict[str, Any]]:
         return []
     size_mb = ext.stat().st_size / (1 << 20)
     large_sha, _ = _publish(ctx, ext)
-    kn_env = ctx.kn or _kernels_beside(ctx)
+    kn_env = ctx.kn or (_kernels_beside(ctx) if ctx.kernels_beside else None)
     envs = [ctx.kp, *([kn_env] if kn_env else [])]
     warm: dict[str, list[float]] = {e.package: [] for e in envs}
-    held: dict[int, dict[str, list[float]]] = {n: {e.package: [] for e in envs} for n in (4, 8)}
+    held: dict[int, dict[str, list[float]]] = {n: {e.package: [] for e in envs} for n in ((4, 8) * (not ctx.quick))}
     requests: dict[str, dict[str, list[float]]] = {k: {e.package: [] for e in envs} for k in ("many", "large")}
     how: dict[str, str] = {}
     for e in envs:
@@ -169,12 +170,14 @@ def measure_large(ctx: Any) -> list[dict[str, Any]]:
             ctx.hub.clear_requests()
             _run(e.python, {"package": e.package, "repo_id": repo, "version": 1}, env)
             requests[kind][e.package].append(len([r for r in ctx.hub.requests if repo in r.path]))
-        time.sleep(2.1)  # kernel-plugins keeps a hash receipt only for files older than 2 s
         task = {"package": e.package, "repo_id": LARGE_REPO, "revision": large_sha}
-        first = _run(e.python, task, env)  # untimed: the first warm load (kernel-plugins: hashes, keeps a receipt)
-        how[e.package] = "a private copy (memfd)" if "memfd:" in str(first["real"]) else f"the file ({first['real']})"
+        if not ctx.quick:  # untimed: the first warm load (kernel-plugins: hashes, keeps a receipt)
+            time.sleep(2.1)  # a receipt is kept only for a file older than 2 s
+            _run(e.python, task, env)
         for _ in range(ctx.runs):
-            warm[e.package].append(_run(e.python, task, env)["load_s"])
+            first = _run(e.python, task, env)
+            warm[e.package].append(first["load_s"])
+        how[e.package] = "a private copy (memfd)" if "memfd:" in str(first["real"]) else f"the file ({first['real']})"
         for n in held:
             held[n][e.package].append(_held(e.python, task, env, n))
     kp, kn = ctx.kp.package, (kn_env.package if kn_env else None)
