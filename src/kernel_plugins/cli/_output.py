@@ -194,10 +194,8 @@ class VariantRows:
         (unless ``allow_missing``) when a repository had no variant checked at all."""
         checked = sum(r["status"] != "skipped" for r in self.rows)
         failed = sum(r["status"] == "failed" for r in self.rows)
-        seen = {r["repo_id"]: False for r in self.rows}
-        for r in self.rows:
-            seen[r["repo_id"]] |= r["status"] != "skipped"
-        missing = [] if self.allow_missing else [repo for repo, done in seen.items() if not done]
+        done = {r["repo_id"] for r in self.rows if r["status"] != "skipped"}
+        missing = [] if self.allow_missing else [*dict.fromkeys(r["repo_id"] for r in self.rows if r["repo_id"] not in done)]
         if self.as_json:
             print_json({"target": where, "checked": checked, "failed": failed, "unchecked": missing,
                         "variants": self.rows})

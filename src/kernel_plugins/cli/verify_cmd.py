@@ -68,11 +68,8 @@ def _check(rows: VariantRows, repo_id: str, variant: str, found: Fetched | None,
     except KernelPluginsError as e:
         rows.add(repo_id, variant, "failed", str(e))
         return
-    notes = "".join(f" ({n})" for n in check.notes)
-    if check.ok:
-        rows.add(repo_id, variant, "ok", check.summary() + notes)
-    else:
-        rows.add(repo_id, variant, "failed", "; ".join(check.problems()) + notes)
+    detail = check.summary() if check.ok else "; ".join(check.problems())
+    rows.add(repo_id, variant, "ok" if check.ok else "failed", detail + "".join(f" ({n})" for n in check.notes))
 
 
 def _verify_project(target: Path, rows: VariantRows) -> int:

@@ -73,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
                 args.filter_no_digest and res.state == "digest mismatch"
                 and parse_metadata_bytes(read_metadata(fetched), where=variant).digest is None)
         except KernelPluginsError as e:
-            rows.add(source.label, variant, "failed", f"cannot check: {e}", state="cannot check",
-                     signer="")
+            rows.add(source.label, variant, "failed", f"cannot check: {e}", state="cannot check", signer="")
             continue
         rows.add(source.label, variant, "skipped" if skip else "ok" if res.ok else "failed",
                  f"{res.state}: {res.detail}", state=res.state, signer=res.signer or "")
