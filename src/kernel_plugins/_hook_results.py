@@ -66,13 +66,10 @@ def variant_names(rec: BackendRecord, names: object) -> list[str]:
 
     if not isinstance(names, (list, tuple)):
         raise PluginError(f"{rec.origin()}: list_variants returned {type(names).__name__}, expected list[str]")
-    out: list[str] = []
-    for n in names:
-        try:
-            out.append(validate_variant_name(n))
-        except Exception as e:  # noqa: BLE001
-            raise PluginError(f"{rec.origin()}: list_variants returned a bad name: {e}") from e
-    return list(dict.fromkeys(out))
+    try:
+        return list(dict.fromkeys(validate_variant_name(n) for n in names))
+    except Exception as e:  # noqa: BLE001
+        raise PluginError(f"{rec.origin()}: list_variants returned a bad name: {e}") from e
 
 
 def kernel_module(rec: BackendRecord, module: object) -> ModuleType | None:

@@ -123,19 +123,12 @@ class HookFailure(Exception):
         """``plugin 'x' (dist 1.0) failed in detect_device: ValueError: ...``."""
         return f"{self.origin} failed in {self.hook}: {_describe_exc(self.error)}"
 
-    def plugin_error(self, *, keep_ours: bool = False) -> KernelPluginsError:
-        """The error to raise for it: a :class:`PluginError` chained to the original, or with
-        ``keep_ours`` an error of this library the hook raised, as it is."""
-        if keep_ours and isinstance(self.error, KernelPluginsError):
-            return self.error
-        err = PluginError(self.message)
-        err.__cause__ = self.error
-        return err
-
     def reraise(self, *, keep_ours: bool = False) -> NoReturn:
-        """Raise :meth:`plugin_error`, keeping its own cause (a kept error's chain too)."""
-        err = self.plugin_error(keep_ours=keep_ours)
-        raise err from err.__cause__
+        """Raise a :class:`PluginError` chained to the original, or with ``keep_ours`` an error of
+        this library the hook raised, as it is (its own cause kept)."""
+        if keep_ours and isinstance(self.error, KernelPluginsError):
+            raise self.error from self.error.__cause__
+        raise PluginError(self.message) from self.error
 
 
 def allowlist() -> set[str] | None:
