@@ -188,21 +188,13 @@ def download_file(ref: HubRef, path_in_repo: str) -> Path:
     """One file of ``ref`` in the cache, downloaded when missing (a cached file costs no
     request). :raises SourceError: no such file. HubError: the Hub cannot be used."""
     if (cached := _snapshot_folder(ref) / path_in_repo).is_file():
-        return cached  # huggingface_hub would build its HTTP client (and ask the Hub) first
-    if (files := cached_tree_files(ref)) is not None and not is_offline():  # one GET, checked
-        if path_in_repo not in files:
-            raise SourceError(f"{ref.repo_id} at commit {ref.sha} has no {path_in_repo}")
-        return _download(ref, path_in_repo, files[path_in_repo])
-    from huggingface_hub import hf_hub_download
-
-    try:
-        return Path(hf_hub_download(ref.repo_id, path_in_repo, repo_type=ref.repo_type,
-                                    revision=ref.sha, cache_dir=cache_dir(),
-                                    **request_args(ref.endpoint)))
-    except Exception as exc:
-        if is_not_found(exc):
-            raise SourceError(f"{ref.repo_id} at commit {ref.sha} has no {path_in_repo}") from exc
-        raise map_error(exc, ref.repo_id, ref.sha, ref.endpoint, f"downloading {path_in_repo}") from exc
+        return cached
+    if is_offline():
+        raise _not_cached(f"{path_in_repo} of {ref.repo_id} at commit {ref.sha}")
+    files = cached_tree_files(ref) or list_files(ref)  # the listing, then one GET, checked
+    if path_in_repo not in files:
+        raise SourceError(f"{ref.repo_id} at commit {ref.sha} has no {path_in_repo}")
+    return _download(ref, path_in_repo, files[path_in_repo])
 
 
 def _variants_in_tree(paths: Iterable[str]) -> list[str]:
