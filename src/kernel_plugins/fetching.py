@@ -106,17 +106,16 @@ def _hub_offer(source: KernelSource, trust_remote_code: bool) -> Offer:
     check_trusted(repo_id, trust_remote_code)
     lockfile = source.lockfile
     entry = lockfile.entry(repo_id, version=source.version, revision=source.revision) if lockfile else None
-    repo_type = source.repo_type
 
     def pin() -> tuple[HubRef, list[str]]:
         if entry is not None:
-            ref = hub.resolve(repo_id, revision=entry.sha, repo_type=repo_type)  # type: ignore[arg-type]
+            ref = hub.resolve(repo_id, revision=entry.sha, repo_type=source.repo_type)  # type: ignore[arg-type]
             if ref.sha != entry.sha:
                 raise LockfileError(f"{lockfile} pins {repo_id} at {entry.sha} but the Hub answered commit "
                                     f"{ref.sha}; re-lock with `kernel-plugins lock PROJECT_DIR`.")
             return ref, sorted(entry.variants) or hub.list_variant_names(ref)
         ref = hub.resolve(repo_id, revision=source.revision, version=source.version,
-                          repo_type=repo_type)  # type: ignore[arg-type]
+                          repo_type=source.repo_type)  # type: ignore[arg-type]
         return ref, hub.list_variant_names(ref)
 
     ref, names = distributed.share_from_rank0(pin, what=f"the revision of {repo_id}")

@@ -173,11 +173,10 @@ class PluginManager:
             self._fail(name, dist, version, stage, message, exc)
 
         if name in self._records:
-            other = self._records[name].origin()
-            fail("register", f"backend name {name!r} is already provided by {other}; uninstall "
-                 "one of the two distributions")
-            return None
-        problem = hooks_problem(plugin, {h for h in dir(self._pm.hook) if not h.startswith("_")})
+            problem: str | None = (f"backend name {name!r} is already provided by {self._records[name].origin()}; "
+                                   "uninstall one of the two distributions")
+        else:
+            problem = hooks_problem(plugin, {h for h in dir(self._pm.hook) if not h.startswith("_")})
         if problem is not None:
             fail("register", problem)
             return None

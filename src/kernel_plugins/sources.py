@@ -239,11 +239,9 @@ def find(name: object, *, device: DeviceInfo | None = None, revision: str | None
         if pinned:
             log.info("LOCAL_KERNELS overrides %s with %s; %s is not used", repo_id, override, pinned)
         return KernelSource("local-kernels", repo_id, repo_id, override, parsed.short_name)
-    if device is None:
-        return hub
     from .plugins import get_manager
 
-    found = get_manager().locate_kernel(repo_id, device)
+    found = None if device is None else get_manager().locate_kernel(repo_id, device)
     if found is None:
         return hub
     shipped, who, own = found
@@ -323,11 +321,8 @@ def local_variants(root: Path) -> LocalVariants:
             where = "outside" if root not in target.parents else "elsewhere in"
             raise SourceError(f"variant folder {child} is a link that points {where} {root} (to {target}); "
                               "refusing to load code from there. Replace the link with the folder itself.")
-        if not entry.is_dir(follow_symlinks=False):
-            continue
-        if layout == "variants" and not (child / "metadata.json").is_file():
-            continue
-        variants[child.name] = child
+        if entry.is_dir(follow_symlinks=False) and (layout == "repo" or (child / "metadata.json").is_file()):
+            variants[child.name] = child
     if not variants:
         raise SourceError(f"{root} holds no build variants: expected build/<variant>/metadata.json, "
                           "<variant>/metadata.json or a single variant folder with metadata.json")
