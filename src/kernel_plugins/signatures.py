@@ -234,11 +234,9 @@ def _allowed(cert: Any, signer: Signer, org: str | None) -> bool:
     return True
 
 
-def check_bundle(
-    metadata: bytes, bundle: bytes | None, *, variant: str, org: str | None,
-    trusted_root: str | os.PathLike[str] | None = None, fetch: bool = True,
-    extra_signers: Sequence[Signer] = (), required_signers: Sequence[Signer] = (),
-) -> SignatureCheck:
+def check_bundle(metadata: bytes, bundle: bytes | None, *, variant: str, org: str | None,
+                 trusted_root: str | os.PathLike[str] | None = None, fetch: bool = True,
+                 extra_signers: Sequence[Signer] = (), required_signers: Sequence[Signer] = ()) -> SignatureCheck:
     """Verify ``bundle`` over the raw ``metadata`` bytes, then the signer against the policy
     (:func:`signers`: ``extra_signers`` added to it, or ``required_signers`` instead of it).
 
@@ -337,13 +335,11 @@ def on_load(fetched: Fetched, metadata: bytes, res: SignatureCheck | None = None
         if not required and (bundle is None or importlib.util.find_spec("sigstore") is None
                              or not (_given_root() or _cached_root().is_file())):
             return None  # nothing to check it against without the network: sigstore is not imported
-        res = check_bundle(metadata, bundle, variant=fetched.variant, org=org_of(fetched),
-                           fetch=required)
+        res = check_bundle(metadata, bundle, variant=fetched.variant, org=org_of(fetched), fetch=required)
     if res.ok or (not required and res.state in ("signer not allowed", "cannot check")):
         return _covered(f"{fetched.offer.where} {fetched.variant}", res, metadata).signer
     why = "a signature is required" if required else "its signature bundle does not verify"
-    raise SignatureError(f"{fetched.offer.where} {fetched.variant}: refused, {why}: {res.state}: "
-                         f"{res.detail}")
+    raise SignatureError(f"{fetched.offer.where} {fetched.variant}: refused, {why}: {res.state}: {res.detail}")
 
 
 def _digest(metadata: bytes) -> tuple[Any, str | None]:
@@ -383,16 +379,13 @@ def files_problem(fetched: Fetched, metadata: bytes) -> str | None:
             + "; delete the folder and fetch it again") if found else None
 
 
-def check_fetched(
-    fetched: Fetched, *, trusted_root: str | os.PathLike[str] | None = None,
-    extra_signers: Sequence[Signer] = (), required_signers: Sequence[Signer] = (),
-) -> SignatureCheck:
+def check_fetched(fetched: Fetched, *, trusted_root: str | os.PathLike[str] | None = None,
+                  extra_signers: Sequence[Signer] = (), required_signers: Sequence[Signer] = ()) -> SignatureCheck:
     """The full check of one variant folder (``kernel-plugins verify-signature``): bundle,
     signer (see :func:`check_bundle`), then the metadata digest against the files."""
     raw = read_metadata(fetched)
     res = check_bundle(raw, read_bundle(fetched), variant=fetched.variant, org=org_of(fetched),
-                       trusted_root=trusted_root, extra_signers=extra_signers,
-                       required_signers=required_signers)
+                       trusted_root=trusted_root, extra_signers=extra_signers, required_signers=required_signers)
     if not res.ok:
         return res
     problem = files_problem(fetched, raw)
