@@ -180,7 +180,7 @@ def test_a_lock_whose_commit_offers_no_variants_fails_even_with_all_variants(
     for extra in ([], ["--all-variants"]):
         code, out, _ = run(capsys, "download", str(project), *extra)
         assert code == 1, out
-        assert f"{repo_id} -: FAILED: {repo_id} at " in out and "offers no variants" in out
+        assert f"{repo_id} *: FAILED: {repo_id} (kernel) offers no build variants at commit " in out
         assert "0 checked" not in out
 
 

@@ -63,7 +63,7 @@ def list_files(ref: HubRef) -> dict[str, dict[str, Any]]:
     :raises SourceError: no ``build/`` folder. HubError: the Hub cannot be used."""
     from huggingface_hub import HfApi, RepoFile
 
-    missing = SourceError(f"{ref.repo_id} ({ref.repo_type}) has no build/ folder at commit {ref.sha}; a kernel "
+    missing = SourceError(f"{ref.repo_id} ({ref.repo_type}) offers no build variants at commit {ref.sha}; a kernel "
                           "repository keeps one folder per build variant under build/. Check the repository id "
                           "and revision.")
     try:
