@@ -44,8 +44,7 @@ def _names(path: Path, roots: tuple[Path, ...], kind: type[_Definition] | tuple[
                 return sorted(str(n) for n in ast.literal_eval(node.value) if n not in modules)
             except ValueError:
                 break
-    found = [n for n in tree.body if isinstance(n, kind)]
-    return [n.name for n in found if isinstance(n, _Definition) and not n.name.startswith("_")]
+    return [n.name for n in tree.body if isinstance(n, kind) and not n.name.startswith("_")]
 
 
 def dep_tree(deps: Any, info: Any, done: dict[Any, Any], path: tuple[object, ...] = ()) -> dict[str, Any]:
