@@ -73,6 +73,5 @@ class Provenance:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (without ``metadata``)."""
-        out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
-        del out["metadata"]
+        out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items() if k != "metadata"}
         return {**out, "dependencies": [d.to_dict() for d in self.dependencies]}

@@ -55,10 +55,7 @@ def path_text(text: str) -> str:
         expanded = os.path.expanduser(text)
         if expanded == text:
             user = text[1:].split("/", 1)[0]
-            raise argparse.ArgumentTypeError(
-                f"cannot expand {text.split('/', 1)[0]!r}: "
-                + (f"no user {user!r} on this system" if user else "no home directory is set")
-                + "; write the path without ~"
-            )
+            why = f"no user {user!r} on this system" if user else "no home directory is set"
+            raise argparse.ArgumentTypeError(f"cannot expand {'~' + user!r}: {why}; write the path without ~")
         return expanded
     return text
