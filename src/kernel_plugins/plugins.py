@@ -302,18 +302,14 @@ class PluginManager:
                 f.reraise()
             return DetectOutcome(rec.name, None, f"detect_device raised {_describe_exc(f.error)}")
         outcome = detect_outcome(rec, result, index)
-        if outcome.status == "no device" and outcome.error is None:
-            outcome = dataclasses.replace(outcome, reason=self._no_device_reason(rec))
-        return outcome
-
-    def _no_device_reason(self, rec: BackendRecord) -> str | None:
-        """The backend's ``explain_no_device`` answer; None when it has none or fails."""
-        try:
+        if outcome.status != "no device" or outcome.error is not None:
+            return outcome
+        try:  # why there is none: the backend's explain_no_device answer, when it has one
             reason = self._ask_owner("explain_no_device", rec.name)
         except HookFailure as f:  # the reason is informational
             log.debug("%s", f.message)
-            return None
-        return reason if isinstance(reason, str) and reason.strip() else None
+            reason = None
+        return dataclasses.replace(outcome, reason=reason if isinstance(reason, str) and reason.strip() else None)
 
     def detect_all(self, *, refresh: bool = False) -> dict[str, DetectOutcome]:
         """Detection outcomes of every installed backend."""
