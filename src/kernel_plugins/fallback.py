@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from ._record import record
 from ._warn import warn_user
+from .contracts import check_module
 from .device import DeviceInfo
 from .errors import FallbackError, HubError, KernelPluginsError, OfflineError
 from .plugins import strict_mode
@@ -71,10 +72,6 @@ def deferred_warnings() -> Iterator[list[tuple[str, str, str, str]]]:
 
 def check_requirements(module: ModuleType, requirements: frozenset[str]) -> None:
     """Raise :class:`~kernel_plugins.errors.ContractError` when a property is not declared."""
-    if not requirements:
-        return
-    from .contracts import check_module
-
     prov = getattr(module, "__kernel_provenance__", None)
     where = f"{prov.repo_id} ({prov.variant})" if prov else getattr(module, "__name__", "kernel")
     check_module(module, requirements, where=where)
