@@ -102,10 +102,8 @@ class KernelSource:
 
     def describe(self) -> str:
         """``hub kernels-community/activation``, ``local /path``, for lists of sources."""
-        if self.kind == "hub" or self.path is None:
+        if self.kind == "hub" or self.path is None or self.label == str(self.path):
             return f"{self.kind} {self.label}"
-        if self.label == str(self.path):
-            return f"{self.kind} {self.path}"
         return f"{self.kind} {self.label} ({self.path})"
 
 
