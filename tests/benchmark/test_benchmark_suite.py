@@ -68,7 +68,8 @@ def test_quick_mode_runs_every_measurement_and_writes_results(quick_run):
         figs = {f["name"]: f for f in data["figures"]}
         pinned = figs["warm load, one dependency (pinned by version)"]
         assert pinned["extra"]["requests"]["kernel_plugins"] >= 1  # where is branch v1?
-        assert figs["cold load, one dependency"]["extra"]["requests"]["kernel_plugins"] > 11
+        # the dependency's own files and lookups come on top of a plain cold load's requests
+        assert figs["cold load, one dependency"]["extra"]["requests"]["kernel_plugins"] > cold["kernel_plugins"]["median"]
         assert "warm load, one dependency (pinned by commit)" not in names  # full mode only
     for f in data["figures"]:
         assert f["kernels"] is None and f["kernel_plugins"]["n"] >= 1

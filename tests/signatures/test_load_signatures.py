@@ -255,13 +255,12 @@ def test_a_signed_hub_build_without_a_digest_is_refused_by_load_and_download(
 def test_lock_records_no_signer_for_a_signed_build_without_a_digest(
     tmp_path: Path, instance: Instance, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import huggingface_hub
-
+    from kernel_plugins import hub
     from kernel_plugins.hub import HubRef
 
     vdir = kernel(tmp_path / "snap", code="def add_one(x):\n    return 666\n")
     _signed_without_digest(vdir, instance)
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda *a, **k: str(tmp_path / "snap"))
+    monkeypatch.setattr(hub, "download_file", lambda ref, path: vdir / Path(path).name)  # one GET per file
     monkeypatch.setenv("KERNEL_PLUGINS_TRUSTED_ROOT", str(root))
     ref = HubRef("kernels-community/sigk", "kernel", "v1", "a" * 40, 1)
     with pytest.raises(SignatureError, match="torch-cpu: refused, digest mismatch: .*no usable digest"):
