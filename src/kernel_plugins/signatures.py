@@ -3,7 +3,7 @@
 Per variant, in order: the bundle over the raw ``metadata.json`` bytes (before parsing),
 the signer against the policy (:func:`signers`), the metadata digest against the files (a
 signed ``metadata.json`` without a usable digest is refused on every path).
-``sigstore`` (extra ``kernel-plugins[signatures]``) is imported only to check a bundle; a
+``sigstore`` (the ``signatures`` extra) is imported only to check a bundle; a
 load contacts sigstore only when a signature is required (:func:`requiring`).
 """
 
@@ -33,7 +33,7 @@ BUNDLE_NAME = "metadata.json.sigstore"
 MAX_BUNDLE_BYTES = 256 << 10  #: refused unread above this (real bundles are a few KiB)
 MAX_ROOT_BYTES = 1 << 20  #: trust roots larger than this are refused unread (real ones: ~10 KiB)
 GITHUB_ACTIONS = "https://token.actions.githubusercontent.com"
-INSTALL = "pip install 'kernel-plugins[signatures]'"
+INSTALL = "pip install 'sigstore>=4,<5' (the signatures extra)"
 _DOCS = "see docs/signatures.md"
 
 
