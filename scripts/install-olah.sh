@@ -31,7 +31,7 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "creating virtual environment $venv"
     "$python" -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet "olah==$OLAH_VERSION"
+"$venv/bin/python" -m pip install --quiet --no-compile "olah==$OLAH_VERSION"
 if [ ! -x "$venv/bin/olah-cli" ]; then
     echo "error: olah-cli not found in $venv/bin after installing olah==$OLAH_VERSION" >&2
     exit 1

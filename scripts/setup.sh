@@ -14,7 +14,8 @@ bash scripts/install.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
 step "2/4 .venv: the test and docs extras (pytest, pytest-xdist, hypothesis, ruff, mypy, mkdocs, transformers and the pinned HF kernels release the differential tests compare against)"
-python -m pip install -q -e ".[test,docs]"
+python -m pip install -q --no-compile -e ".[test,docs]"  # no bytecode compiled up front: the
+# modules the tests import are compiled on first use (compiling all of transformers costs ~12 s of CPU)
 step "3/4 .olah-venv: olah, the loopback Hub server of the end-to-end tests"
 bash scripts/install-olah.sh
 step "4/4 C and C++ compilers with Python's headers (native-extension and inductor tests)"
