@@ -41,9 +41,8 @@ from ._values import HubRef, _check_variant
 def list_variant_names(ref: HubRef) -> list[str]:
     """Return the sorted names of the folders directly under ``build/`` at ``ref.sha``.
 
-    Online this is one recursive tree request (its listing is kept for the download and the
-    checks), or none when the commit's listing is cached. Offline (``HF_HUB_OFFLINE=1``) only the variants whose files are
-    in the local cache are listed.
+    Online this is one recursive tree request (its listing is kept for the download and the checks), or none
+    when the commit's listing is cached. Offline (``HF_HUB_OFFLINE=1``) only the variants cached are listed.
 
     :raises SourceError: the commit has no ``build/`` folder, or nothing is cached offline.
     :raises HubError: the Hub could not be reached.
@@ -87,9 +86,8 @@ def list_files(ref: HubRef) -> dict[str, dict[str, Any]]:
 def cached_variant_path(ref: HubRef, variant: str) -> Path | None:
     """Return the cached ``build/<variant>`` folder of ``ref``, or ``None``; no request.
 
-    The folder counts as cached when it holds more than ``metadata.json`` (see
-    :func:`downloaded`) and, when huggingface_hub cached the commit's file listing, every
-    file that listing names for the variant.
+    The folder counts as cached when it holds more than ``metadata.json`` (see :func:`downloaded`) and,
+    when the commit's file listing is cached, every file that listing names for the variant.
 
     :raises SourceError: ``variant`` is not a plain folder name.
     """
@@ -105,23 +103,22 @@ def cached_variant_path(ref: HubRef, variant: str) -> Path | None:
 def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Path:
     """Download the files of ``build/<variant>`` at ``ref.sha`` and return that local folder.
 
-    Nothing else of the repository is fetched. Files already in the cache are not fetched
-    again (a fully cached variant costs no request). ``progress=False`` hides the
-    huggingface_hub progress bars.
+    Nothing else of the repository is fetched, nor files already cached (a fully cached variant costs
+    no request). ``progress=False`` hides the progress bar.
 
-    :raises SourceError: ``variant`` is invalid, is not in the repository, or is not cached
-        while ``HF_HUB_OFFLINE=1``.
+    :raises SourceError: ``variant`` is invalid, not in the repository, or not cached while ``HF_HUB_OFFLINE=1``.
     :raises HubError: the Hub could not be reached or the download broke off.
     """
-    cached = cached_variant_path(ref, variant)
-    if cached is not None:
+    if (cached := cached_variant_path(ref, variant)) is not None:
         return cached
     if is_offline():
         raise _not_cached(f"Variant {variant!r} of {ref.repo_id} at commit {ref.sha}")
     files = cached_tree_files(ref) or list_files(ref)
     wanted = [p for p in files if p.startswith(f"build/{variant}/")]
     if not wanted:
-        raise _no_such_variant(ref, variant, files)
+        listed = ", ".join(_variants_in_tree(files)) or "none found"
+        raise SourceError(f"{ref.repo_id} at commit {ref.sha} has no build variant {variant!r} "
+                          f"(variants: {listed}); pick one of those.")
     from tqdm.auto import tqdm
 
     with ThreadPoolExecutor(8) as pool, tqdm(total=len(wanted), desc=f"Fetching {len(wanted)} files",
@@ -206,13 +203,6 @@ def _not_cached(what: str) -> SourceError:
     """The error for something not in the cache while ``HF_HUB_OFFLINE=1``."""
     return SourceError(f"{what} is not in the local cache ({cache_dir()}) and HF_HUB_OFFLINE=1 "
                        "forbids downloads; unset HF_HUB_OFFLINE to fetch it.")
-
-
-def _no_such_variant(ref: HubRef, variant: str, tree: Iterable[str]) -> SourceError:
-    """The error for a variant the commit does not have, listing those it has."""
-    listed = ", ".join(_variants_in_tree(tree)) or "none found"
-    return SourceError(f"{ref.repo_id} at commit {ref.sha} has no build variant {variant!r} "
-                       f"(variants: {listed}); pick one of those.")
 
 
 def _silent_tqdm_class() -> type:

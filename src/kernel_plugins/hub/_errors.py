@@ -55,11 +55,8 @@ def _unreachable(exc: BaseException) -> bool:
 def _connection_error_types() -> tuple[type[BaseException], ...]:
     """Exception classes meaning 'could not talk to the server' for the installed HTTP stack."""
     found: list[type[BaseException]] = [ConnectionError, TimeoutError]
-    for module, names in (
-        ("httpx2", ("TransportError",)),
-        ("httpx", ("TransportError",)),
-        ("requests", ("ConnectionError", "Timeout")),
-    ):
+    for module, names in (("httpx2", ("TransportError",)), ("httpx", ("TransportError",)),
+                          ("requests", ("ConnectionError", "Timeout"))):
         try:
             mod = importlib.import_module(module)
         except ImportError:
@@ -69,11 +66,9 @@ def _connection_error_types() -> tuple[type[BaseException], ...]:
 
 
 #: errno values that mean the local disk, not the network, failed.
-_LOCAL_ERRNOS = frozenset(
-    getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "EDQUOT", "EMFILE", "ENFILE",
-                                "ENAMETOOLONG", "ENOTDIR", "EISDIR", "EIO")
-    if hasattr(errno, n)
-)
+_LOCAL_ERRNOS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "EDQUOT", "EMFILE",
+                                                       "ENFILE", "ENAMETOOLONG", "ENOTDIR", "EISDIR", "EIO")
+                          if hasattr(errno, n))
 
 
 def local_disk_error(exc: BaseException, doing: str) -> LocalDiskError | None:
@@ -81,56 +76,37 @@ def local_disk_error(exc: BaseException, doing: str) -> LocalDiskError | None:
     if not isinstance(exc, OSError) or exc.errno not in _LOCAL_ERRNOS:
         return None
     path = exc.filename or "(path unknown)"
-    fixes = {
-        errno.ENOSPC: "free disk space",
-        errno.EROFS: "point HF_HUB_CACHE (or HF_HOME) at a writable folder",
-        errno.EACCES: "fix the folder's permissions or point HF_HUB_CACHE at a writable folder",
-        errno.EPERM: "fix the folder's permissions or point HF_HUB_CACHE at a writable folder",
-    }
-    fix = fixes.get(exc.errno or 0, "check the disk and the folder")
-    return LocalDiskError(
-        f"Local disk error while {doing}: {exc.strerror or exc} ({path}). This is not a Hub "
-        f"problem: {fix}, then try again."
-    )
+    permissions = "fix the folder's permissions or point HF_HUB_CACHE at a writable folder"
+    fix = {errno.ENOSPC: "free disk space", errno.EROFS: "point HF_HUB_CACHE (or HF_HOME) at a writable folder",
+           errno.EACCES: permissions, errno.EPERM: permissions}.get(exc.errno or 0, "check the disk and the folder")
+    return LocalDiskError(f"Local disk error while {doing}: {exc.strerror or exc} ({path}). This is not a Hub "
+                          f"problem: {fix}, then try again.")
 
 
-def map_error(
-    exc: BaseException, repo_id: str, revision: str | None, endpoint: str | None, doing: str
-) -> KernelPluginsError:
-    """Turn a huggingface_hub / HTTP error into one of our errors with a fix.
-
-    A local disk failure becomes a :class:`LocalDiskError` naming the path, never a Hub
-    error.
-    """
+def map_error(exc: BaseException, repo_id: str, revision: str | None, endpoint: str | None,
+              doing: str) -> KernelPluginsError:
+    """Turn a huggingface_hub / HTTP error into one of our errors with a fix (a local disk failure
+    becomes a :class:`LocalDiskError` naming the path, never a Hub error)."""
     if isinstance(exc, KernelPluginsError):
         return exc
-    local = local_disk_error(exc, f"{doing} for {repo_id}")
-    if local is not None:
+    if (local := local_disk_error(exc, f"{doing} for {repo_id}")) is not None:
         return local
     url = hub_endpoint(endpoint)
     at = f" at revision {revision}" if revision else ""
     detail = f"{exc.__class__.__name__}: {exc}".strip()
     if type(exc).__name__ == "OfflineModeIsEnabled":
-        return HubError(
-            f"HF_HUB_OFFLINE=1 is set but {repo_id}{at} needed the Hub ({doing}); unset "
-            f"HF_HUB_OFFLINE, or download it first ({download_advice(repo_id, revision)})."
-        )
+        return HubError(f"HF_HUB_OFFLINE=1 is set but {repo_id}{at} needed the Hub ({doing}); unset "
+                        f"HF_HUB_OFFLINE, or download it first ({download_advice(repo_id, revision)}).")
     if isinstance(exc, _http_errors()):
         status = _status(exc)
         if type(exc).__name__ == "GatedRepoError" or getattr(exc, "error_code", None) == "GatedRepo":
-            return HubError(
-                f"{repo_id} is gated on {url}: accept its conditions on the website and log "
-                f"in with `hf auth login` (or set HF_TOKEN). ({detail})"
-            )
+            return HubError(f"{repo_id} is gated on {url}: accept its conditions on the website and log "
+                            f"in with `hf auth login` (or set HF_TOKEN). ({detail})")
         if status in (401, 404):
-            return HubError(
-                f"{repo_id}{at} was not found on {url} while {doing}. Check the repository "
-                f"id and revision; log in if it is private. ({detail})"
-            )
-        return HubError(
-            f"The Hub at {url} answered HTTP {status} while {doing} for {repo_id}{at}; try "
-            f"again later. ({detail})"
-        )
+            return HubError(f"{repo_id}{at} was not found on {url} while {doing}. Check the repository "
+                            f"id and revision; log in if it is private. ({detail})")
+        return HubError(f"The Hub at {url} answered HTTP {status} while {doing} for {repo_id}{at}; try "
+                        f"again later. ({detail})")
     if _unreachable(exc):
         if not url.startswith(("http://", "https://")):
             return HubError(f"HF_ENDPOINT is {url!r}, not an http:// or https:// address: set it to "
@@ -152,14 +128,7 @@ def map_error(
     cause = exc.__cause__
     if isinstance(exc, OSError) and cause is not None and _unreachable(cause):
         return map_error(cause, repo_id, revision, endpoint, doing)  # the cache fallback failed
-    if isinstance(exc, OSError) and type(exc).__name__ in (
-        "LocalEntryNotFoundError",
-        "IncompleteSnapshotError",
-    ):
-        return HubError(
-            f"{repo_id}{at} could not be fetched from {url} and is not (fully) in the local "
-            f"cache while {doing}. Check the network and try again. ({detail})"
-        )
-    return HubError(
-        f"Unexpected error from the Hub at {url} while {doing} for {repo_id}{at}: {detail}"
-    )
+    if isinstance(exc, OSError) and type(exc).__name__ in ("LocalEntryNotFoundError", "IncompleteSnapshotError"):
+        return HubError(f"{repo_id}{at} could not be fetched from {url} and is not (fully) in the local "
+                        f"cache while {doing}. Check the network and try again. ({detail})")
+    return HubError(f"Unexpected error from the Hub at {url} while {doing} for {repo_id}{at}: {detail}")
