@@ -17,51 +17,26 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it
+#: public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    # loading
-    "load": "loader",
-    "resolve_variants": "loader",
-    "loaded_kernels": "registry",
-    "get_kernel_dep": "dependencies",
-    "Provenance": "provenance",
-    "KernelLoad": "provenance",
-    # devices
-    "get_device": "detection",
-    "detect_devices": "detection",
-    "DeviceInfo": "device",
-    "SystemInfo": "device",
-    "BackendSpec": "device",
-    "PyDepend": "device",
-    # plugins
-    "hookimpl": "hookspecs",
-    "get_manager": "plugins",
-    # variants
-    "Variant": "variants",
-    "Decision": "resolving",
-    "Resolution": "resolving",
-    "parse_variant": "variants",
-    "arch_variant_names": "variants",
-    "noarch_variant_names": "variants",
-    "version_token_reason": "variants",
-    # metadata
-    "KernelMetadata": "metadata",
-    # layers
-    "kernelize": "layers",
-    "Mode": "layers",
-    "LayerRepository": "layers",
-    "LocalLayerRepository": "layers",
-    "LockedLayerRepository": "layers",
-    "CapabilityRange": "layers",
-    "register_kernel_mapping": "layers",
-    "use_kernel_mapping": "layers",
-    "use_kernel_forward_from_hub": "layers",
-    "use_kernel_func_from_hub": "layers",
-    "use_kernelized_func": "layers",
-    "FuncRepository": "layers",
-    "LocalFuncRepository": "layers",
-    "LockedFuncRepository": "layers",
-    "kernel_choice": "layers",
+    name: module
+    for module, names in {
+        "loader": "load resolve_variants",
+        "registry": "loaded_kernels",
+        "dependencies": "get_kernel_dep",
+        "provenance": "Provenance KernelLoad",
+        "detection": "get_device detect_devices",
+        "device": "DeviceInfo SystemInfo BackendSpec PyDepend",
+        "hookspecs": "hookimpl",
+        "plugins": "get_manager",
+        "variants": "Variant parse_variant arch_variant_names noarch_variant_names version_token_reason",
+        "resolving": "Decision Resolution",
+        "metadata": "KernelMetadata",
+        "layers": "kernelize Mode LayerRepository LocalLayerRepository LockedLayerRepository CapabilityRange "
+        "register_kernel_mapping use_kernel_mapping use_kernel_forward_from_hub use_kernel_func_from_hub "
+        "use_kernelized_func FuncRepository LocalFuncRepository LockedFuncRepository kernel_choice",
+    }.items()
+    for name in names.split()
 }
 
 __all__ = sorted([*_EXPORTS, "__version__", "errors"])

@@ -170,11 +170,6 @@ class BackendSpec:
                 raise ValueError(f"backend spec name {v!r} is not valid (lowercase letters, digits, _)")
 
 
-def _normalise_arch(machine: str) -> str:
-    m = machine.lower()
-    return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(m, m)
-
-
 @record
 class SystemInfo:
     """Facts about the host that decide which arch variants can load.
@@ -212,8 +207,9 @@ class SystemInfo:
         except PackageNotFoundError:
             tvm = None
         os_ = "windows" if platform.system().lower().startswith("win") else platform.system().lower()
+        machine = platform.machine().lower()
         return cls(
-            cpu=_normalise_arch(platform.machine()), os=os_,
+            cpu={"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(machine, machine), os=os_,
             torch_version=None if torch is None else major_minor(str(torch.__version__)),
             cxx11_abi=None if torch is None or os_ != "linux" else bool(torch.compiled_with_cxx11_abi()),
             macos_version=macos,
@@ -225,10 +221,11 @@ class SystemInfo:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (versions as ``"X.Y"``)."""
         data = dataclasses.asdict(self)
-        return {k: _fmt(v) if k.endswith("_version") else v for k, v in data.items()}
+        return {k: version_text(v) if k.endswith("_version") else v for k, v in data.items()}
 
 
-def _fmt(v: tuple[int, int] | None) -> str | None:
+def version_text(v: tuple[int, int] | None) -> str | None:
+    """``(12, 8)`` -> ``"12.8"``; None stays None."""
     return None if v is None else f"{v[0]}.{v[1]}"
 
 
@@ -285,23 +282,14 @@ def parse_device(device: object) -> DeviceRequest:
     """
     if isinstance(device, DeviceInfo):
         return DeviceRequest(device.device_type, device.index)
-    if isinstance(device, DeviceRequest):
-        return device
     type_attr = getattr(device, "type", None)
-    if type_attr is not None and not isinstance(device, str):
-        # a torch.device
+    if type_attr is not None and not isinstance(device, str):  # a torch.device
         return DeviceRequest(str(type_attr), getattr(device, "index", None))
     if not isinstance(device, str):
-        raise DeviceError(
-            f"device must be a string like 'cuda' or 'mlu:1' or a torch.device, "
-            f"got {type(device).__name__}"
-        )
-    text = device.strip()
-    m = _DEVICE_RE.match(text)
+        raise DeviceError(f"device must be a string like 'cuda' or 'mlu:1' or a torch.device, "
+                          f"got {type(device).__name__}")
+    m = _DEVICE_RE.match(device.strip())
     if not m:
-        raise DeviceError(
-            f"invalid device string {device!r}: expected '<type>' or '<type>:<index>' with a "
-            "lowercase type and a non-negative integer index, e.g. 'cuda', 'mlu:1'"
-        )
-    index = int(m.group(2)) if m.group(2) is not None else None
-    return DeviceRequest(m.group(1), index)
+        raise DeviceError(f"invalid device string {device!r}: expected '<type>' or '<type>:<index>' with a "
+                          "lowercase type and a non-negative integer index, e.g. 'cuda', 'mlu:1'")
+    return DeviceRequest(m.group(1), None if m.group(2) is None else int(m.group(2)))

@@ -16,15 +16,13 @@ from typing import NamedTuple
 
 from ._record import field, record
 from .detection import get_device, system_info
-from .device import DeviceInfo, SystemInfo
+from .device import DeviceInfo, SystemInfo, version_text
 from .errors import NoCompatibleVariantError, VariantNameError
 from .plugins import get_manager
 from .variants import Variant, parse_variant
 
-__all__ = [
-    "Decision", "Resolution", "resolve", "resolve_variants", "resolve_for", "no_variant_message",
-    "choose", "check_archs", "device_arch",
-]
+__all__ = ["Decision", "Resolution", "resolve", "resolve_variants", "resolve_for", "choose", "check_archs",
+           "device_arch"]
 
 Explain = Callable[[Variant], "str | None"]
 ArchsOf = Callable[[str], Sequence[str]]
@@ -93,10 +91,6 @@ class Resolution:
         }
 
 
-def _fmt(v: tuple[int, int] | None) -> str:
-    return "none" if v is None else f"{v[0]}.{v[1]}"
-
-
 def _generic_reason(v: Variant, system: SystemInfo) -> str | None:
     """The reason a variant cannot load, from the parts every backend shares (kernels'
     rules: the Python part, CPU and OS, then the framework)."""
@@ -107,23 +101,24 @@ def _generic_reason(v: Variant, system: SystemInfo) -> str | None:
             return ("built for the abi3 stable ABI, which a free-threaded Python cannot load "
                     "(it needs an abi3t build)")
         if system.python_version < v.python:
-            return f"needs Python >= {_fmt(v.python)}, the system has Python {_fmt(system.python_version)}"
+            return (f"needs Python >= {version_text(v.python)}, the system has Python "
+                    f"{version_text(system.python_version)}")
     if v.os is not None and v.os != system.os:
         return f"built for OS {v.os}, the system is {system.os}"
     if v.cpu is not None and v.cpu != system.cpu:
         return f"built for CPU {v.cpu}, the system is {system.cpu}"
     if v.version is None:
         return None
-    tvm = v.kind == "tvm-ffi"
+    tvm, want = v.kind == "tvm-ffi", version_text(v.version)
     lib, built, have = ("tvm-ffi", "built against", system.tvm_ffi_version) if tvm else (
         "torch", "built for", system.torch_version)
     if have is None:
-        return f"{built} {lib} {_fmt(v.version)}, but {lib} is not installed"
+        return f"{built} {lib} {want}, but {lib} is not installed"
     if v.kind == "stable-abi":
         return None if v.version <= have else (
-            f"torch stable ABI {_fmt(v.version)} needs torch >= {_fmt(v.version)}, installed torch is {_fmt(have)}")
+            f"torch stable ABI {want} needs torch >= {want}, installed torch is {version_text(have)}")
     if v.version != have:
-        return f"{built} {lib} {_fmt(v.version)}, installed {lib} is {_fmt(have)}"
+        return f"{built} {lib} {want}, installed {lib} is {version_text(have)}"
     have_abi = None if system.cxx11_abi is None else "cxx11" if system.cxx11_abi else "cxx98"
     if v.abi is not None and v.abi != have_abi:
         return f"built with the {v.abi} C++ ABI, installed torch uses {have_abi or 'no tagged C++ ABI (not Linux)'}"
@@ -287,19 +282,6 @@ def resolve_variants(
     return resolve_for(available, get_device(device), system or system_info(), archs_of=archs_of)
 
 
-def no_variant_message(
-    where: str, info: DeviceInfo, resolution: Resolution, kind: str = ""
-) -> str:
-    """The message of a :class:`NoCompatibleVariantError`: every variant with its reason."""
-    return "\n".join([
-        f"no build variant of {where} fits {info.summary()}.",
-        *([f"Source {kind}: {where}"] if kind else []),
-        resolution.trace(),
-        "Publish a variant for this device (see `kernel-plugins list-backends` for the names it "
-        "accepts) or load on another device.",
-    ])
-
-
 def choose(
     where: str, names: Iterable[str], info: DeviceInfo, system: SystemInfo, *, kind: str = "",
     archs_of: ArchsOf | None = None,
@@ -311,7 +293,11 @@ def choose(
     """
     resolution = resolve_for(names, info, system, archs_of=archs_of)
     if resolution.best is None:
-        raise NoCompatibleVariantError(
-            no_variant_message(where, info, resolution, kind), resolution=resolution
-        )
+        raise NoCompatibleVariantError("\n".join([
+            f"no build variant of {where} fits {info.summary()}.",
+            *([f"Source {kind}: {where}"] if kind else []),
+            resolution.trace(),
+            "Publish a variant for this device (see `kernel-plugins list-backends` for the names it "
+            "accepts) or load on another device.",
+        ]), resolution=resolution)
     return resolution.best

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, NamedTuple
 
 from ._record import record
-from .device import SystemInfo
+from .device import SystemInfo, version_text
 from .errors import VariantNameError
 
 __all__ = [
@@ -230,13 +230,9 @@ def version_token_reason(
         CUDA 11.8 has another major version than the system's CUDA 12.8
         CANN 8.2 does not match the system's CANN 8.3 (an exact match is required)
     """
-
-    def fmt(v: tuple[int, int] | None) -> str:
-        return "unknown" if v is None else f"{v[0]}.{v[1]}"
-
     if variant_version is None:
         return f"backend token {token!r} does not encode a {label} version"
-    built, have = f"{label} {fmt(variant_version)}", f"{label} {fmt(system_version)}"
+    built, have = f"{label} {version_text(variant_version)}", f"{label} {version_text(system_version)}"
     if system_version is None:
         return f"{built} cannot be checked: the system's {label} version is unknown"
     if rule == "exact":

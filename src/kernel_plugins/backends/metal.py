@@ -45,20 +45,18 @@ class MetalBackend:
     @hookimpl
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:
         """``metal`` arch variants when macOS >= 26, then ``torch-metal``."""
-        arch = []
-        if system.macos_version is not None and system.macos_version >= MIN_MACOS:
-            arch = arch_variant_names(system, ["metal"])
+        macos = system.macos_version
+        arch = arch_variant_names(system, ["metal"]) if macos is not None and macos >= MIN_MACOS else []
         return arch + noarch_variant_names(NAME)
 
     @hookimpl
     def explain_variant(self, device: DeviceInfo, system: SystemInfo, variant: Variant) -> str | None:
         """``Metal arch variants need macOS >= 26.0, the system has macOS 15.2``."""
-        if variant.token != "metal":
+        macos = system.macos_version
+        if variant.token != "metal" or (macos is not None and macos >= MIN_MACOS):
             return None
-        have = "no macOS" if system.macos_version is None else "macOS {}.{}".format(*system.macos_version)
-        if system.macos_version is None or system.macos_version < MIN_MACOS:
-            return f"Metal arch variants need macOS >= {MIN_MACOS[0]}.{MIN_MACOS[1]}, the system has {have}"
-        return None
+        have = "no macOS" if macos is None else "macOS {}.{}".format(*macos)
+        return f"Metal arch variants need macOS >= {MIN_MACOS[0]}.{MIN_MACOS[1]}, the system has {have}"
 
     @hookimpl
     def synchronize(self, device: DeviceInfo) -> bool:

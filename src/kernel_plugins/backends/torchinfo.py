@@ -18,35 +18,13 @@ from ..device import (
 from ..hookspecs import hookimpl
 from ..variants import Variant, VariantTokens, arch_variant_names, judge_archs, noarch_variant_names
 
-__all__ = [
-    "torch_or_none", "major_minor", "torch_version_string", "no_device_reason",
-    "ArchFacts", "TorchGpuBackend",
-]
+__all__ = ["torch_or_none", "major_minor", "torch_version_string", "ArchFacts", "TorchGpuBackend"]
 
 
 def torch_version_string() -> str | None:
     """The installed torch version, or None."""
     torch = torch_or_none()
     return None if torch is None else str(torch.__version__)
-
-
-def no_device_reason(version_attr: str, stack: str, driver_hint: str) -> str:
-    """Why a backend built into torch found no device: no torch, wrong build, or 0 devices.
-
-    :param version_attr: the ``torch.version`` attribute a build for ``stack`` sets (``"hip"``).
-    :param stack: the stack's name in messages (``"CUDA"``); ``driver_hint``: how to check
-        the driver (``"check nvidia-smi"``).
-    """
-    torch = torch_or_none()
-    if torch is None:
-        return no_torch_reason()
-    if getattr(torch.version, version_attr, None) is None:
-        kind = "CPU-only" if "+cpu" in str(torch.__version__) else f"not a {stack}"
-        return (
-            f"the installed torch {torch.__version__} is a {kind} build (torch.version."
-            f"{version_attr} is None); install a torch build for {stack}"
-        )
-    return f"the {stack} driver sees 0 devices ({driver_hint})"
 
 
 @record(kw_only=True, eq=False)
@@ -119,9 +97,7 @@ class TorchGpuBackend(ArchFacts):
         if torch is None or module is None or not module.is_available() or module.device_count() == 0:
             return None
         version, i = str(getattr(torch.version, self.runtime_attr or "-", None) or version), index or 0
-        notes = () if self.parse(version) else (
-            f"unparsable torch.version.{self.version_attr} {version!r}",
-        )
+        notes = () if self.parse(version) else (f"unparsable torch.version.{self.version_attr} {version!r}",)
         return DeviceInfo(
             backend=self.name, device_type=self.device_type, count=module.device_count(),
             runtime_version=version, name=module.get_device_name(i), index=index,
@@ -133,7 +109,14 @@ class TorchGpuBackend(ArchFacts):
     @hookimpl
     def explain_no_device(self) -> str:
         """No torch, a torch build without the stack, or a driver that sees no device."""
-        return no_device_reason(self.version_attr, self.stack or self.label, self.driver_hint)
+        torch, stack = torch_or_none(), self.stack or self.label
+        if torch is None:
+            return no_torch_reason()
+        if getattr(torch.version, self.version_attr, None) is None:
+            kind = "CPU-only" if "+cpu" in str(torch.__version__) else f"not a {stack}"
+            return (f"the installed torch {torch.__version__} is a {kind} build (torch.version."
+                    f"{self.version_attr} is None); install a torch build for {stack}")
+        return f"the {stack} driver sees 0 devices ({self.driver_hint})"
 
     @hookimpl
     def list_variants(self, device: DeviceInfo, system: SystemInfo) -> list[str]:

@@ -20,9 +20,7 @@ TARGETS = {**dict.fromkeys((0x0BD0, *range(0x0BD4, 0x0BDC), 0x0B69, 0x0B6E), "pv
 
 def oneapi_version(text: str | None) -> tuple[int, int] | None:
     """``"20250300"`` -> ``(2025, 3)``; None when unparsable."""
-    if not text:
-        return None
-    m = re.match(r"^(\d{4})(\d{2})(\d{2})$", text.strip())
+    m = re.match(r"^(\d{4})(\d{2})(\d{2})$", text.strip()) if text else None
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 

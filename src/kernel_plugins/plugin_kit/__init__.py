@@ -40,13 +40,7 @@ from ..variants import (
     version_token_reason,
 )
 from ._emulation import Emulation, SdkFile
-from ._privateuse1 import (
-    PrivateUse1Backend,
-    Reading,
-    RuntimeReading,
-    RuntimeVersion,
-    VariantTokens,
-)
+from ._privateuse1 import PrivateUse1Backend, Reading, RuntimeReading, RuntimeVersion, VariantTokens
 from ._vendor import (
     VendorDevices,
     capability_of,
@@ -69,48 +63,14 @@ from ._vendor import (
 )
 
 __all__ = [
-    "BackendSpec",
-    "DeviceError",
-    "DeviceInfo",
-    "Emulation",
-    "KernelImportError",
-    "KernelLoad",
-    "PluginError",
-    "PrivateUse1Backend",
-    "PyDepend",
-    "Reading",
-    "RuntimeReading",
-    "RuntimeVersion",
-    "SdkFile",
-    "SystemInfo",
-    "Variant",
-    "VariantTokens",
-    "VendorDevices",
-    "arch_variant_names",
-    "capability_of",
-    "check_privateuse1_free",
-    "decode_token_version",
-    "device_name_of",
-    "find_vendor_devices",
-    "hookimpl",
-    "import_vendor",
-    "import_vendor_for_kernel",
-    "judge_archs",
-    "match_version",
-    "missing_capability_note",
-    "module_installed",
-    "noarch_only_note",
-    "noarch_variant_names",
-    "no_torch_reason",
-    "parse_variant",
-    "privateuse1_conflict",
-    "privateuse1_name",
-    "synchronize_device",
-    "torch_if_installed",
-    "torch_major_minor",
-    "unparsable_note",
-    "version_note",
-    "version_token_reason",
+    "BackendSpec", "DeviceError", "DeviceInfo", "Emulation", "KernelImportError", "KernelLoad", "PluginError",
+    "PrivateUse1Backend", "PyDepend", "Reading", "RuntimeReading", "RuntimeVersion", "SdkFile", "SystemInfo",
+    "Variant", "VariantTokens", "VendorDevices", "arch_variant_names", "capability_of",
+    "check_privateuse1_free", "decode_token_version", "device_name_of", "find_vendor_devices", "hookimpl",
+    "import_vendor", "import_vendor_for_kernel", "judge_archs", "match_version", "missing_capability_note",
+    "module_installed", "noarch_only_note", "noarch_variant_names", "no_torch_reason", "parse_variant",
+    "privateuse1_conflict", "privateuse1_name", "synchronize_device", "torch_if_installed",
+    "torch_major_minor", "unparsable_note", "version_note", "version_token_reason",
 ]
 
 
