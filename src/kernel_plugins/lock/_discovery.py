@@ -48,10 +48,6 @@ def _temp_roots() -> list[Path]:
     return [Path(os.path.realpath(r)) for r in sorted(roots)]
 
 
-def _in_temp(folder: Path, temps: list[Path]) -> bool:
-    return any(folder == t or t in folder.parents for t in temps)
-
-
 def _owned(path: Path) -> bool:
     """Whether ``path`` exists (a link is not followed) and belongs to you or root."""
     try:
@@ -70,7 +66,7 @@ def _search_folders(start: Path) -> list[Path]:
             folders = chain[: i + 1]
             break
     temps = _temp_roots()
-    return [f for f in folders if not _in_temp(f, temps)]
+    return [f for f in folders if not any(f == t or t in f.parents for t in temps)]
 
 
 def _distribution_lockfile(origin: Path) -> Path | None:
@@ -91,11 +87,8 @@ def _distribution_lockfile(origin: Path) -> Path | None:
 
 
 def find_lockfile(origin: str | None, *, what: str) -> Lockfile:
-    """The ``kernels.lock`` for code in the file ``origin``, read (see the module docs).
-
-    :param what: how to name the requester in messages.
-    :raises LockfileError: none found (names where it looked), or the one found is refused.
-    """
+    """The ``kernels.lock`` for code in the file ``origin``, read (see the module docs); ``what`` names the
+    requester in messages. :raises LockfileError: none found (names where it looked), or the one found is refused."""
     start = Path(os.path.realpath(origin)) if origin else None
     found = _distribution_lockfile(start) if start is not None else None
     how = "shipped by the caller's distribution"
@@ -120,11 +113,9 @@ def find_lockfile(origin: str | None, *, what: str) -> Lockfile:
 
 
 def find_installed_lockfile(dist_name: str) -> Path | None:
-    """The ``kernels.lock`` an installed distribution records (``RECORD``), None without one:
-    the one in its ``.dist-info`` first (where :mod:`._packaging` puts it), else the topmost.
-
-    :raises LockfileError: no distribution of that name is installed.
-    """
+    """The ``kernels.lock`` an installed distribution records (``RECORD``), None without one: the one in its
+    ``.dist-info`` first (where :mod:`._packaging` puts it), else the topmost.
+    :raises LockfileError: no distribution of that name is installed."""
     from importlib import metadata
 
     try:

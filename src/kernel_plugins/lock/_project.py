@@ -73,9 +73,7 @@ def read_dependencies(project: str | os.PathLike[str]) -> list[Dependency]:
     from ..hub import validate_repo_id
 
     path = _pyproject_path(project)
-    data = _load_toml(path)
-    where = f"{path}: "
-    tool = data.get("tool", {})
+    where, tool = f"{path}: ", _load_toml(path).get("tool", {})
     kernels = tool.get("kernels") if isinstance(tool, dict) else None
     if not isinstance(tool, dict) or kernels is None:
         raise LockfileError(f"{where}no [tool.kernels.dependencies] table, so there is nothing to lock. Add "
@@ -159,9 +157,8 @@ def lock_dependencies(deps: Iterable[Dependency], *, signers: SignerLookup | Non
     return sorted(out, key=lambda x: Dependency(x.repo_id, x.version, x.revision) not in roots)
 
 
-def lock_project(
-    project: str | os.PathLike[str], *, signers: SignerLookup | None = None
-) -> tuple[Path, list[KernelLock]]:
+def lock_project(project: str | os.PathLike[str], *,
+                 signers: SignerLookup | None = None) -> tuple[Path, list[KernelLock]]:
     """Lock a project's kernels and theirs (:func:`lock_dependencies`) into its ``kernels.lock``,
     written once every one is resolved. :return: the lock file written and its entries."""
     locks = lock_dependencies(read_dependencies(project), signers=signers)
