@@ -50,10 +50,8 @@ def flatten(trees: Mapping[str, KernelTree]) -> list[KernelTree]:
     return out
 
 
-def verified_tree(
-    source: KernelSource, info: DeviceInfo, system: SystemInfo, *, trust_remote_code: bool = False,
-    check_arch: bool = True,
-) -> KernelTree:
+def verified_tree(source: KernelSource, info: DeviceInfo, system: SystemInfo, *, trust_remote_code: bool = False,
+                  check_arch: bool = True) -> KernelTree:
     """``source`` and its dependencies, each offered, chosen, fetched and verified.
 
     :raises KernelPluginsError: the kernel's own error; :class:`KernelDependencyError`
@@ -165,16 +163,12 @@ def get_kernel_dep(repo_id: str) -> ModuleType:
     """
     scope = _CURRENT.get()
     if scope is None:
-        raise KernelDependencyError(
-            "`get_kernel_dep` only works during kernel loading: a kernel calls it while its "
-            "code is imported by kernel_plugins.load, not afterwards"
-        )
+        raise KernelDependencyError("`get_kernel_dep` only works during kernel loading: a kernel calls it while its "
+                                    "code is imported by kernel_plugins.load, not afterwards")
     if repo_id not in scope.deps:
-        raise KernelDependencyError(
-            f"Dependency {repo_id!r} not found in kernel dependencies (kernel-depends names: "
-            f"{', '.join(scope.deps) or 'none'}). Ensure the dependency is added to "
-            "`kernel-depends` in build.toml."
-        )
+        raise KernelDependencyError(f"Dependency {repo_id!r} not found in kernel dependencies (kernel-depends names: "
+                                    f"{', '.join(scope.deps) or 'none'}). Ensure the dependency is added to "
+                                    "`kernel-depends` in build.toml.")
     return scope.deps[repo_id]
 
 

@@ -111,9 +111,7 @@ class _SnapshotFinder(importlib.abc.MetaPathFinder):
             spec.submodule_search_locations = []
             return spec
         kernel = _kernel_of(fullname)
-        if kernel is None:
-            return None
-        return _spec(kernel, fullname)
+        return None if kernel is None else _spec(kernel, fullname)
 
 
 _finder = _SnapshotFinder()
@@ -135,8 +133,7 @@ def _spec(kernel: _Kernel, fullname: str) -> importlib.machinery.ModuleSpec:
             assert spec is not None
             spec.has_location = True
             return spec
-    source = snap.files.get(stem + ".py")
-    if source is not None:
+    if (source := snap.files.get(stem + ".py")) is not None:
         return _source_spec(fullname, source, source.path, None)
     if parts and any(rel.startswith(stem + "/") for rel in snap.files):
         return _source_spec(fullname, None, folder, folder)  # a folder without __init__.py
@@ -196,8 +193,7 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot,
                                     "claim the same build id; remove one copy or rebuild with a unique id.")
         if load.metadata.build_layout == "zip":  # the verified archive's members, opened in memory
             snapshot = archive_view(snapshot, f"{load.metadata.id}.zip")
-        base = _package_base(snapshot, load.metadata)
-        kernel = _Kernel(name, snapshot, base, key, builtins)
+        kernel = _Kernel(name, snapshot, _package_base(snapshot, load.metadata), key, builtins)
         _kernels[name] = kernel
         _install_finder()
         try:
@@ -215,10 +211,8 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot,
         return module
 
 
-def import_verified(
-    verified: VerifiedVariant, device: DeviceInfo, *,
-    dependencies: tuple[Provenance, ...] = (), builtins: dict[str, object] | None = None,
-) -> ModuleType:
+def import_verified(verified: VerifiedVariant, device: DeviceInfo, *, dependencies: tuple[Provenance, ...] = (),
+                    builtins: dict[str, object] | None = None) -> ModuleType:
     """The import step of loading: check ``python-depends``, give the device's backend its
     ``load_kernel`` say, import the verified snapshot (with ``builtins``), and record
     provenance (with that of the ``dependencies`` imported for it)."""
@@ -237,9 +231,7 @@ def import_verified(
                   f"instead (torch-{device.backend} for this device, torch-<backend> for each backend "
                   "the code supports)", DeprecationWarning)
     load = KernelLoad(source.label, variant, path, metadata, module_name(metadata.id))
-    module = get_manager().load_kernel(device, load)
-    if module is None:
-        module = import_snapshot(load, verified.snapshot, builtins)
+    module = get_manager().load_kernel(device, load) or import_snapshot(load, verified.snapshot, builtins)
     ref, notes = fetched.offer.ref, source.notes
     if fetched.offer.lock is not None:  # say which lock file chose the code, and how
         notes = (*notes, f"locked by {fetched.offer.lockfile}",
