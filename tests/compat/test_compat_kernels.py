@@ -28,9 +28,9 @@ ACTIVATION = reference_repo("activation")
 def clean_mapping(manager, monkeypatch):
     monkeypatch.delenv("DISABLE_KERNEL_MAPPING", raising=False)
     monkeypatch.delenv("KERNEL_PLUGINS_TRUSTED_ORGS", raising=False)
-    mapping._reset_for_tests()
+    mapping.register_kernel_mapping({}, inherit_mapping=False)
     yield
-    mapping._reset_for_tests()
+    mapping.register_kernel_mapping({}, inherit_mapping=False)
 
 
 @kernels.use_kernel_forward_from_hub("SiluAndMul")

@@ -149,9 +149,9 @@ def isolated(manager, hf_cache, monkeypatch):
     monkeypatch.setenv("LOCAL_KERNELS", f"kernels-community/relu={EXAMPLE_RELU}")
     monkeypatch.delenv("DISABLE_KERNEL_MAPPING", raising=False)
     layer_norm = dict(vars(nn.LayerNorm))
-    mapping._reset_for_tests()
+    mapping.register_kernel_mapping({}, inherit_mapping=False)
     yield
-    mapping._reset_for_tests()
+    mapping.register_kernel_mapping({}, inherit_mapping=False)
     for key in set(vars(nn.LayerNorm)) - set(layer_norm):
         delattr(nn.LayerNorm, key)
 

@@ -209,7 +209,7 @@ def test_the_locking_guides_examples(manager, hub_env, repos, tmp_path, monkeypa
     assert main(["lock", str(project)]) == 0
     monkeypatch.setattr("kernel_plugins.lock._discovery._temp_roots", lambda: [])
     monkeypatch.chdir(project)
-    mapping._reset_for_tests()
+    mapping.register_kernel_mapping({}, inherit_mapping=False)
     for name, code in LOCKING_GUIDE.items():
         code = code.replace("from kernels import", "from kernel_plugins.compat.kernels import")
         code = code.replace("kernels-community/activation", "kernels-community/compat-k")
@@ -225,5 +225,5 @@ def test_the_locking_guides_examples(manager, hub_env, repos, tmp_path, monkeypa
         if "activation" in namespace:
             assert namespace["activation"].VALUE == 7 and namespace["activation"].__kernel_provenance__.sha
     names = set(mapping.current_mapping().layer_names())
-    mapping._reset_for_tests()
+    mapping.register_kernel_mapping({}, inherit_mapping=False)
     assert {"SiluAndMul", "silu_and_mul"} <= names

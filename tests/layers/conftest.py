@@ -19,9 +19,9 @@ from kernel_plugins.layers import mapping
 def clean_layers(manager, monkeypatch):
     """Built-in backends only, no registered mapping, DISABLE_KERNEL_MAPPING unset."""
     monkeypatch.delenv("DISABLE_KERNEL_MAPPING", raising=False)
-    mapping._reset_for_tests()
+    mapping.register_kernel_mapping({}, inherit_mapping=False)
     yield
-    mapping._reset_for_tests()
+    mapping.register_kernel_mapping({}, inherit_mapping=False)
 
 
 def fake_device(backend="cuda", device_type=None, capability=None, emulated=False) -> DeviceInfo:

@@ -44,8 +44,7 @@ def _with_builtin(cls: type[BaseException], *builtins: type[BaseException]) -> t
 
 def _translate(e: BaseException, repo_id: str, version: object) -> BaseException | None:
     if isinstance(e, TrustError) and not isinstance(e, ValueError):
-        prefix = f"{repo_id} is not from a trusted publisher"
-        return _with_builtin(type(e), ValueError)(f"{prefix}. {e}")
+        return _with_builtin(type(e), ValueError)(f"{repo_id} is not from a trusted publisher. {e}")
     if isinstance(e, VersionNotFoundError) and not isinstance(e, ValueError):
         return _with_builtin(type(e), ValueError)(f"Version {version} not found. {e}")
     if isinstance(e, RevisionError) and not isinstance(e, ValueError):  # both given, bad, unknown
@@ -55,9 +54,8 @@ def _translate(e: BaseException, repo_id: str, version: object) -> BaseException
             return _with_builtin(type(e), FileNotFoundError, RuntimeError)(
                 f"A build of {repo_id} does not support the current device: pass `check_arch=False` "
                 f"to skip this check (the kernel may fail or crash the process). {e}")
-        return _with_builtin(type(e), FileNotFoundError)(
-            f"Cannot find a build variant for this system in {repo_id}. {e}"
-        )
+        return _with_builtin(type(e), FileNotFoundError)(f"Cannot find a build variant for this system in {repo_id}. "
+                                                         f"{e}")
     return None
 
 
@@ -84,9 +82,7 @@ def kernels_advice() -> Iterator[None]:
             yield
     finally:
         for w in caught:
-            text = str(w.message).replace(
-                "Pass fallback='error' to refuse.", "Set KERNEL_PLUGINS_STRICT=1 to refuse."
-            )
+            text = str(w.message).replace("Pass fallback='error' to refuse.", "Set KERNEL_PLUGINS_STRICT=1 to refuse.")
             warnings.warn_explicit(text, w.category, w.filename, w.lineno)
 
 
@@ -105,7 +101,5 @@ def translated(func: F) -> F:
 def need_version_or_revision(revision: object, version: object) -> None:
     """``kernels`` (0.17 and later) needs one of them for Hub loads (no implicit newest version)."""
     if revision is None and version is None:
-        raise ValueError(
-            "A kernel version or revision must be specified (version=N for the v<N> branch, "
-            "or revision='main' / a tag / a commit sha)"
-        )
+        raise ValueError("A kernel version or revision must be specified (version=N for the v<N> branch, "
+                         "or revision='main' / a tag / a commit sha)")

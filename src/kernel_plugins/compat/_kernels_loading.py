@@ -31,16 +31,9 @@ def _load(target: str | Path, *, backend: str | None, trust: bool = False, **opt
 
 
 @translated
-def get_kernel(
-    repo_id: str,
-    *,
-    revision: str | None = None,
-    version: int | None = None,
-    backend: str | None = None,
-    user_agent: str | dict[str, Any] | None = None,
-    trust_remote_code: bool | list[str] = False,
-    check_arch: bool = True,
-) -> ModuleType:
+def get_kernel(repo_id: str, *, revision: str | None = None, version: int | None = None, backend: str | None = None,
+               user_agent: str | dict[str, Any] | None = None, trust_remote_code: bool | list[str] = False,
+               check_arch: bool = True) -> ModuleType:
     """Load a Hub kernel for ``backend`` (default: this machine's device) and return it.
 
     ``user_agent`` is accepted and not sent. ``check_arch=False`` loads the best variant
@@ -54,14 +47,8 @@ def get_kernel(
 
 
 @translated
-def get_local_kernel(
-    repo_path: Path,
-    *,
-    backend: str | None = None,
-    trust_remote_code: bool | list[str] = False,
-    user_agent: str | dict[str, Any] | None = None,
-    check_arch: bool = True,
-) -> ModuleType:
+def get_local_kernel(repo_path: Path, *, backend: str | None = None, trust_remote_code: bool | list[str] = False,
+                     user_agent: str | dict[str, Any] | None = None, check_arch: bool = True) -> ModuleType:
     """Import a kernel from a local repository folder (one holding ``build/``); its
     dependencies come from ``LOCAL_KERNELS`` or the Hub (``trust_remote_code=True``: from
     any organisation). ``check_arch`` as for :func:`get_kernel`."""
@@ -70,15 +57,8 @@ def get_local_kernel(
 
 
 @translated
-def has_kernel(
-    repo_id: str,
-    *,
-    revision: str | None = None,
-    version: int | None = None,
-    backend: str | None = None,
-    trust_remote_code: bool | list[str] = False,
-    check_arch: bool = True,
-) -> bool:
+def has_kernel(repo_id: str, *, revision: str | None = None, version: int | None = None, backend: str | None = None,
+               trust_remote_code: bool | list[str] = False, check_arch: bool = True) -> bool:
     """Whether the Hub kernel has a build variant for this environment (with
     ``check_arch``, one whose ``backend.archs`` the device runs).
 
@@ -104,9 +84,8 @@ def _caller_lockfile(repo_id: str) -> os.PathLike[str]:
 
 
 @translated
-def load_kernel(
-    repo_id: str, *, lockfile: Path | None, backend: str | None = None, check_arch: bool = True
-) -> ModuleType:
+def load_kernel(repo_id: str, *, lockfile: Path | None, backend: str | None = None,
+                check_arch: bool = True) -> ModuleType:
     """Load a locked kernel (``kernels.lock``; None: the calling code's lock file);
     ``check_arch`` as for :func:`get_kernel`."""
     lock = lockfile if lockfile is not None else _caller_lockfile(repo_id)
@@ -114,15 +93,9 @@ def load_kernel(
 
 
 @translated
-def get_locked_kernel(
-    repo_id: str,
-    *,
-    lockfile: Path | None,
-    backend: str | None = None,
-    user_agent: str | dict[str, Any] | None = None,
-    trust_remote_code: bool | list[str] = False,
-    check_arch: bool = True,
-) -> ModuleType:
+def get_locked_kernel(repo_id: str, *, lockfile: Path | None, backend: str | None = None,
+                      user_agent: str | dict[str, Any] | None = None, trust_remote_code: bool | list[str] = False,
+                      check_arch: bool = True) -> ModuleType:
     """Load the kernel revision pinned in ``kernels.lock`` (downloading it if needed);
     ``check_arch`` as for :func:`get_kernel`. ``backend`` is ours (kernels has none)."""
     _check_user_agent(user_agent)
@@ -132,16 +105,9 @@ def get_locked_kernel(
 
 
 @translated
-def install_kernel(
-    repo_id: str,
-    *,
-    revision: str | None = None,
-    version: int | None = None,
-    backend: str | None = None,
-    local_files_only: bool = False,
-    user_agent: str | dict[str, Any] | None = None,
-    trust_remote_code: bool | list[str] = False,
-) -> Path:
+def install_kernel(repo_id: str, *, revision: str | None = None, version: int | None = None, backend: str | None = None,
+                   local_files_only: bool = False, user_agent: str | dict[str, Any] | None = None,
+                   trust_remote_code: bool | list[str] = False) -> Path:
     """Download the kernel's variant for this environment and return its folder.
 
     kernel-plugins fetches and checks the variant by loading it, so it is imported too.
@@ -157,14 +123,8 @@ def install_kernel(
     return Path(module.__kernel_provenance__.path)
 
 
-def _resolution(
-    repo_id: str,
-    revision: str | None,
-    version: int | None,
-    backend: str | None,
-    trust_remote_code: bool | list[str] = False,
-    check_arch: bool = False,
-) -> Any:
+def _resolution(repo_id: str, revision: str | None, version: int | None, backend: str | None,
+                trust_remote_code: bool | list[str] = False, check_arch: bool = False) -> Any:
     from ..detection import get_device, system_info
     from ..errors import HubError
     from ..fetching import offer
@@ -188,22 +148,14 @@ def _resolution(
 
 
 @translated
-def get_kernel_variants(
-    repo_id: str,
-    *,
-    revision: str | None = None,
-    version: int | None = None,
-    backend: str | None = None,
-) -> list[VariantAccepted | VariantRejected]:
+def get_kernel_variants(repo_id: str, *, revision: str | None = None, version: int | None = None,
+                        backend: str | None = None) -> list[VariantAccepted | VariantRejected]:
     """Every build variant of a Hub kernel, accepted ones first (best first), each
     :class:`VariantAccepted` or :class:`VariantRejected` with the reason."""
     need_version_or_revision(revision, version)
     resolution = _resolution(repo_id, revision, version, backend, True)
-    out: list[VariantAccepted | VariantRejected] = []
-    for d in resolution.decisions:
-        name = VariantName(d.variant)
-        out.append(VariantAccepted(name) if d.accepted else VariantRejected(name, d.reason or ""))
-    return out
+    return [VariantAccepted(VariantName(d.variant)) if d.accepted
+            else VariantRejected(VariantName(d.variant), d.reason or "") for d in resolution.decisions]
 
 
 # ------------------------------------------------------------------- loaded kernels

@@ -23,13 +23,9 @@ def resolve_trust(repo_id: str, trust_remote_code: object) -> bool:
     """``kernels``' trust argument for one repository: True, False, or an allow-list."""
     if isinstance(trust_remote_code, bool):
         return trust_remote_code
-    if isinstance(trust_remote_code, (list, tuple)) and all(
-        isinstance(r, str) for r in trust_remote_code
-    ):
+    if isinstance(trust_remote_code, (list, tuple)) and all(isinstance(r, str) for r in trust_remote_code):
         return repo_id in trust_remote_code
-    raise TypeError(
-        f"trust_remote_code must be a bool or a list of repository ids, got {trust_remote_code!r}"
-    )
+    raise TypeError(f"trust_remote_code must be a bool or a list of repository ids, got {trust_remote_code!r}")
 
 
 def func_layer(func: Any) -> type:
@@ -41,15 +37,9 @@ def func_layer(func: Any) -> type:
 
     sig = inspect.signature(func)
     self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    forward.__signature__ = sig.replace(  # type: ignore[attr-defined]
-        parameters=[self_param, *sig.parameters.values()]
-    )
-    members = {
-        "forward": forward,
-        "has_backward": getattr(func, "has_backward", True),
-        "can_torch_compile": getattr(func, "can_torch_compile", False),
-    }
-    return type("Func", (nn.Module,), members)
+    forward.__signature__ = sig.replace(parameters=[self_param, *sig.parameters.values()])  # type: ignore[attr-defined]
+    return type("Func", (nn.Module,), {"forward": forward, "has_backward": getattr(func, "has_backward", True),
+                                       "can_torch_compile": getattr(func, "can_torch_compile", False)})
 
 
 def kernels_would_refuse(layer: object, where: str) -> None:
@@ -77,14 +67,15 @@ def _load_member(repo: Any) -> Any:
     return member
 
 
+@record
 class _Compat:
     """Mixin of the classes below: ``check_arch`` (True: refuse a build whose ``backend.archs``
     the device cannot run; False: skip that check), ``kernels``' checks when created, ``.load()``."""
 
     #: For a class ``kernels`` deprecates: the class to use instead.
     instead: ClassVar[str | None] = None
-    if TYPE_CHECKING:  # provided by the core classes, and check_arch by each class below
-        check_arch: bool
+    check_arch: bool = field(default=True, kw_only=True)
+    if TYPE_CHECKING:  # provided by the core classes, and trust_remote_code by _Trusting
         repo_id: str
         revision: str | None
         version: int | None
@@ -125,18 +116,19 @@ class _Compat:
         return member if getattr(self, "kind", None) == "layer" else func_layer(member)  # type: ignore[no-any-return]
 
 
-def _trust() -> Any:
-    return field(default=False, kw_only=True)
+@record
+class _Trusting(_Compat):
+    """Mixin of the Hub classes: ``trust_remote_code`` may also be a list of repository ids."""
+
+    trust_remote_code: bool | tuple[str, ...] = field(default=False, kw_only=True)
 
 
 @record
-class LayerRepository(_Compat, core.LayerRepository):
+class LayerRepository(_Trusting, core.LayerRepository):
     """A layer of a Hub kernel: ``LayerRepository(repo_id, *, layer_name, revision=None,
     version=None, trust_remote_code=False, user_agent=None, check_arch=True)``; one of
     revision/version."""
 
-    check_arch: bool = field(default=True, kw_only=True)
-    trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
     user_agent: Any = field(default=None, compare=False, repr=False, kw_only=True)
 
 
@@ -144,39 +136,29 @@ class LayerRepository(_Compat, core.LayerRepository):
 class LocalLayerRepository(_Compat, core.LocalLayerRepository):
     """A layer of a kernel repository folder: ``LocalLayerRepository(repo_path, *, layer_name)``."""
 
-    check_arch: bool = field(default=True, kw_only=True)
-
 
 @record
-class LockedLayerRepository(_Compat, core.LockedLayerRepository):
+class LockedLayerRepository(_Trusting, core.LockedLayerRepository):
     """A layer of a Hub kernel pinned by ``kernels.lock``: ``LockedLayerRepository(repo_id,
     *, lockfile=None, layer_name, trust_remote_code=False)``."""
 
-    check_arch: bool = field(default=True, kw_only=True)
-    trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
-
 
 @record
-class FuncRepository(_Compat, core.FuncRepository):
+class FuncRepository(_Trusting, core.FuncRepository):
     """A function of a Hub kernel (deprecated in ``kernels``; use LayerRepository)."""
 
-    check_arch: bool = field(default=True, kw_only=True)
     instead = "LayerRepository"
-    trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]
 
 
 @record
 class LocalFuncRepository(_Compat, core.LocalFuncRepository):
     """A function of a kernel repository folder (deprecated in ``kernels``)."""
 
-    check_arch: bool = field(default=True, kw_only=True)
     instead = "LocalLayerRepository"
 
 
 @record
-class LockedFuncRepository(_Compat, core.LockedFuncRepository):
+class LockedFuncRepository(_Trusting, core.LockedFuncRepository):
     """A function of a locked Hub kernel (deprecated in ``kernels``)."""
 
-    check_arch: bool = field(default=True, kw_only=True)
     instead = "LockedLayerRepository"
-    trust_remote_code: bool | tuple[str, ...] = _trust()  # type: ignore[assignment]

@@ -11,17 +11,8 @@ from typing import Any
 from .._record import record
 from ..layers import CapabilityRange
 
-__all__ = [
-    "CUDAProperties",
-    "ROCMProperties",
-    "Device",
-    "KernelizeFallback",
-    "RepoInfo",
-    "Metadata",
-    "VariantName",
-    "VariantAccepted",
-    "VariantRejected",
-]
+__all__ = ["CUDAProperties", "ROCMProperties", "Device", "KernelizeFallback", "RepoInfo", "Metadata", "VariantName",
+           "VariantAccepted", "VariantRejected"]
 
 
 def _check_int(value: object, what: str) -> int:
@@ -43,7 +34,8 @@ class _CapabilityProperties:
     def validate_capability_range(self) -> None:
         """Raise ValueError when ``min_capability > max_capability``."""
         if self.min_capability > self.max_capability:
-            raise ValueError(f"min_capability ({self.min_capability}) must be <= max_capability ({self.max_capability})")
+            raise ValueError(f"min_capability ({self.min_capability}) must be <= max_capability "
+                             f"({self.max_capability})")
 
     def capability_range(self) -> CapabilityRange:
         """The same range as a :class:`~kernel_plugins.layers.CapabilityRange` (75 -> 7.5)."""

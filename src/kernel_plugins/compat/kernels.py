@@ -69,43 +69,14 @@ from ._kernels_types import (
 
 __version__ = KERNELS_VERSION  # the kernels release whose API this module and our formats follow
 
-__all__ = [
-    "__version__",
-    "Benchmark",
-    "CUDAProperties",
-    "Device",
-    "KernelizeFallback",
-    "ROCMProperties",
-    "FuncRepository",
-    "LayerRepository",
-    "LoadedKernel",
-    "LocalFuncRepository",
-    "LocalLayerRepository",
-    "LockedFuncRepository",
-    "LockedLayerRepository",
-    "Metadata",
-    "Mode",
-    "RepoInfo",
-    "VariantAccepted",
-    "VariantRejected",
-    "get_kernel",
-    "get_kernel_dep",
-    "get_kernel_variants",
-    "get_kernelized_layers", "KernelizedLayers", "KernelizedLayer", "KernelizedFunc",
-    "get_loaded_kernels",
-    "get_local_kernel",
-    "get_locked_kernel",
-    "has_kernel",
-    "install_kernel",
-    "kernelize",
-    "load_kernel",
-    "register_kernel_mapping",
-    "replace_kernel_forward_from_hub",
-    "use_kernel_forward_from_hub",
-    "use_kernel_func_from_hub",
-    "use_kernel_mapping",
-    "use_kernelized_func",
-]
+__all__ = ["__version__", "Benchmark", "CUDAProperties", "Device", "KernelizeFallback", "ROCMProperties",
+           "FuncRepository", "LayerRepository", "LoadedKernel", "LocalFuncRepository", "LocalLayerRepository",
+           "LockedFuncRepository", "LockedLayerRepository", "Metadata", "Mode", "RepoInfo", "VariantAccepted",
+           "VariantRejected", "get_kernel", "get_kernel_dep", "get_kernel_variants", "get_kernelized_layers",
+           "KernelizedLayers", "KernelizedLayer", "KernelizedFunc", "get_loaded_kernels", "get_local_kernel",
+           "get_locked_kernel", "has_kernel", "install_kernel", "kernelize", "load_kernel", "register_kernel_mapping",
+           "replace_kernel_forward_from_hub", "use_kernel_forward_from_hub", "use_kernel_func_from_hub",
+           "use_kernel_mapping", "use_kernelized_func"]
 
 log = logging.getLogger("kernel_plugins.compat.kernels")
 
@@ -114,10 +85,8 @@ log = logging.getLogger("kernel_plugins.compat.kernels")
 def _convert_repo(repo: object, where: str) -> KernelRepository:
     if isinstance(repo, KernelRepository):
         return repo
-    raise TypeError(
-        f"{where} must be a repository (LayerRepository, LocalLayerRepository, "
-        f"LockedLayerRepository, FuncRepository...), got {type(repo).__name__}"
-    )
+    raise TypeError(f"{where} must be a repository (LayerRepository, LocalLayerRepository, "
+                    f"LockedLayerRepository, FuncRepository...), got {type(repo).__name__}")
 
 
 def _convert_value(value: object, where: str) -> Any:
@@ -136,19 +105,15 @@ def _convert_mapping(mapping: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         for key, value in devices.items():
             device = Device(type=key) if isinstance(key, str) else key
             if not isinstance(device, Device):
-                raise TypeError(
-                    f"mapping[{layer!r}] keys must be device type strings or Device, got {key!r}"
-                )
-            where = f"mapping[{layer!r}][{device.type!r}]"
-            converted = _convert_value(value, where)
-            if device.properties is None:
-                entry = per_layer.setdefault(device.type, {})
-                if isinstance(converted, KernelRepository):
-                    converted = {Mode.FALLBACK: converted}
-                entry.update(converted)
-            else:
-                entry = per_layer.setdefault(device.type, {})
+                raise TypeError(f"mapping[{layer!r}] keys must be device type strings or Device, got {key!r}")
+            converted = _convert_value(value, f"mapping[{layer!r}][{device.type!r}]")
+            entry = per_layer.setdefault(device.type, {})
+            if device.properties is not None:
                 entry[device.properties.capability_range()] = converted
+            elif isinstance(converted, KernelRepository):
+                entry[Mode.FALLBACK] = converted
+            else:
+                entry.update(converted)
         out[layer] = per_layer
     return out
 
@@ -160,9 +125,7 @@ def register_kernel_mapping(mapping: Mapping[str, Any], inherit_mapping: bool = 
 
 
 @contextmanager
-def use_kernel_mapping(
-    mapping: Mapping[str, Any], *, inherit_mapping: bool = True
-) -> Iterator[None]:
+def use_kernel_mapping(mapping: Mapping[str, Any], *, inherit_mapping: bool = True) -> Iterator[None]:
     """Use ``mapping`` inside a ``with`` block (stacked on the current one unless
     ``inherit_mapping=False``)."""
     with _layers.use_kernel_mapping(_convert_mapping(mapping), inherit_mapping=inherit_mapping):
@@ -184,19 +147,12 @@ def use_kernelized_func(*args: Any) -> Any:
 
 def use_kernel_func_from_hub(func_name: str) -> Any:
     """Deprecated in ``kernels``: the same as :func:`use_kernel_forward_from_hub`."""
-    log.warning(
-        "use_kernel_func_from_hub is deprecated in kernels; use use_kernel_forward_from_hub."
-    )
+    log.warning("use_kernel_func_from_hub is deprecated in kernels; use use_kernel_forward_from_hub.")
     return use_kernel_forward_from_hub(func_name)
 
 
-def kernelize(
-    model: Any,
-    *,
-    mode: Mode,
-    device: str | Any | None = None,
-    use_fallback: bool | KernelizeFallback = True,
-) -> Any:
+def kernelize(model: Any, *, mode: Mode, device: str | Any | None = None,
+              use_fallback: bool | KernelizeFallback = True) -> Any:
     """Replace the forward of marked layers by mapped kernels (see ``kernels.kernelize``).
 
     ``device`` defaults to the device of the model's parameters. ``use_fallback``:

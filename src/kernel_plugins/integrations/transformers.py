@@ -46,38 +46,21 @@ INFERENCE_ONLY: dict[str, frozenset[str]] = {"rotary_pos_emb": frozenset({"cuda"
 _ENABLED: Any = None  # the transformers.integrations.hub_kernels module enable() marked
 
 
-def _repository(name: str) -> Any:
-    from ..layers import FuncRepository, LayerRepository
-
-    repo_id, version, member, kind = KERNEL_REPOS[name]
-    if kind == "function":
-        return FuncRepository(repo_id, func_name=member, version=version)
-    return LayerRepository(repo_id, layer_name=member, version=version)
-
-
 def default_mapping() -> dict[str, dict[str, Any]]:
     """The mapping :func:`enable` registers: every name of :data:`KERNEL_REPOS` on every installed
     backend, for every mode (inference only where :data:`INFERENCE_ONLY` says so); without a Hub
     build, the bundled reference kernel serves with a warning."""
-    from ..layers import Mode
+    from ..layers import FuncRepository, LayerRepository, Mode
     from ..plugins import get_manager
 
     backends = sorted(get_manager().backends())
     mapping: dict[str, dict[str, Any]] = {}
-    for name in KERNEL_REPOS:
-        repo, only = _repository(name), INFERENCE_ONLY.get(name, frozenset())
+    for name, (repo_id, version, member, kind) in KERNEL_REPOS.items():
+        repo = (FuncRepository(repo_id, func_name=member, version=version) if kind == "function"
+                else LayerRepository(repo_id, layer_name=member, version=version))
+        only = INFERENCE_ONLY.get(name, frozenset())
         mapping[name] = {backend: ({Mode.INFERENCE: repo} if backend in only else repo) for backend in backends}
     return mapping
-
-
-def _marking_decorators() -> dict[str, Any]:
-    """The decorators of ``transformers.integrations.hub_kernels`` that :func:`enable` sets."""
-    from .. import layers
-
-    # transformers' deprecated use_kernel_func_from_hub marks classes and functions alike
-    return {"use_kernel_forward_from_hub": layers.use_kernel_forward_from_hub,
-            "use_kernel_func_from_hub": layers.use_kernel_forward_from_hub,
-            "use_kernelized_func": layers.use_kernelized_func}
 
 
 def _transformers_uses_kernels(hub_kernels: Any) -> bool:
@@ -116,7 +99,12 @@ def enable(*, register_mapping: bool = True) -> None:
                 f"{', '.join(late)} were imported: their layers carry no kernel marks. Call "
                 "enable() before importing or building transformers models."
             )
-        for attr, fn in _marking_decorators().items():
+        from .. import layers
+
+        # transformers' deprecated use_kernel_func_from_hub marks classes and functions alike
+        for attr, fn in (("use_kernel_forward_from_hub", layers.use_kernel_forward_from_hub),
+                         ("use_kernel_func_from_hub", layers.use_kernel_forward_from_hub),
+                         ("use_kernelized_func", layers.use_kernelized_func)):
             setattr(hub_kernels, attr, fn)
             setattr(integrations, attr, fn)
     if register_mapping:

@@ -47,10 +47,8 @@ def _resolve_device(device: object) -> Any:
     return kernel_plugins.get_device(device)
 
 
-def _load_kernel(
-    repo: KernelRepository, device: Any, *, trust: bool = False,
-    fallback: FallbackPolicy = "reference",
-) -> types.ModuleType:
+def _load_kernel(repo: KernelRepository, device: Any, *, trust: bool = False,
+                 fallback: FallbackPolicy = "reference") -> types.ModuleType:
     """Load a candidate's kernel module through :func:`kernel_plugins.load`.
 
     A repository may carry its own trust (``load_options()["trust_remote_code"]``); either
@@ -60,23 +58,21 @@ def _load_kernel(
 
     options = {k: v for k, v in repo.load_options().items() if v is not None}
     trust = options.pop("trust_remote_code", False) is True or trust  # True itself, as _trusted()
-    return kernel_plugins.load(
-        repo.target(), device=device, trust_remote_code=trust, fallback=fallback, **options
-    )
+    return kernel_plugins.load(repo.target(), device=device, trust_remote_code=trust, fallback=fallback, **options)
 
 
 def load_member(repo: KernelRepository, device: object = None) -> Any:
     """Load ``repo`` for ``device`` (default: the preferred device) and return the layer
     class or function it names, without validating it against a model layer."""
-    kmod = _load_kernel(repo, _resolve_device(device))
+    return _member(_load_kernel(repo, _resolve_device(device)), repo)
+
+
+def _member(kmod: types.ModuleType, repo: KernelRepository) -> Any:
+    """The layer class (``kmod.layers.<member>``) or function ``repo`` names, or a LayerError."""
     where = repo.describe()
     if repo.kind == "layer":
         return _layer_class(kmod, repo.member, where)
-    return _function(kmod, repo.member, where)
-
-
-def _function(kmod: types.ModuleType, member: str, where: str) -> Any:
-    impl = getattr(kmod, member, None)
+    impl = getattr(kmod, repo.member, None)
     if impl is None:
         raise LayerError(f"{where}: kernel module {kmod.__name__} has no such function")
     return impl
@@ -85,10 +81,8 @@ def _function(kmod: types.ModuleType, member: str, where: str) -> Any:
 class Session:
     """State of one kernelize call: device, mapping snapshot and per-call caches."""
 
-    def __init__(
-        self, mode: Mode, device: object, require: frozenset[str], fallback: bool, trust: bool,
-        reference: FallbackPolicy = "reference", check_ops: bool = False,
-    ):
+    def __init__(self, mode: Mode, device: object, require: frozenset[str], fallback: bool, trust: bool,
+                 reference: FallbackPolicy = "reference", check_ops: bool = False):
         self.mode = mode
         self.trust = trust
         self.reference = reference
@@ -112,13 +106,9 @@ class Session:
     def load(self, repo: KernelRepository) -> types.ModuleType | Exception:
         if repo not in self._modules:
             try:
-                self._modules[repo] = _load_kernel(
-                    repo, self.device, trust=self.trust, fallback=self.reference
-                )
+                self._modules[repo] = _load_kernel(repo, self.device, trust=self.trust, fallback=self.reference)
             except _SKIPPABLE as e:
-                warn_user(
-                    f"kernelize: skipping {repo.describe()} on {describe_device(self.device)}: {e}"
-                )
+                warn_user(f"kernelize: skipping {repo.describe()} on {describe_device(self.device)}: {e}")
                 self._modules[repo] = e
         return self._modules[repo]
 
@@ -132,16 +122,14 @@ class Session:
 
     def implementation(self, cand: Candidate, module: Any) -> tuple[Any, KernelTraits] | str:
         """The validated kernel member and its traits, or why it is unavailable."""
-        cls = type(module)
-        key = (cand.repo, cls)
+        key = (cand.repo, type(module))
         if key not in self._traits:
             found = self._validated(cand, module)
             if isinstance(found, str):
                 return found
             self._traits[key] = found
         impl, traits = self._traits[key]
-        where = f"{cand.repo.describe()} (for `{cand.layer_name}`)"
-        check_registered_mode(traits, cand.mode, where=where)
+        check_registered_mode(traits, cand.mode, where=f"{cand.repo.describe()} (for `{cand.layer_name}`)")
         return impl, traits
 
     def _validated(self, cand: Candidate, module: Any) -> tuple[Any, KernelTraits] | str:
@@ -150,21 +138,12 @@ class Session:
         kmod = self.load(cand.repo)
         if isinstance(kmod, Exception):
             return f"could not be loaded: {kmod}"
-        where = cand.repo.describe()
-        if cand.repo.kind == "layer":
-            impl = _layer_class(kmod, cand.repo.member, where)
-            if func is None:
-                traits = validate_layer(impl, cls, where=where)
-            else:  # a marked function served by a layer class: forward(self, *function args)
-                traits = validate_layer(impl, cls, where=where, original_forward=func)
-        else:
-            impl = _function(kmod, cand.repo.member, where)
-            # a function replaces the whole forward: compare with it, without ``self``
-            original = func if func is not None else functools.partial(cls.forward, None)
-            traits = validate_function(
-                impl, original, where=where, module=kmod, name=cand.repo.member
-            )
-        return impl, traits
+        where, impl = cand.repo.describe(), _member(kmod, cand.repo)
+        if cand.repo.kind == "layer":  # for a marked function: forward(self, *function args)
+            return impl, validate_layer(impl, cls, where=where, original_forward=func)
+        # a function replaces the whole forward: compare with it, without ``self``
+        original = func if func is not None else functools.partial(cls.forward, None)
+        return impl, validate_function(impl, original, where=where, module=kmod, name=cand.repo.member)
 
 
 def _layer_class(kmod: types.ModuleType, member: str, where: str) -> Any:

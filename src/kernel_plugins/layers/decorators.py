@@ -23,8 +23,6 @@ __all__ = ["use_kernel_forward_from_hub", "use_kernel_func_from_hub", "replace_k
 
 T = TypeVar("T")
 
-_function_base: type | None = None
-
 
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip():
@@ -56,22 +54,20 @@ def replace_kernel_forward_from_hub(cls: type, layer_name: str, condition: Condi
         del cls.kernel_condition  # type: ignore[attr-defined]
 
 
+@functools.cache
 def _base() -> type:
-    global _function_base
-    if _function_base is None:
-        import torch.nn as nn
+    import torch.nn as nn
 
-        class KernelFunction(nn.Module):
-            """A marked function as a module; ``forward`` is the function itself."""
+    class KernelFunction(nn.Module):
+        """A marked function as a module; ``forward`` is the function itself."""
 
-            kernel_layer_name: str
-            kernel_function: Callable[..., Any]
+        kernel_layer_name: str
+        kernel_function: Callable[..., Any]
 
-            def extra_repr(self) -> str:
-                return f"{self.kernel_layer_name!r}"
+        def extra_repr(self) -> str:
+            return f"{self.kernel_layer_name!r}"
 
-        _function_base = KernelFunction
-    return _function_base
+    return KernelFunction
 
 
 def _wrap_function(func: Callable[..., Any], name: str, condition: Condition | None = None) -> Any:
@@ -152,9 +148,7 @@ def use_kernelized_func(*funcs: Any) -> Callable[[type[T]], type[T]]:
             def forward(self, q, k, cos, sin):
                 return apply_rotary_pos_emb(q, k, cos, sin)
     """
-    flat: list[Any] = []
-    for f in funcs:
-        flat.extend(f if isinstance(f, (list, tuple)) else [f])
+    flat = [g for f in funcs for g in (f if isinstance(f, (list, tuple)) else [f])]
     for f in flat:
         if marked_name(f) is None:
             raise LayerError(f"Function `{getattr(f, '__name__', f)}` is not decorated with "

@@ -105,10 +105,8 @@ def _nothing_mapped(session: Session, name: str) -> str:
         layers = ", ".join(session.mapping.layer_names()) or "none"
         return f"  - `{name}` is not in the kernel mapping (mapped layers: {layers})"
     dev = session.device
-    return (
-        f"  - nothing mapped for `{name}` fits backend {dev.backend!r} / device type "
-        f"{dev.device_type!r} in this mode and capability (mapped device keys: {', '.join(keys)})"
-    )
+    return (f"  - nothing mapped for `{name}` fits backend {dev.backend!r} / device type {dev.device_type!r} "
+            f"in this mode and capability (mapped device keys: {', '.join(keys)})")
 
 
 @record
@@ -132,15 +130,12 @@ def _decide(module: Any, name: str, session: Session) -> _Decision:
     if session.disabled:
         if session.require:
             raise ContractError(
-                f"{what} requires {format_properties(session.require)}, but {DISABLE_ENV}=1 "
-                f"keeps the original forward, which declares no properties; unset "
-                f"{DISABLE_ENV} or drop require"
-            )
+                f"{what} requires {format_properties(session.require)}, but {DISABLE_ENV}=1 keeps the "
+                f"original forward, which declares no properties; unset {DISABLE_ENV} or drop require")
         return _ORIGINAL
-    candidates = session.mapping.candidates(name, session.device, session.mode)
     skipped: list[str] = []
     device = describe_device(session.device)
-    for cand in candidates:
+    for cand in session.mapping.candidates(name, session.device, session.mode):
         found = session.implementation(cand, module)
         if isinstance(found, str):
             skipped.append(f"  - {cand.describe()}: {found}")
@@ -154,17 +149,9 @@ def _decide(module: Any, name: str, session: Session) -> _Decision:
             skipped.append(f"  - {cand.describe()}: {problem}")
             continue
         kmod = session.load(cand.repo)
-        choice = KernelChoice(
-            name,
-            session.mode,
-            device,
-            cand,
-            getattr(kmod, "__name__", None),
-            tuple(skipped),
-            getattr(kmod, "__kernel_provenance__", None),
-        )
-        if log.isEnabledFor(logging.INFO):
-            log.info("kernelize: %s uses %s", what, cand.describe())
+        choice = KernelChoice(name, session.mode, device, cand, getattr(kmod, "__name__", None), tuple(skipped),
+                              getattr(kmod, "__kernel_provenance__", None))
+        log.info("kernelize: %s uses %s", what, cand.describe())
         if inspect.isclass(impl):
             return _Decision(getattr(impl, "forward"), True, choice)  # noqa: B009
         if original_function(module) is None:  # as kernels does: bound (its wrappers read __func__)
@@ -174,27 +161,20 @@ def _decide(module: Any, name: str, session: Session) -> _Decision:
     context = f"{what} on {device} in mode {describe_mode(session.mode)}"
     if session.require:
         raise ContractError(
-            f"{context} requires {format_properties(session.require)}, and no kernel "
-            f"provides it:\n" + "\n".join(reasons) + f"\nThe original forward of `{cls_name}` "
-            f"declares no properties, so it is never used when properties are required. Map "
-            f"a kernel that declares them (__kernel_properties__ = {{'{cls_name}': frozenset({{...}})}} "
-            f"in its layers module) or drop require."
-        )
+            f"{context} requires {format_properties(session.require)}, and no kernel provides it:\n"
+            + "\n".join(reasons) + f"\nThe original forward of `{cls_name}` declares no properties, so it is "
+            f"never used when properties are required. Map a kernel that declares them (__kernel_properties__ = "
+            f"{{'{cls_name}': frozenset({{...}})}} in its layers module) or drop require.")
     if not session.use_fallback:
-        raise LayerError(
-            f"no kernel fits {context}:\n"
-            + "\n".join(reasons)
-            + "\nMap a kernel that fits, or pass use_fallback=True to keep the original forward."
-        )
+        raise LayerError(f"no kernel fits {context}:\n" + "\n".join(reasons)
+                         + "\nMap a kernel that fits, or pass use_fallback=True to keep the original forward.")
     log.info("kernelize: %s keeps its original forward:\n%s", context, "\n".join(reasons))
-    return _Decision(
-        None, False, KernelChoice(name, session.mode, device, None, None, tuple(reasons))
-    )
+    return _Decision(None, False, KernelChoice(name, session.mode, device, None, None, tuple(reasons)))
 
 
 def _without_self(func: Any) -> Any:
-    """``func`` as a method that drops ``self``: what a function serving a module of a class
-    other than a marked function (a layer, or HF kernels' wrapper of one) is bound as."""
+    """``func`` as a method that drops ``self`` (how a function serves a layer, or HF kernels' wrapper)."""
+
     @functools.wraps(func)
     def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
         return func(*args, **kwargs)
@@ -203,9 +183,7 @@ def _without_self(func: Any) -> Any:
 
 
 def _apply(modules: list[Any], decision: _Decision) -> None:
-    # Straight into each instance dict: what ``module.forward = f`` does for a function
-    # (``forward`` can never be a parameter, buffer or submodule name), without
-    # ``nn.Module.__setattr__``'s lookups, once per module of a large model.
+    # Straight into each instance dict: ``module.forward = f`` without nn.Module.__setattr__'s lookups.
     # ``_kernel_repo`` as HF kernels leaves it, so its get_kernelized_layers reports ours too
     forward, choice = decision.forward, decision.choice
     for module in modules:
@@ -222,17 +200,9 @@ def _apply(modules: list[Any], decision: _Decision) -> None:
             state[_CHOICE] = choice
 
 
-def kernelize(
-    model: nn.Module,
-    *,
-    mode: Mode | None = None,
-    device: object = None,
-    use_fallback: bool = True,
-    require: set[str] | frozenset[str] | str | None = None,
-    trust_remote_code: bool = False,
-    fallback: FallbackPolicy = "reference",
-    check_ops: bool = False,
-) -> nn.Module:
+def kernelize(model: nn.Module, *, mode: Mode | None = None, device: object = None, use_fallback: bool = True,
+              require: set[str] | frozenset[str] | str | None = None, trust_remote_code: bool = False,
+              fallback: FallbackPolicy = "reference", check_ops: bool = False) -> nn.Module:
     """Replace the forward of every marked layer of ``model`` by the best mapped kernel's.
 
     :param model: the model (any ``nn.Module``; the model itself may be a marked layer).
@@ -273,10 +243,8 @@ def kernelize(
         mode = Mode.TRAINING if model.training else Mode.INFERENCE
     mode = check_kernelize_mode(mode)
     required = normalize_require(require)
-    session = Session(
-        mode, _model_device(model) if device is None else device, required, use_fallback,
-        trust_remote_code, fallback, check_ops,
-    )
+    session = Session(mode, _model_device(model) if device is None else device, required, use_fallback,
+                      trust_remote_code, fallback, check_ops)
     # The mark, the marked function and so the decision belong to the class: decide once
     # per class, and change no module before every one was decided (all or nothing).
     groups, excluded = _marked_modules(model)
@@ -292,16 +260,14 @@ def kernelize(
     return model
 
 
-def _say_when_nothing_changed(
-    model: nn.Module, plan: list[tuple[_Decision, list[Any]]], excluded: int, session: Session
-) -> None:
+def _say_when_nothing_changed(model: nn.Module, plan: list[tuple[_Decision, list[Any]]], excluded: int,
+                              session: Session) -> None:
     """Warn when no forward of the model was replaced, with why (unless that was asked)."""
     what = type(model).__name__
     if not plan:
         warn_user(
             f"kernelize: no layer of `{what}` is marked for a kernel"
-            + (f" (the kernel_condition of {excluded} marked ones excluded them)" if excluded
-               else "")
+            + (f" (the kernel_condition of {excluded} marked ones excluded them)" if excluded else "")
             + ", so nothing was replaced. Mark layer classes with use_kernel_forward_from_hub; "
             "for a transformers model, call kernel_plugins.integrations.transformers.enable() "
             "before importing or building it."
@@ -316,8 +282,8 @@ def _say_when_nothing_changed(
     listed = "\n".join(f"`{n}`:\n" + "\n".join(r) for n, r in reasons.items())
     warn_user(
         f"kernelize: none of the {sum(len(m) for _, m in plan)} marked layers of `{what}` got a kernel on "
-        f"{describe_device(session.device)} in mode {describe_mode(session.mode)}, so "
-        f"nothing was replaced; they keep their original forward:\n{listed}"
+        f"{describe_device(session.device)} in mode {describe_mode(session.mode)}, so nothing was replaced; "
+        f"they keep their original forward:\n{listed}"
     )
 
 
@@ -331,9 +297,7 @@ def _marked_modules(model: nn.Module) -> tuple[list[tuple[str, list[Any]]], int]
     excluded = 0
     for module in _modules(model):
         for candidate in (*kernel_funcs(module), module):
-            mark = marks.get(type(candidate))
-            if mark is None:
-                cls = type(candidate)
+            if (mark := marks.get(cls := type(candidate))) is None:
                 mark = marks[cls] = (marked_name(cls), getattr(cls, "kernel_condition", None), [])
             if mark[0] is None or id(candidate) in seen:
                 continue

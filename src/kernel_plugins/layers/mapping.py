@@ -139,9 +139,7 @@ class KernelMapping:
         return f"KernelMapping(layers={self.layer_names()!r})"
 
 
-def _ordered_entries(
-    ranges: dict[RangeKey, _Entry], capability: Capability | None
-) -> list[tuple[RangeKey, _Entry]]:
+def _ordered_entries(ranges: dict[RangeKey, _Entry], capability: Capability | None) -> list[tuple[RangeKey, _Entry]]:
     ranged = [(r, e) for r, e in ranges.items() if r is not None and r.contains(capability)]
     ranged.sort(key=lambda re: (*re[0].sort_key(), -re[1].seq))
     return [*ranged, *([(None, ranges[None])] if None in ranges else [])]
@@ -198,9 +196,8 @@ def validate_device_key(key: object) -> None:
 
 _EMPTY = KernelMapping()
 _global: KernelMapping = _EMPTY
-_ACTIVE: contextvars.ContextVar[KernelMapping | None] = contextvars.ContextVar(
-    "kernel_plugins_kernel_mapping", default=None
-)
+_ACTIVE: contextvars.ContextVar[KernelMapping | None] = contextvars.ContextVar("kernel_plugins_kernel_mapping",
+                                                                               default=None)
 
 
 def current_mapping() -> KernelMapping:
@@ -233,9 +230,7 @@ def register_kernel_mapping(mapping: Mapping[str, Any], inherit_mapping: bool = 
 
 
 @contextmanager
-def use_kernel_mapping(
-    mapping: Mapping[str, Any], *, inherit_mapping: bool = True
-) -> Iterator[KernelMapping]:
+def use_kernel_mapping(mapping: Mapping[str, Any], *, inherit_mapping: bool = True) -> Iterator[KernelMapping]:
     """Use ``mapping`` (as for :func:`register_kernel_mapping`) inside a ``with`` block, which
     nests; ``inherit_mapping=False`` hides the outer ones. The ``with`` target: the mapping in effect.
 
@@ -251,12 +246,6 @@ def use_kernel_mapping(
         yield new
     finally:
         _ACTIVE.reset(token)
-
-
-def _reset_for_tests() -> None:
-    """Forget the process-wide mapping (test helper)."""
-    global _global
-    _global = _EMPTY
 
 
 def describe_device(device: DeviceLike) -> str:

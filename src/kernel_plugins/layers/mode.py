@@ -68,15 +68,11 @@ class Mode(Flag):
 
 def _check_combination(mode: Mode) -> None:
     if Mode.INFERENCE in mode and Mode.TRAINING in mode:
-        raise ModeError(
-            "Mode.INFERENCE and Mode.TRAINING are mutually exclusive: kernelize for one of them "
-            "(optionally | Mode.TORCH_COMPILE)"
-        )
+        raise ModeError("Mode.INFERENCE and Mode.TRAINING are mutually exclusive: kernelize for one of them "
+                        "(optionally | Mode.TORCH_COMPILE)")
     if Mode.FALLBACK in mode and mode != Mode.FALLBACK:
-        raise ModeError(
-            "Mode.FALLBACK cannot be combined with other modes; it marks the mapping entry used "
-            "when no entry for a more specific mode exists"
-        )
+        raise ModeError("Mode.FALLBACK cannot be combined with other modes; it marks the mapping entry used "
+                        "when no entry for a more specific mode exists")
 
 
 _I, _T, _C, _F = Mode.INFERENCE, Mode.TRAINING, Mode.TORCH_COMPILE, Mode.FALLBACK
@@ -107,10 +103,8 @@ def check_kernelize_mode(mode: object) -> Mode:
     ``INFERENCE`` or ``TRAINING``, and for anything that is not a :class:`Mode`.
     """
     if not isinstance(mode, Mode):
-        raise ModeError(
-            f"mode must be a kernel_plugins.layers.Mode such as Mode.INFERENCE, "
-            f"got {mode!r} ({type(mode).__name__})"
-        )
+        raise ModeError(f"mode must be a kernel_plugins.layers.Mode such as Mode.INFERENCE, "
+                        f"got {mode!r} ({type(mode).__name__})")
     _check_combination(mode)
     # computed before the FALLBACK test: mypy narrows ``mode`` there to Literal members,
     # and the Python 3.10 stubs then reject ``member in mode``
@@ -118,10 +112,8 @@ def check_kernelize_mode(mode: object) -> Mode:
     if mode == Mode.FALLBACK:
         raise ModeError("Mode.FALLBACK can only be used to register kernel mappings")
     if not has_task:
-        raise ModeError(
-            f"kernelize mode must contain Mode.INFERENCE or Mode.TRAINING, got "
-            f"{describe_mode(mode)}; e.g. mode=Mode.INFERENCE | Mode.TORCH_COMPILE"
-        )
+        raise ModeError(f"kernelize mode must contain Mode.INFERENCE or Mode.TRAINING, got "
+                        f"{describe_mode(mode)}; e.g. mode=Mode.INFERENCE | Mode.TORCH_COMPILE")
     return mode
 
 
@@ -131,16 +123,11 @@ def check_mapping_mode(mode: object) -> Mode:
     Allowed: the four kernelize modes and ``FALLBACK``. ``TORCH_COMPILE`` alone is refused.
     """
     if not isinstance(mode, Mode):
-        raise ModeError(
-            f"keys of a device's mode dict must be Mode values, got {mode!r} "
-            f"({type(mode).__name__})"
-        )
+        raise ModeError(f"keys of a device's mode dict must be Mode values, got {mode!r} ({type(mode).__name__})")
     _check_combination(mode)
     if mode not in MAPPING_MODES:
         allowed = ", ".join(describe_mode(m) for m in MAPPING_MODES)
-        raise ModeError(
-            f"mode {describe_mode(mode)} cannot key a mapping entry; use one of: {allowed}"
-        )
+        raise ModeError(f"mode {describe_mode(mode)} cannot key a mapping entry; use one of: {allowed}")
     return mode
 
 

@@ -41,17 +41,11 @@ def _check_str(value: object, what: str, cls: str) -> None:
 
 def _check_revision_version(revision: object, version: object, cls: str) -> None:
     if revision is not None and version is not None:
-        raise MappingError(
-            f"{cls}: give either revision={revision!r} or version={version!r}, not both"
-        )
+        raise MappingError(f"{cls}: give either revision={revision!r} or version={version!r}, not both")
     if revision is not None:
         _check_str(revision, "revision", cls)
-    if version is not None and (
-        isinstance(version, bool) or not isinstance(version, int) or version < 0
-    ):
-        raise MappingError(
-            f"{cls}: version must be a non-negative int (the v<N> branch), got {version!r}"
-        )
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+        raise MappingError(f"{cls}: version must be a non-negative int (the v<N> branch), got {version!r}")
 
 
 class KernelRepository:
@@ -62,6 +56,8 @@ class KernelRepository:
     """
 
     kind: ClassVar[str] = "layer"
+    #: The argument naming :attr:`member` (``layer_name`` or ``func_name``), for messages.
+    _member_arg: ClassVar[str] = "layer_name"
 
     @property
     def member(self) -> str:
@@ -83,11 +79,8 @@ class KernelRepository:
 
     def describe(self) -> str:
         """``layer `SiluAndMul` of `org/activation` (version 1)``, for messages."""
-        opts = ", ".join(
-            f"{k} {v}"
-            for k, v in self.load_options().items()
-            if v is not None and k != "trust_remote_code"
-        )
+        opts = ", ".join(f"{k} {v}" for k, v in self.load_options().items()
+                         if v is not None and k != "trust_remote_code")
         where = f"`{self.target()}`" + (f" ({opts})" if opts else "")
         return f"{self.kind} `{self.member}` of {where}"
 
@@ -100,10 +93,10 @@ class _HubRepo(KernelRepository):
     version: int | None = None
     trust_remote_code: bool = False
 
-    def _validate(self, member: object, member_arg: str) -> None:
+    def __post_init__(self) -> None:
         cls = type(self).__name__
         _check_str(self.repo_id, "repo_id", cls)
-        _check_str(member, member_arg, cls)
+        _check_str(self.member, self._member_arg, cls)
         _check_revision_version(self.revision, self.version, cls)
 
     def target(self) -> str:
@@ -112,11 +105,7 @@ class _HubRepo(KernelRepository):
 
     def load_options(self) -> dict[str, Any]:
         """``revision`` / ``version`` as given (at most one is set), ``trust_remote_code``."""
-        return {
-            "revision": self.revision,
-            "version": self.version,
-            "trust_remote_code": self._trusted(),
-        }
+        return {"revision": self.revision, "version": self.version, "trust_remote_code": self._trusted()}
 
 
 @record
@@ -125,12 +114,12 @@ class _LocalRepo(KernelRepository):
     _: KW_ONLY
     package_name: str | None = field(default=None, compare=False, repr=False)
 
-    def _validate(self, member: object, member_arg: str) -> None:
+    def __post_init__(self) -> None:
         cls = type(self).__name__
         if not isinstance(self.repo_path, (str, Path)):
             raise MappingError(f"{cls}: repo_path must be a str or Path, got {self.repo_path!r}")
         object.__setattr__(self, "repo_path", Path(self.repo_path).expanduser())
-        _check_str(member, member_arg, cls)
+        _check_str(self.member, self._member_arg, cls)
 
     def target(self) -> Path:
         """The folder, as a Path: always a local folder to ``load``."""
@@ -145,10 +134,10 @@ class _LockedRepo(KernelRepository):
     trust_remote_code: bool = False
     origin: str | None = field(default=None, compare=False, repr=False)
 
-    def _validate(self, member: object, member_arg: str) -> None:
+    def __post_init__(self) -> None:
         cls = type(self).__name__
         _check_str(self.repo_id, "repo_id", cls)
-        _check_str(member, member_arg, cls)
+        _check_str(self.member, self._member_arg, cls)
         if self.lockfile is not None:
             if not isinstance(self.lockfile, (str, Path)):
                 raise MappingError(f"{cls}: lockfile must be a str or Path, got {self.lockfile!r}")
@@ -190,11 +179,9 @@ class _LayerMember:
     """Mixin: the repository serves a layer class of the kernel's ``layers`` module."""
 
     kind: ClassVar[str] = "layer"
+    _member_arg: ClassVar[str] = "layer_name"
     _: KW_ONLY
     layer_name: str
-
-    def __post_init__(self) -> None:
-        self._validate(self.layer_name, "layer_name")  # type: ignore[attr-defined]
 
     @property
     def member(self) -> str:
@@ -207,11 +194,9 @@ class _FuncMember:
     """Mixin: the repository serves a top-level function of the kernel module."""
 
     kind: ClassVar[str] = "function"
+    _member_arg: ClassVar[str] = "func_name"
     _: KW_ONLY
     func_name: str
-
-    def __post_init__(self) -> None:
-        self._validate(self.func_name, "func_name")  # type: ignore[attr-defined]
 
     @property
     def member(self) -> str:

@@ -99,12 +99,11 @@ def validate_layer(kernel_cls: object, original_cls: type[nn.Module], *, where: 
     if extra:
         raise LayerError(f"{where} adds members {', '.join(extra)}; a kernel layer may only define "
                          f"forward and the class attributes {', '.join(sorted(ALLOWED_MEMBERS))}")
+    forward = kernel_cls.forward  # type: ignore[attr-defined]
     if original_forward is None:
-        check_signature(kernel_cls.forward, original_cls.forward, where=where,  # type: ignore[attr-defined]
-                        original=f"`{original_cls.__name__}.forward`")
+        check_signature(forward, original_cls.forward, where=where, original=f"`{original_cls.__name__}.forward`")
     else:
-        check_signature(functools.partial(kernel_cls.forward, None), original_forward,  # type: ignore[attr-defined]
-                        where=where,
+        check_signature(functools.partial(forward, None), original_forward, where=where,
                         original=f"`{_name_of(original_forward)}`")
     return _traits(kernel_cls, where, declared_properties(kernel_cls))
 

@@ -29,22 +29,18 @@ REFERENCE_ROOT: Path = Path(__file__).resolve().parent
 _NAME_RE = re.compile(r"^[a-z][-a-z0-9]*[a-z0-9]$")
 
 
-def _is_kernel(path: Path) -> bool:
-    """Whether ``path`` holds a reference kernel's sources and ``kernel.json``."""
-    return (path / "kernel.json").is_file() and (path / SOURCE_DIR / "__init__.py").is_file()
-
-
 def reference_names() -> list[str]:
     """Names of the bundled reference kernels, sorted (e.g. ``["activation", ...]``)."""
-    return sorted(p.name for p in REFERENCE_ROOT.iterdir() if _NAME_RE.match(p.name) and _is_kernel(p))
+    return sorted(p.name for p in REFERENCE_ROOT.iterdir() if reference_source(p.name))
 
 
 def reference_source(name: str) -> Path | None:
-    """The packaged source folder of reference kernel ``name`` (no variants), or ``None``."""
+    """The packaged source folder of reference kernel ``name`` (no variants), or ``None``: a folder
+    holding the kernel's sources and ``kernel.json``."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         return None
     path = REFERENCE_ROOT / name
-    return path if _is_kernel(path) else None
+    return path if (path / "kernel.json").is_file() and (path / SOURCE_DIR / "__init__.py").is_file() else None
 
 
 def reference_repo(name: str, backends: tuple[str, ...] = ()) -> Path | None:

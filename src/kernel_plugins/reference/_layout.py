@@ -90,15 +90,9 @@ def expected_files(name: str, extra_backends: tuple[str, ...] = ()) -> dict[str,
         files["README.md"] = readme.read_bytes()
     digest = {n: base64.b64encode(hashlib.sha256(b).digest()).decode() for n, b in sources.items()}
     for backend, depends in _backends(extra_backends).items():
-        metadata = {
-            "name": info["name"],
-            "id": variant_id(name, backend, fp),
-            "version": info["version"],
-            "license": info["license"],
-            "python-depends": list(depends),
-            "backend": {"type": backend},
-            "digest": {"algorithm": "sha256", "files": dict(sorted(digest.items()))},
-        }
+        metadata = {"name": info["name"], "id": variant_id(name, backend, fp), "version": info["version"],
+                    "license": info["license"], "python-depends": list(depends), "backend": {"type": backend},
+                    "digest": {"algorithm": "sha256", "files": dict(sorted(digest.items()))}}
         variant = f"build/torch-{backend}"
         files.update({f"{variant}/{n}": data for n, data in sources.items()})
         files[f"{variant}/metadata.json"] = (json.dumps(metadata, indent=2) + "\n").encode()
@@ -114,6 +108,10 @@ def cache_root() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kernel-plugins" / "reference"
 
 
+#: Open a cached file without following a link or blocking on a FIFO.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+
+
 def _matches(repo: Path, expected: dict[str, bytes]) -> bool:
     """Whether ``repo`` holds exactly ``expected``: the same files, bytes and folders, no links."""
     found: set[str] = set()
@@ -126,9 +124,8 @@ def _matches(repo: Path, expected: dict[str, bytes]) -> bool:
             rel = path.relative_to(repo).as_posix()
             if rel not in expected or path.is_symlink():
                 return False
-            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
             try:
-                fd = os.open(path, flags)
+                fd = os.open(path, _READ_FLAGS)
             except OSError:
                 return False
             with os.fdopen(fd, "rb") as f:
