@@ -15,6 +15,7 @@ from .plugins import BackendRecord, get_manager
 __all__ = ["system_info", "detect_devices", "get_device", "unknown_device_error", "backend_advice",
            "unserved_vendor_stacks", "find_backends"]
 
+
 @functools.lru_cache(maxsize=1)
 def system_info() -> SystemInfo:
     """This machine's :class:`SystemInfo` (read once per process)."""
@@ -24,11 +25,8 @@ def system_info() -> SystemInfo:
 def detect_devices() -> list[DeviceInfo]:
     """Every available device, best (highest backend priority) first."""
     manager = get_manager()
-    found = []
-    for name, outcome in manager.detect_all().items():
-        if outcome.device is not None:
-            found.append((manager.record(name).spec.priority, name, outcome.device))
-    found.sort(key=lambda t: (-t[0], t[1]))
+    found = sorted((-manager.record(name).spec.priority, name, outcome.device)
+                   for name, outcome in manager.detect_all().items() if outcome.device is not None)
     return [d for _, _, d in found]
 
 
@@ -75,10 +73,8 @@ def unserved_vendor_stacks() -> list[str]:
 def find_backends(device_type: str) -> list[BackendRecord]:
     """Backends matching a name: a backend name first (``rocm``), else a device type."""
     manager = get_manager()
-    backends = manager.backends()
-    if device_type in backends:
-        return [backends[device_type]]
-    return manager.backends_for_device_type(device_type)
+    record = manager.backends().get(device_type)
+    return [record] if record is not None else manager.backends_for_device_type(device_type)
 
 
 def get_device(device: object = None) -> DeviceInfo:

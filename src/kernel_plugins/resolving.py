@@ -143,15 +143,8 @@ def _order(v: Variant, token_rank: int) -> tuple[object, ...]:
     return (4, 0, 0, v.kind == "universal", *py, v.name)
 
 
-def resolve(
-    available: Iterable[str],
-    device: DeviceInfo,
-    system: SystemInfo,
-    preference: Sequence[str],
-    *,
-    explain: Explain | None = None,
-    token_owner: Callable[[str], str | None] | None = None,
-) -> Resolution:
+def resolve(available: Iterable[str], device: DeviceInfo, system: SystemInfo, preference: Sequence[str], *,
+            explain: Explain | None = None, token_owner: Callable[[str], str | None] | None = None) -> Resolution:
     """Decide for every available variant name whether it fits, and rank the fits.
 
     A name fits when its shared parts fit the system (:func:`_generic_reason`) and its
@@ -199,10 +192,8 @@ def _parsed(name: object) -> Variant | str:
         return str(e)
 
 
-def _rejection(
-    name: object, v: Variant | None, reason: str | None, device: DeviceInfo, explain: Explain | None,
-    token_owner: Callable[[str], str | None] | None,
-) -> Decision:
+def _rejection(name: object, v: Variant | None, reason: str | None, device: DeviceInfo, explain: Explain | None,
+               token_owner: Callable[[str], str | None] | None) -> Decision:
     """The decision on a name that does not fit, with the most specific reason."""
     if v is None:
         return Decision(str(name), False, reason)
@@ -251,23 +242,18 @@ def check_archs(resolution: Resolution, archs_of: ArchsOf) -> Resolution:
                                refused=tuple(refused), arch_note=note)
 
 
-def resolve_for(
-    available: Iterable[str], info: DeviceInfo, system: SystemInfo, *, archs_of: ArchsOf | None = None
-) -> Resolution:
+def resolve_for(available: Iterable[str], info: DeviceInfo, system: SystemInfo, *,
+                archs_of: ArchsOf | None = None) -> Resolution:
     """Resolve variant names for an already-detected device and system (with the
     architecture step when ``archs_of`` is given, see :func:`check_archs`)."""
     manager = get_manager()
-    resolution = resolve(
-        list(available), info, system, manager.list_variants(info, system),
-        explain=lambda v: manager.explain_variant(info, system, v), token_owner=manager.token_owner,
-    )
+    resolution = resolve(list(available), info, system, manager.list_variants(info, system),
+                         explain=lambda v: manager.explain_variant(info, system, v), token_owner=manager.token_owner)
     return resolution if archs_of is None else check_archs(resolution, archs_of)
 
 
-def resolve_variants(
-    available: Iterable[str], device: object = None, system: SystemInfo | None = None, *,
-    archs: Mapping[str, Sequence[str]] | None = None,
-) -> Resolution:
+def resolve_variants(available: Iterable[str], device: object = None, system: SystemInfo | None = None, *,
+                     archs: Mapping[str, Sequence[str]] | None = None) -> Resolution:
     """Resolve variant names for a device with the installed backends' rules.
 
     :param available: variant names (e.g. the folders under ``build/``).
@@ -282,10 +268,8 @@ def resolve_variants(
     return resolve_for(available, get_device(device), system or system_info(), archs_of=archs_of)
 
 
-def choose(
-    where: str, names: Iterable[str], info: DeviceInfo, system: SystemInfo, *, kind: str = "",
-    archs_of: ArchsOf | None = None,
-) -> str:
+def choose(where: str, names: Iterable[str], info: DeviceInfo, system: SystemInfo, *, kind: str = "",
+           archs_of: ArchsOf | None = None) -> str:
     """The best variant among ``names`` for the device (``kind`` names the source kind;
     ``archs_of``: see :func:`check_archs`).
 

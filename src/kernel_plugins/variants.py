@@ -16,17 +16,8 @@ from .device import SystemInfo, version_text
 from .errors import VariantNameError
 
 __all__ = [
-    "Variant",
-    "parse_variant",
-    "validate_variant_name",
-    "arch_variant_names",
-    "noarch_variant_names",
-    "split_token",
-    "decode_token_version",
-    "version_token_reason",
-    "UNIVERSAL",
-    "VariantTokens",
-    "judge_archs",
+    "Variant", "parse_variant", "validate_variant_name", "arch_variant_names", "noarch_variant_names", "split_token",
+    "decode_token_version", "version_token_reason", "UNIVERSAL", "VariantTokens", "judge_archs",
 ]
 
 UNIVERSAL = "torch-universal"
@@ -178,7 +169,8 @@ def _from_match(name: str, m: re.Match[str]) -> Variant | str:
     kind: Kind = "stable-abi" if g["s"] or g["ns"] else "arch" if g["a"] or g["na"] else "tvm-ffi"
     digits = g["s"] or g["a"] or g["t"]  # legacy: one digit of major (torch210 = 2.10, tvm-ffi01 = 0.1)
     major, minor = (digits[0], digits[1:]) if digits else (g["ns"] or g["na"] or g["nt"]).split(".")
-    return Variant(name, kind, (int(major), int(minor)), g["abi"] or g["nabi"], token, g["cpu"], g["os"], None, python, python_abi)
+    return Variant(name, kind, (int(major), int(minor)), g["abi"] or g["nabi"], token, g["cpu"], g["os"], None,
+                   python, python_abi)
 
 
 def split_token(token: str) -> tuple[str, str]:
@@ -189,9 +181,8 @@ def split_token(token: str) -> tuple[str, str]:
     return m.group("prefix"), m.group("digits")
 
 
-def decode_token_version(
-    digits: str, major_width: int = 1, *, minor_width: int | None = None
-) -> tuple[int, int] | None:
+def decode_token_version(digits: str, major_width: int = 1, *,
+                         minor_width: int | None = None) -> tuple[int, int] | None:
     """Decode the digits of a backend token into ``(major, minor)``: the inverse of
     :meth:`VariantTokens.token`.
 
@@ -213,14 +204,8 @@ def decode_token_version(
     return int(digits[:major_width]), int(digits[major_width:])
 
 
-def version_token_reason(
-    label: str,
-    variant_version: tuple[int, int] | None,
-    system_version: tuple[int, int] | None,
-    rule: Literal["exact", "same-major"],
-    *,
-    token: str | None = None,
-) -> str:
+def version_token_reason(label: str, variant_version: tuple[int, int] | None, system_version: tuple[int, int] | None,
+                         rule: Literal["exact", "same-major"], *, token: str | None = None) -> str:
     """Write a rejection reason for a versioned backend token.
 
     ``rule="same-major"`` is the CUDA rule (same major, minor <= the system's);
@@ -280,8 +265,8 @@ def arch_variant_names(system: SystemInfo, tokens: Sequence[str]) -> list[str]:
         if system.cxx11_abi is not None:
             tag = "cxx11" if system.cxx11_abi else "cxx98"
             names += names_of(f"torch{major}{minor}-{tag}", f"torch-{major}.{minor}-{tag}")
-    if system.tvm_ffi_version is not None:
-        names += names_of("tvm-ffi{}{}".format(*system.tvm_ffi_version), "tvm-ffi-{}.{}".format(*system.tvm_ffi_version))
+    if (tvm := system.tvm_ffi_version) is not None:
+        names += names_of("tvm-ffi{}{}".format(*tvm), "tvm-ffi-{}.{}".format(*tvm))
     return names + [f"sdk-{new}-{py}-{tail}" for _, new in pairs if new]
 
 
@@ -348,9 +333,7 @@ class VariantTokens:
             return None
         return decode_token_version(digits, self.major_width, minor_width=self.minor_width)
 
-    def explain(
-        self, variant: Variant, label: str, system_version: tuple[int, int] | None
-    ) -> str | None:
+    def explain(self, variant: Variant, label: str, system_version: tuple[int, int] | None) -> str | None:
         """The ``explain_variant`` reason for ``variant`` (see :func:`version_token_reason`);
         None for a variant whose token has another prefix (not this backend's).
 
@@ -360,6 +343,4 @@ class VariantTokens:
         """
         if variant.token is None or split_token(variant.token)[0] != self.prefix:
             return None
-        return version_token_reason(
-            label, self.decode(variant.token), system_version, self.rule, token=variant.token
-        )
+        return version_token_reason(label, self.decode(variant.token), system_version, self.rule, token=variant.token)

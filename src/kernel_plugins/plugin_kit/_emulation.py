@@ -75,6 +75,6 @@ class Emulation:
 
     def properties(self) -> list[str]:
         """The facts the device properties report, in declaration order."""
-        skip = {"version", *self.not_properties, *self.distributions.values(), *filter(None, self.version_attrs.values()),
-                *([] if self.sdk_file is None else [self.sdk_file.fact])}
+        skip = {"version", *self.not_properties, *self.distributions.values(),
+                *filter(None, self.version_attrs.values()), *([] if self.sdk_file is None else [self.sdk_file.fact])}
         return [name for name in self.facts if name not in skip]

@@ -41,9 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PrivateUse1Backend", "Reading", "RuntimeReading", "RuntimeVersion", "VariantTokens"]
 
-#: What a version parser returns: ``(major, minor, ...)`` or None for unreadable text.
-VersionParser = Callable[[object], "tuple[int, ...] | None"]
-
 
 class Reading(Protocol):
     """What a runtime-version reader returns: the text and a note (both may be None)."""
@@ -83,7 +80,7 @@ class RuntimeVersion:
     """
 
     label: str
-    parse: VersionParser
+    parse: Callable[[object], tuple[int, ...] | None]
     torch_attr: str | None = None
     read: Callable[[], Reading] | None = None
     expected: str = ""
@@ -110,10 +107,6 @@ class RuntimeVersion:
         """``(major, minor)`` of ``text``, or None when it is unknown or unreadable."""
         version = self.parse(text)
         return None if version is None else (version[0], version[1])
-
-
-#: Extra notes about a found stack: ``VendorDevices -> notes``.
-NoteSource = Callable[[VendorDevices], Iterable[str]]
 
 
 @record(kw_only=True, eq=False)  # a plugin is compared by identity
@@ -165,7 +158,7 @@ class PrivateUse1Backend(ArchFacts):
     priority: int = 95
     capability_label: str = "capability"
     reports_capability: bool = True
-    extra_notes: NoteSource | None = None
+    extra_notes: Callable[[VendorDevices], Iterable[str]] | None = None
     python_depends: Mapping[str, PyDepend] = field(default_factory=dict)
     accelerator_sync: bool = False
     emulation: Emulation | None = None

@@ -314,10 +314,7 @@ def find_vendor_devices(
         raise PluginError(f"{vendor_module} was imported but torch.{device_type} does not exist: this "
                           f"{vendor_module} does not register itself with torch {torch.__version__}; "
                           f"install the matching {vendor_module}")
-    if not module.is_available():
-        return None
-    count = int(module.device_count())
-    if count <= 0:
+    if not module.is_available() or (count := int(module.device_count())) <= 0:
         return None
     return VendorDevices(backend, device_type, torch, vendor, module, count)
 
@@ -333,13 +330,8 @@ def synchronize_device(device: DeviceInfo, *, accelerator_fallback: bool = False
     """
     import torch
 
-    module = getattr(torch, device.device_type, None)
-    if accelerator_fallback and (module is None or not hasattr(module, "synchronize")):
+    if accelerator_fallback and not hasattr(getattr(torch, device.device_type, None), "synchronize"):
         torch.accelerator.synchronize(device.index)
-        return True
-    sync = getattr(torch, device.device_type).synchronize
-    if device.index is None:
-        sync()
     else:
-        sync(device.index)
+        getattr(torch, device.device_type).synchronize(*([] if device.index is None else [device.index]))
     return True
