@@ -48,27 +48,21 @@ from ._records import read_record, record_path, write_record
 from ._resolve import resolve, versions
 from ._values import REPO_TYPES, HubRef, RepoType, validate_repo_id
 
-__all__ = [
-    "REPO_TYPES", "RepoType", "HubRef", "validate_repo_id", "resolve", "versions",
-    "trusted_publisher", "list_variant_names", "download_variant", "download_file",
-    "cached_variant_path", "cache_dir", "hub_endpoint", "request_args", "is_offline", "offline",
-    "snapshot_blobs", "is_not_found", "map_error", "storage_folder", "cached_tree_files",
-    "cached_listing", "hub_listing", "fetch_variant", "variant_lock", "blobs_folder",
-    "cached_variants", "read_record", "write_record", "record_path", "repair_hint", "cached_kernels",
-]
+__all__ = ["REPO_TYPES", "RepoType", "HubRef", "validate_repo_id", "resolve", "versions", "trusted_publisher",
+           "list_variant_names", "download_variant", "download_file", "cached_variant_path", "cache_dir",
+           "hub_endpoint", "request_args", "is_offline", "offline", "snapshot_blobs", "is_not_found", "map_error",
+           "storage_folder", "cached_tree_files", "cached_listing", "hub_listing", "fetch_variant", "variant_lock",
+           "blobs_folder", "cached_variants", "read_record", "write_record", "record_path", "repair_hint",
+           "cached_kernels"]
 
 
 def repair_hint(ref: HubRef, *, pinned: bool = False) -> str:
     """How to repair a cached variant of ``ref`` that failed its check."""
     folder = storage_folder(ref.repo_id, ref.repo_type)
-    hint = (
-        f"To repair: delete the cached copy of {ref.repo_id} (rm -rf '{folder}'; its blobs must "
-        "go too, or they are reused) and load again to download it afresh (or run "
-        "`kernel-plugins download PROJECT_DIR`)."
-    )
+    hint = (f"To repair: delete the cached copy of {ref.repo_id} (rm -rf '{folder}'; its blobs must "
+            "go too, or they are reused) and load again to download it afresh (or run "
+            "`kernel-plugins download PROJECT_DIR`).")
     if pinned:
-        hint += (
-            " If a fresh download fails the same way, the published files differ from the ones "
-            "the lock pinned: find out why before re-locking."
-        )
+        hint += (" If a fresh download fails the same way, the published files differ from the ones "
+                 "the lock pinned: find out why before re-locking.")
     return hint

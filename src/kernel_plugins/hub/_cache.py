@@ -166,9 +166,7 @@ def _bound_requests() -> None:
         hooks.setdefault("request", []).append(_request_timeouts)
 
 
-_OFFLINE: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "kernel_plugins_hub_offline", default=False
-)
+_OFFLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("kernel_plugins_hub_offline", default=False)
 
 
 @contextlib.contextmanager
@@ -293,11 +291,10 @@ def listing_path(ref: HubRef, ours: bool = True) -> Path:
 def cached_tree_files(ref: HubRef) -> dict[str, dict[str, Any]] | None:
     """The cached file listing of ``ref.sha`` (ours, else huggingface_hub's): path -> entry, or ``None``.
 
-    Reads :func:`listing_path` (format version 1: entries with ``blob_id``,
-    ``lfs_sha256``, ``size``) directly, which costs no request and does not import
-    huggingface_hub's API client. ``None`` when no listing is cached, it is larger than
-    :data:`MAX_LISTING_BYTES`, nested too deeply, or in a format this code does not know (a
-    warning names the file in those cases; verification then falls back to other sources).
+    Reads :func:`listing_path` (format version 1: entries with ``blob_id``, ``lfs_sha256``, ``size``)
+    directly: no request, no import of huggingface_hub's API client. ``None`` when no listing is cached, it is
+    larger than :data:`MAX_LISTING_BYTES`, nested too deeply, or in a format this code does not know (a warning
+    names the file in those cases; verification then falls back to other sources).
     """
     from kernel_plugins.errors import KernelPluginsError
     from kernel_plugins.jsonfile import JSONFileError, parse_json
@@ -324,8 +321,7 @@ def cached_tree_files(ref: HubRef) -> dict[str, dict[str, Any]] | None:
 
 def _cached_tree(ref: HubRef) -> list[str] | None:
     """Paths of every file at ``ref.sha`` from huggingface_hub's cached listing, or ``None``."""
-    files = cached_tree_files(ref)
-    if files is not None:
+    if (files := cached_tree_files(ref)) is not None:
         return list(files)
     try:  # a listing in a format this code does not read, or in huggingface_hub's memory: ask it
         with contextlib.suppress(FileNotFoundError):  # never open a FIFO there
@@ -365,10 +361,8 @@ def _resolve_offline(repo_id: str, t: RepoType, revision: str | None, version: i
     if version is not None:
         if version in cached:
             return HubRef(repo_id, t, f"v{version}", cached[version], version, endpoint)
-        raise VersionNotFoundError(
-            f"Version {version} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; "
-            f"cached versions: {_format_versions(cached)}. Use one of those or {fix}."
-        )
+        raise VersionNotFoundError(f"Version {version} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; "
+                                   f"cached versions: {_format_versions(cached)}. Use one of those or {fix}.")
     snapshots = storage_folder(repo_id, t) / "snapshots"
     usable = {n: sha for n, sha in cached.items() if (snapshots / sha).is_dir()} or cached
     if usable:

@@ -63,10 +63,8 @@ def resolve(repo_id: str, *, revision: str | None = None, version: int | None = 
     """
     validate_repo_id(repo_id)
     if revision is not None and version is not None:
-        raise RevisionError(
-            f"Both revision={revision!r} and version={version!r} were given for {repo_id}; "
-            "pass only one of them (version=N means branch 'vN')."
-        )
+        raise RevisionError(f"Both revision={revision!r} and version={version!r} were given for {repo_id}; "
+                            "pass only one of them (version=N means branch 'vN').")
     if version is not None:
         _check_version(repo_id, version)
     if revision is not None:
@@ -93,14 +91,11 @@ def _resolve_online(repo_id: str, t: RepoType, revision: str | None, version: in
         if not is_not_found(exc):
             raise map_error(exc, repo_id, revision, endpoint, "looking up revisions") from exc
         at = f" at revision {revision!r}" if revision else ""
-        raise HubError(
-            f"{repo_id}{at} was not found on {hub_endpoint(endpoint)} as a {t} repository. Check "
-            "the repository id (and revision); if it is private or gated, log in with `hf auth "
-            "login` or set HF_TOKEN. (Repositories of type model are looked up only with "
-            "repo_type='model'.)"
-        ) from exc
+        raise HubError(f"{repo_id}{at} was not found on {hub_endpoint(endpoint)} as a {t} repository. Check "
+                       "the repository id (and revision); if it is private or gated, log in with `hf auth "
+                       "login` or set HF_TOKEN. (Repositories of type model are looked up only with "
+                       "repo_type='model'.)") from exc
     versions = _versions(branches)
-
     requested: str | None = None
     if revision is not None:
         sha = tags.get(revision) or branches.get(revision)
@@ -109,20 +104,16 @@ def _resolve_online(repo_id: str, t: RepoType, revision: str | None, version: in
                 sha = _commit(repo_id, t, revision, endpoint)
             except Exception as exc:
                 if is_not_found(exc):
-                    raise RevisionError(
-                        f"Revision {revision!r} of {repo_id} not found; branches and tags: "
-                        f"{_format_refs(branches, tags)}. Pass one of those or a commit sha."
-                    ) from exc
+                    raise RevisionError(f"Revision {revision!r} of {repo_id} not found; branches and tags: "
+                                        f"{_format_refs(branches, tags)}. Pass one of those or a commit sha.") from exc
                 raise map_error(exc, repo_id, revision, endpoint, "looking up the revision") from exc
         from_branch = revision not in tags and revision in branches
         name, requested, ver = revision, revision, _version_of(revision) if from_branch else None
     elif version is not None:
         if version not in versions:
-            raise VersionNotFoundError(
-                f"Version {version} of {repo_id} not found; available versions: "
-                f"{_format_versions(versions)}. Pass one of those, or revision= for a "
-                "branch, tag or commit."
-            )
+            raise VersionNotFoundError(f"Version {version} of {repo_id} not found; available versions: "
+                                       f"{_format_versions(versions)}. Pass one of those, or revision= for a "
+                                       "branch, tag or commit.")
         if max(versions) > version:
             logger.info("Using version %d of %s; a newer version %d exists.", version, repo_id, max(versions))
         name, requested, sha, ver = f"v{version}", f"v{version}", versions[version], version
@@ -135,10 +126,8 @@ def _resolve_online(repo_id: str, t: RepoType, revision: str | None, version: in
         logger.info("%s has no version branches; using branch 'main'.", repo_id)
         name, sha, ver = "main", branches["main"], None
     else:
-        raise RevisionError(
-            f"{repo_id} has no version branches (v1, v2, ...) and no 'main' branch; pass "
-            f"revision= with one of: {_format_refs(branches, tags)}."
-        )
+        raise RevisionError(f"{repo_id} has no version branches (v1, v2, ...) and no 'main' branch; pass "
+                            f"revision= with one of: {_format_refs(branches, tags)}.")
     _write_ref(repo_id, t, name, sha)
     return HubRef(repo_id, t, requested, sha, ver, endpoint)
 

@@ -21,11 +21,8 @@ RepoType = Literal["kernel", "model"]
 REPO_TYPES: tuple[RepoType, ...] = ("kernel", "model")
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
-
 _SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1 or SHA-256 git commits
-
 _VERSION_BRANCH_RE = re.compile(r"v([1-9][0-9]*)")
-
 _VARIANT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
@@ -68,10 +65,8 @@ def validate_repo_id(repo_id: str) -> str:
         raise RepoIdError(f"Repository id must be a string, got {type(repo_id).__name__}. {hint}")
     parts = repo_id.split("/")
     if len(parts) != 2:
-        raise RepoIdError(
-            f"Invalid repository id {repo_id!r}: expected exactly one '/' between the "
-            f"organisation and the name. {hint}"
-        )
+        raise RepoIdError(f"Invalid repository id {repo_id!r}: expected exactly one '/' between the "
+                          f"organisation and the name. {hint}")
     for label, part in zip(("organisation", "name"), parts, strict=True):
         if problem := _repo_id_part_problem(part):
             raise RepoIdError(f"Invalid repository id {repo_id!r}: the {label} {problem}. {hint}")
@@ -87,10 +82,7 @@ def _repo_id_part_problem(part: str) -> str | None:
     if not _NAME_RE.fullmatch(part):
         if len(part) > 96:
             return f"is {len(part)} characters long (at most 96)"
-        return (
-            f"{part!r} must start with a letter or digit and contain only letters, digits, "
-            "'.', '_' and '-'"
-        )
+        return f"{part!r} must start with a letter or digit and contain only letters, digits, '.', '_' and '-'"
     if "--" in part or ".." in part:
         return f"{part!r} must not contain '--' or '..'"
     if part[-1] in ".-":
@@ -112,20 +104,16 @@ def _check_revision(repo_id: str, revision: object) -> None:
                             "commit sha as a non-empty string.")
     if (revision != revision.strip() or "\\" in revision or "\x00" in revision
             or any(p in ("", ".", "..") for p in revision.split("/"))):
-        raise RevisionError(
-            f"Invalid revision {revision!r} for {repo_id}: it must not contain '..', empty "
-            "path parts, backslashes or surrounding spaces."
-        )
+        raise RevisionError(f"Invalid revision {revision!r} for {repo_id}: it must not contain '..', empty "
+                            "path parts, backslashes or surrounding spaces.")
 
 
 def _check_variant(ref: HubRef, variant: object) -> None:
     """Reject variant names that are not a single plain folder name."""
     if not isinstance(variant, str) or not _VARIANT_RE.fullmatch(variant) or ".." in variant:
-        raise SourceError(
-            f"Invalid build variant {variant!r} for {ref.repo_id}: a variant is one folder "
-            "name under build/ (letters, digits, '.', '_', '+', '-'; no '/', '\\' or '..'), "
-            "e.g. 'torch-cpu'."
-        )
+        raise SourceError(f"Invalid build variant {variant!r} for {ref.repo_id}: a variant is one folder "
+                          "name under build/ (letters, digits, '.', '_', '+', '-'; no '/', '\\' or '..'), "
+                          "e.g. 'torch-cpu'.")
 
 
 def _versions(branches: dict[str, str]) -> dict[int, str]:
