@@ -29,10 +29,8 @@ TRUSTED_ORGS_ENV = "KERNEL_PLUGINS_TRUSTED_ORGS"
 
 
 def trusted_entries() -> tuple[str, ...]:
-    """The allowlist now: the defaults, then the entries of ``KERNEL_PLUGINS_TRUSTED_ORGS``.
-
-    Entries are stripped; empty ones are ignored. Order is kept, duplicates dropped.
-    """
+    """The allowlist now: the defaults, then the entries of ``KERNEL_PLUGINS_TRUSTED_ORGS`` (stripped; empty
+    ones ignored, order kept, duplicates dropped)."""
     extra = [e.strip() for e in os.environ.get(TRUSTED_ORGS_ENV, "").split(",") if e.strip()]
     return tuple(dict.fromkeys((*DEFAULT_TRUSTED_ORGS, *extra)))
 
@@ -64,8 +62,7 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
     trusted, why = trusted_publisher(org)
     if trusted:
         return
-    look_alike = _look_alike(org)
-    if look_alike is not None:  # a typo, or typosquatting: never advise trusting it
+    if (look_alike := _look_alike(org)) is not None:  # a typo, or typosquatting: never advise trusting it
         name = repo_id.split("/", 1)[1] if "/" in repo_id else ""
         raise TrustError(f"Refusing to load kernel code from {repo_id!r}: did you mean {look_alike!r} ({look_alike}/"
                          f"{name})? The organisation {org!r} is not trusted and its name is close to the trusted "

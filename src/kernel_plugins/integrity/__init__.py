@@ -29,8 +29,6 @@ from .varianthash import (
 from .verify import VariantCheck, verify_snapshot
 
 __all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "HASH_TYPE", "DigestMismatch", "FileHash", "Hasher",
-           "FileMismatch", "SnapshotFile", "VariantCheck", "VariantSnapshot", "check_digest",
-           "compare_files", "git_blob_id",
-           "is_bytecode", "is_hashed_path", "listing_entry_hash",
-           "read_small_file", "read_variant", "split_listing", "variant_hash", "verify_digest",
-           "verify_snapshot", "walk_variant"]
+           "FileMismatch", "SnapshotFile", "VariantCheck", "VariantSnapshot", "check_digest", "compare_files",
+           "git_blob_id", "is_bytecode", "is_hashed_path", "listing_entry_hash", "read_small_file", "read_variant",
+           "split_listing", "variant_hash", "verify_digest", "verify_snapshot", "walk_variant"]

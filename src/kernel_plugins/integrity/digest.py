@@ -21,8 +21,7 @@ from ..errors import IntegrityError
 from ._walk import is_bytecode
 from .snapshot import VariantSnapshot, read_variant
 
-__all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "DigestMismatch", "check_digest",
-           "verify_digest"]
+__all__ = ["DIGEST_ALGORITHMS", "EXCLUDED_TOP_LEVEL", "DigestMismatch", "check_digest", "verify_digest"]
 
 #: Hash algorithms a ``digest`` may name.
 DIGEST_ALGORITHMS: tuple[str, ...] = ("sha256", "sha512")
@@ -131,8 +130,8 @@ def check_digest(variant: Path | VariantSnapshot, digest: object, *,
     for raw_path, expected in files.items():
         rel = _safe_relpath(raw_path)
         if rel is None:
-            out.append(DigestMismatch(str(raw_path), "malformed", detail="path is not a plain "
-                                      "relative path inside the variant folder"))
+            detail = "path is not a plain relative path inside the variant folder"
+            out.append(DigestMismatch(str(raw_path), "malformed", detail=detail))
             continue
         seen.add(rel)
         raw = _decode_b64(expected)
@@ -142,11 +141,9 @@ def check_digest(variant: Path | VariantSnapshot, digest: object, *,
             continue
         if not _covered(rel):
             continue
-        found = on_disk.get(rel)
-        if found is None:
+        if (found := on_disk.get(rel)) is None:
             out.append(DigestMismatch(rel, "missing", expected=str(expected)))
-            continue
-        if found.hashes[algorithm] != raw.hex():
+        elif found.hashes[algorithm] != raw.hex():
             out.append(DigestMismatch(rel, "changed", expected=str(expected),
                                       actual=_b64(found.hashes[algorithm])))
     out += [DigestMismatch(rel, "unexpected") for rel in sorted(set(on_disk) - seen)]

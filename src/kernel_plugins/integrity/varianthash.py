@@ -22,8 +22,7 @@ from ._walk import is_bytecode
 from .snapshot import VariantSnapshot
 
 __all__ = ["HASH_TYPE", "FileHash", "FileMismatch", "git_blob_id", "is_hashed_path", "variant_hash",
-           "snapshot_file_hashes", "split_listing", "listing_entry_hash", "blob_name_hashes",
-           "compare_files"]
+           "snapshot_file_hashes", "split_listing", "listing_entry_hash", "blob_name_hashes", "compare_files"]
 
 #: The ``hash_type`` of the variant hashes this module computes.
 HASH_TYPE = "git_lfs_concat"

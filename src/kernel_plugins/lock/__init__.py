@@ -22,9 +22,7 @@ from ._format import (
 )
 from ._project import PYPROJECT_NAME, Dependency, lock_dependencies, lock_project, read_dependencies
 
-__all__ = [
-    "LOCKFILE_NAME", "HASHES_SUFFIX", "MAX_LOCKFILE_BYTES", "PYPROJECT_NAME", "Dependency", "VariantLock",
-    "KernelLock", "Lockfile", "read_dependencies", "parse_lock", "read_lockfile", "write_lockfile",
-    "lockfile_path", "hashes_path", "find_installed_lockfile", "find_lockfile", "caller_file",
-    "lock_dependencies", "lock_project",
-]
+__all__ = ["LOCKFILE_NAME", "HASHES_SUFFIX", "MAX_LOCKFILE_BYTES", "PYPROJECT_NAME", "Dependency", "VariantLock",
+           "KernelLock", "Lockfile", "read_dependencies", "parse_lock", "read_lockfile", "write_lockfile",
+           "lockfile_path", "hashes_path", "find_installed_lockfile", "find_lockfile", "caller_file",
+           "lock_dependencies", "lock_project"]
