@@ -20,21 +20,8 @@ from ..emulation_registry import in_tree_reason
 from ..errors import PluginError
 from ..hookspecs import hookimpl
 from ..variants import Variant, VariantTokens, arch_variant_names, noarch_variant_names
+from . import _vendor
 from ._emulation import Emulation
-from ._vendor import (
-    VendorDevices,
-    capability_of,
-    device_name_of,
-    find_vendor_devices,
-    import_vendor_for_kernel,
-    missing_capability_note,
-    module_installed,
-    noarch_only_note,
-    synchronize_device,
-    torch_if_installed,
-    vendor_version,
-    version_note,
-)
 
 if TYPE_CHECKING:
     from ..provenance import KernelLoad
@@ -98,9 +85,9 @@ class RuntimeVersion:
         attr = str(self.torch_attr)
         raw = getattr(torch.version, attr, None)
         unknown = f"{self.label} version unknown (torch.version.{attr} is {raw!r}): "
-        unknown += noarch_only_note(backend) + (f"; {self.advice}" if self.advice else "")
-        note = version_note(raw, self.parse, what=f"torch.version.{attr}", expected=self.expected,
-                            backend=backend, unknown=unknown, unknown_texts=self.unknown_texts)
+        unknown += _vendor.noarch_only_note(backend) + (f"; {self.advice}" if self.advice else "")
+        note = _vendor.version_note(raw, self.parse, what=f"torch.version.{attr}", expected=self.expected,
+                                    backend=backend, unknown=unknown, unknown_texts=self.unknown_texts)
         return RuntimeReading(None if raw is None else str(raw), note)
 
     def major_minor(self, text: str | None) -> tuple[int, int] | None:
@@ -158,7 +145,7 @@ class PrivateUse1Backend(ArchFacts):
     priority: int = 95
     capability_label: str = "capability"
     reports_capability: bool = True
-    extra_notes: Callable[[VendorDevices], Iterable[str]] | None = None
+    extra_notes: Callable[[_vendor.VendorDevices], Iterable[str]] | None = None
     python_depends: Mapping[str, PyDepend] = field(default_factory=dict)
     accelerator_sync: bool = False
     emulation: Emulation | None = None
@@ -176,7 +163,6 @@ class PrivateUse1Backend(ArchFacts):
         """The torch device type."""
         return self.device_type or self.name
 
-    # ------------------------------------------------------------------ the hooks
     @hookimpl
     def backend_spec(self) -> BackendSpec:
         """The ``backend_spec`` hook."""
@@ -187,32 +173,31 @@ class PrivateUse1Backend(ArchFacts):
     @hookimpl
     def detect_device(self, index: int | None = None) -> DeviceInfo | None:
         """The ``detect_device`` hook: the vendor installed, importable, with devices; device ``index``'s facts."""
-        found = find_vendor_devices(self.name, self.vendor_module, self.dtype, import_hint=self.import_hint)
+        found = _vendor.find_vendor_devices(self.name, self.vendor_module, self.dtype, import_hint=self.import_hint)
         return None if found is None else self.describe(replace(found, index=index))
 
-    def describe(self, found: VendorDevices) -> DeviceInfo:
+    def describe(self, found: _vendor.VendorDevices) -> DeviceInfo:
         """The :class:`DeviceInfo` of a found stack (capability, runtime, notes), for ``found.index``."""
         notes: list[str] = []
         props = found.properties()
-        capability = capability_of(props) if self.reports_capability else None
+        capability = _vendor.capability_of(props) if self.reports_capability else None
         if self.reports_capability and capability is None:
-            notes.append(missing_capability_note(self.dtype, props, found.index or 0))
+            notes.append(_vendor.missing_capability_note(self.dtype, props, found.index or 0))
         reading = RuntimeReading(None) if self.runtime is None else self.runtime.reading(found.torch, self.name)
         if reading.note:
             notes.append(reading.note)
         if self.extra_notes is not None:
             notes.extend(self.extra_notes(found))
-        return found.info(runtime_version=reading.text, name=device_name_of(props),
-                          capability=capability, notes=notes,
-                          arch=None if self.read_arch is None else self.read_arch(found))
+        return found.info(runtime_version=reading.text, name=_vendor.device_name_of(props), capability=capability,
+                          notes=notes, arch=None if self.read_arch is None else self.read_arch(found))
 
     @hookimpl
     def explain_no_device(self) -> str | None:
         """The ``explain_no_device`` hook: torch, the vendor package, or the devices."""
-        torch = torch_if_installed()
+        torch = _vendor.torch_if_installed()
         if torch is None:
             return no_torch_reason()
-        if not module_installed(self.vendor_module):
+        if not _vendor.module_installed(self.vendor_module):
             return f"{self.vendor_module} (the {self.display_name} extension) is not installed"
         if getattr(torch, self.dtype, None) is None:
             return f"torch.{self.dtype} does not exist (is {self.vendor_module} imported?)"
@@ -241,14 +226,14 @@ class PrivateUse1Backend(ArchFacts):
     @hookimpl
     def load_kernel(self, device: DeviceInfo, load: KernelLoad) -> ModuleType | None:
         """The ``load_kernel`` hook: import the vendor first, then let the core import."""
-        if not (self.vendor_optional and not module_installed(self.vendor_module)):
-            import_vendor_for_kernel(self.vendor_module, device, load, hint=self.import_hint)
+        if not (self.vendor_optional and not _vendor.module_installed(self.vendor_module)):
+            _vendor.import_vendor_for_kernel(self.vendor_module, device, load, hint=self.import_hint)
         return None
 
     @hookimpl
     def paired_torch(self) -> str | None:
         """The ``paired_torch`` hook: :attr:`built_for_torch` of the installed vendor version."""
-        if self.built_for_torch is None or (version := vendor_version(self.vendor_module)) is None:
+        if self.built_for_torch is None or (version := _vendor.vendor_version(self.vendor_module)) is None:
             return None
         built = self.built_for_torch(version)
         return None if built is None else f"{self.vendor_module} {version} was built for torch {built}"
@@ -256,7 +241,7 @@ class PrivateUse1Backend(ArchFacts):
     @hookimpl
     def synchronize(self, device: DeviceInfo) -> bool:
         """The ``synchronize`` hook."""
-        return synchronize_device(device, accelerator_fallback=self.accelerator_sync)
+        return _vendor.synchronize_device(device, accelerator_fallback=self.accelerator_sync)
 
     @hookimpl
     def emulate_device(self, count: int, facts: dict[str, Any]) -> bool | None:

@@ -18,12 +18,11 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._record import record
-from ..backends.torchinfo import major_minor
-from ..backends.torchinfo import torch_or_none as torch_if_installed
+from ..device import DeviceInfo, major_minor
+from ..device import torch_or_none as torch_if_installed
 from ..errors import KernelImportError, PluginError
 
 if TYPE_CHECKING:
-    from ..device import DeviceInfo
     from ..provenance import KernelLoad
 
 #: The name PyTorch gives PrivateUse1 until a backend renames it.
@@ -126,9 +125,8 @@ def import_vendor(vendor_module: str, hint: str) -> ModuleType:
         ) from e
 
 
-def import_vendor_for_kernel(
-    vendor_module: str, device: DeviceInfo, load: KernelLoad, *, hint: str | None = None
-) -> ModuleType:
+def import_vendor_for_kernel(vendor_module: str, device: DeviceInfo, load: KernelLoad, *,
+                             hint: str | None = None) -> ModuleType:
     """Import ``vendor_module`` before a kernel whose native code links against it.
 
     The body of a ``load_kernel`` hook that only imports the vendor (then returns None).
@@ -206,16 +204,9 @@ def unparsable_note(what: str, text: object, expected: str, *, backend: str | No
     return note if backend is None else f"{note}; {noarch_only_note(backend)}"
 
 
-def version_note(
-    text: object,
-    parse: Callable[[object], object | None],
-    *,
-    what: str,
-    expected: str,
-    backend: str | None = None,
-    unknown: str | None = None,
-    unknown_texts: Iterable[str] = (),
-) -> str | None:
+def version_note(text: object, parse: Callable[[object], object | None], *, what: str, expected: str,
+                 backend: str | None = None, unknown: str | None = None,
+                 unknown_texts: Iterable[str] = ()) -> str | None:
     """A note about a vendor version ``text``, or None when ``parse`` accepts it.
 
     :param parse: the vendor's parser; returns None for text it cannot read.
@@ -277,19 +268,14 @@ class VendorDevices:
         Backend, device type, count, extension version and the emulated flag come from
         this object; the rest is the vendor's.
         """
-        from ..device import DeviceInfo
-
-        return DeviceInfo(
-            backend=self.backend, device_type=self.device_type, count=self.count,
-            runtime_version=runtime_version, name=name, capability=capability,
-            extension_version=self.extension_version, emulated=self.emulated, notes=tuple(notes),
-            arch=arch, index=self.index,
-        )
+        return DeviceInfo(backend=self.backend, device_type=self.device_type, count=self.count,
+                          runtime_version=runtime_version, name=name, capability=capability, arch=arch,
+                          extension_version=self.extension_version, emulated=self.emulated, notes=tuple(notes),
+                          index=self.index)
 
 
-def find_vendor_devices(
-    backend: str, vendor_module: str, device_type: str, *, import_hint: str
-) -> VendorDevices | None:
+def find_vendor_devices(backend: str, vendor_module: str, device_type: str, *,
+                        import_hint: str) -> VendorDevices | None:
     """The generic part of ``detect_device`` for a PrivateUse1 vendor stack.
 
     In order: None when torch or ``vendor_module`` is not installed (nothing is
