@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import layers as _layers
 from ..dependencies import KERNELS_API
+from ..errors import LayerError
 from ..layers import Mode, replace_kernel_forward_from_hub, use_kernel_forward_from_hub
 from ..layers.report import KernelizedFunc, KernelizedLayer, KernelizedLayers, get_kernelized_layers
 from ..layers.repositories import KernelRepository
@@ -137,8 +138,6 @@ def use_kernelized_func(*args: Any) -> Any:
 
     A function not marked with :func:`use_kernel_forward_from_hub` raises ValueError.
     """
-    from ..errors import LayerError
-
     try:
         return _layers.use_kernelized_func(*args)
     except LayerError as e:

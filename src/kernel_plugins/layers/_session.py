@@ -149,11 +149,10 @@ class Session:
 def _layer_class(kmod: types.ModuleType, member: str, where: str) -> Any:
     """``kmod.layers.<member>``, or a LayerError listing the layers that exist."""
     layers = getattr(kmod, "layers", None)
-    impl = getattr(layers, member, None) if layers is not None else None
-    if impl is not None:
-        return impl
     if layers is None:
         raise LayerError(f"{where}: the kernel module {kmod.__name__} has no `layers` attribute")
+    if (impl := getattr(layers, member, None)) is not None:
+        return impl
     names = sorted(n for n, v in getattr(layers, "__dict__", {}).items()
                    if inspect.isclass(v) and not n.startswith("_"))
     raise LayerError(f"{where}: the kernel module {kmod.__name__} has no layer `{member}` "

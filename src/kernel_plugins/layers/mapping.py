@@ -114,8 +114,7 @@ class KernelMapping:
                 ranges = dict(per_layer.get(key, {}))
                 for rng, modes in _split_device_value(value, where).items():
                     old = dict(ranges[rng].modes) if rng in ranges else {}
-                    old.update(modes)
-                    ranges[rng] = _Entry(tuple(old.items()), next(_SEQ))
+                    ranges[rng] = _Entry(tuple({**old, **modes}.items()), next(_SEQ))
                 per_layer[key] = ranges
         return KernelMapping(data)
 
