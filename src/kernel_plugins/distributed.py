@@ -43,8 +43,7 @@ def is_active() -> bool:
     (torch is not imported) and ``KERNEL_PLUGINS_DISTRIBUTED`` is not ``0``/``false``/``no``/``off``."""
     if os.environ.get(DISABLE_ENV, "").strip().lower() in ("0", "false", "no", "off"):
         return False
-    dist = _dist()
-    if dist is None:
+    if (dist := _dist()) is None:
         return False
     try:
         return bool(dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1)

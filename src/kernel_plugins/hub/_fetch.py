@@ -27,11 +27,9 @@ LOCK_NOTICE_S = 30.0
 
 @contextlib.contextmanager
 def variant_lock(ref: HubRef, variant: str) -> Iterator[None]:
-    """Hold the per-variant download lock (in huggingface_hub's ``.locks`` folder).
-
-    A read-only cache cannot hold locks; then nothing is locked (nothing can be
-    downloaded there either). The lock is released by the OS if its holder dies.
-    """
+    """Hold the per-variant download lock (in huggingface_hub's ``.locks`` folder). A read-only cache
+    cannot hold locks; then nothing is locked (nothing can be downloaded there either). The lock is
+    released by the OS if its holder dies."""
     from filelock import FileLock, Timeout
 
     folder = cache_dir() / ".locks" / storage_folder(ref.repo_id, ref.repo_type).name
@@ -59,11 +57,9 @@ def variant_lock(ref: HubRef, variant: str) -> Iterator[None]:
 def fetch_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Path:
     """Make ``build/<variant>`` of ``ref`` available in the cache; return its folder.
 
-    A fully cached variant costs no request. A variant that was verified once (a record
-    exists, see ``_records``) is returned as it is even when files are missing, so that
-    verification names them instead of them being quietly fetched again; a download that
-    was interrupted before it ever completed is resumed.
-
+    A fully cached variant costs no request. A variant that was verified once (a record exists, see
+    ``_records``) is returned as it is even when files are missing, so that verification names them instead
+    of them being quietly fetched again; a download that was interrupted before it ever completed is resumed.
     :raises SourceError / HubError: the variant cannot be fetched.
     """
     folder = _snapshot_folder(ref) / "build" / variant
@@ -72,10 +68,8 @@ def fetch_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Path:
     with variant_lock(ref, variant):
         path = cached_variant_path(ref, variant)
         if path is None and folder.is_dir() and record_path(ref, variant).is_file():
-            path = folder  # it was complete once: check it as it is
-        if path is None:
-            path = download_variant(ref, variant, progress=progress)
-    return path
+            return folder  # it was complete once: check it as it is
+        return path or download_variant(ref, variant, progress=progress)
 
 
 def blobs_folder(ref: HubRef) -> Path:

@@ -17,21 +17,16 @@ from ._values import HubRef
 
 
 def cached_listing(ref: HubRef) -> dict[str, dict[str, FileHash]] | None:
-    """The file listing of ``ref.sha`` kept in the cache, split by variant; no request.
-
-    :return: variant -> files, or None when no usable listing is cached.
-    """
+    """The file listing of ``ref.sha`` kept in the cache, split by variant (variant -> files); no request.
+    None when no usable listing is cached."""
     files = cached_tree_files(ref)
     return None if files is None else _split(ref, files, strict=False)
 
 
 def hub_listing(ref: HubRef) -> dict[str, dict[str, FileHash]]:
-    """The file listing of ``build/`` at ``ref.sha`` from the Hub, split by variant: one
-    recursive tree request (paged by huggingface_hub; the listing is kept in the cache).
-
-    :raises SourceError: the commit has no ``build/`` folder.
-    :raises HubError: the Hub could not be reached, or an entry has no usable hash.
-    """
+    """The file listing of ``build/`` at ``ref.sha`` from the Hub, split by variant: one recursive tree
+    request (paged by huggingface_hub; the listing is kept in the cache). :raises SourceError: the commit has
+    no ``build/`` folder. :raises HubError: the Hub could not be reached, or an entry has no usable hash."""
     listing = _split(ref, list_files(ref), strict=True)
     assert listing is not None
     return listing

@@ -78,10 +78,8 @@ def walk_variant(root: Path, *, link_roots: Sequence[Path] = (),
     """Every file of the variant folder ``root`` (sorted by path) and its bytecode, each link
     checked; links may also lead into ``link_roots``. With ``problems``, a refused entry is
     appended there and skipped instead of raised (``kernel-plugins check`` reports them all).
-
     :raises IntegrityError: ``root`` is not a folder; a refused link or entry; nested deeper
-        than :data:`MAX_DEPTH` or more than :data:`MAX_FILES` files.
-    """
+        than :data:`MAX_DEPTH` or more than :data:`MAX_FILES` files."""
     base = Path(root)
     try:
         resolved = base.resolve(strict=True)

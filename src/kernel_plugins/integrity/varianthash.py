@@ -87,11 +87,9 @@ def variant_hash(files: Mapping[str, FileHash]) -> str:
 
 def _blob_hint(link_target: str | None) -> FileHash | None:
     """The hash a cached file's blob name claims (its ETag), or None when it is no such link."""
-    if link_target is None:
+    if link_target is None or not (_HEX64.fullmatch(link_target) or _HEX40.fullmatch(link_target)):
         return None
-    if _HEX64.fullmatch(link_target):
-        return FileHash("lfs", link_target)
-    return FileHash("git", link_target) if _HEX40.fullmatch(link_target) else None
+    return FileHash("lfs" if len(link_target) == 64 else "git", link_target)
 
 
 def snapshot_file_hashes(snapshot: VariantSnapshot,
