@@ -55,8 +55,7 @@ def verified_tree(source: KernelSource, info: DeviceInfo, system: SystemInfo, *,
     """``source`` and its dependencies, each offered, chosen, fetched and verified.
 
     :raises KernelPluginsError: the kernel's own error; :class:`KernelDependencyError`
-        when a dependency cannot be loaded, or for a cycle (both name the chain).
-    """
+        when a dependency cannot be loaded, or for a cycle (both name the chain)."""
     return _Walk(info, system, trust_remote_code, check_arch, source.lockfile).tree(source, (source.label,))
 
 
@@ -158,9 +157,7 @@ _CURRENT: ContextVar[_Scope | None] = ContextVar("kernel_plugins_deps", default=
 def get_kernel_dep(repo_id: str) -> ModuleType:
     """The module of the dependency ``repo_id`` (an entry of ``kernel-depends``, loaded
     for the same device), for a kernel's code while it is being imported.
-
-    :raises KernelDependencyError: outside the import of a kernel, or not a dependency.
-    """
+    :raises KernelDependencyError: outside the import of a kernel, or not a dependency."""
     scope = _CURRENT.get()
     if scope is None:
         raise KernelDependencyError("`get_kernel_dep` only works during kernel loading: a kernel calls it while its "

@@ -173,11 +173,9 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot,
     with ``builtins``, None: Python's).
 
     The identical build already imported under that name is returned as it is.
-
     :raises KernelImportError: another build holds the name, the name is outside the
         kernels' namespace, or the kernel's code raised anything while importing
-        (``SystemExit`` included; nothing is left in ``sys.modules``).
-    """
+        (``SystemExit`` included; nothing is left in ``sys.modules``)."""
     name = load.module_name
     if not name.startswith(NAMESPACE + ".") or "." in name[len(NAMESPACE) + 1:]:
         raise KernelImportError(f"cannot import {load.path} as {name!r}: kernels are imported as "

@@ -52,8 +52,7 @@ def check_trusted(repo_id: str, trust_remote_code: bool = False) -> None:
         as a trusted kernel publisher (or could not say so), and no opt-in was given;
         the message names both ways to allow it, or, for a name a small edit away from a
         trusted organisation (a typo, or typosquatting), asks whether that one was meant
-        and advises nothing else.
-    """
+        and advises nothing else."""
     if trust_remote_code or is_trusted(repo_id):
         return
     from .hub import trusted_publisher

@@ -294,8 +294,7 @@ def cached_tree_files(ref: HubRef) -> dict[str, dict[str, Any]] | None:
     Reads :func:`listing_path` (format version 1: entries with ``blob_id``, ``lfs_sha256``, ``size``)
     directly: no request, no import of huggingface_hub's API client. ``None`` when no listing is cached, it is
     larger than :data:`MAX_LISTING_BYTES`, nested too deeply, or in a format this code does not know (a warning
-    names the file in those cases; verification then falls back to other sources).
-    """
+    names the file in those cases; verification then falls back to other sources)."""
     from kernel_plugins.errors import KernelPluginsError
     from kernel_plugins.jsonfile import JSONFileError, parse_json
 

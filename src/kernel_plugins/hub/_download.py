@@ -43,10 +43,8 @@ def list_variant_names(ref: HubRef) -> list[str]:
 
     Online this is one recursive tree request (its listing is kept for the download and the checks), or none
     when the commit's listing is cached. Offline (``HF_HUB_OFFLINE=1``) only the variants cached are listed.
-
     :raises SourceError: the commit has no ``build/`` folder, or nothing is cached offline.
-    :raises HubError: the Hub could not be reached.
-    """
+    :raises HubError: the Hub could not be reached."""
     if is_offline():
         build = _snapshot_folder(ref) / "build"
         if not build.is_dir():
@@ -88,9 +86,7 @@ def cached_variant_path(ref: HubRef, variant: str) -> Path | None:
 
     The folder counts as cached when it holds more than ``metadata.json`` (see :func:`downloaded`) and,
     when the commit's file listing is cached, every file that listing names for the variant.
-
-    :raises SourceError: ``variant`` is not a plain folder name.
-    """
+    :raises SourceError: ``variant`` is not a plain folder name."""
     _check_variant(ref, variant)
     snapshot = _snapshot_folder(ref)
     folder = snapshot / "build" / variant
@@ -105,10 +101,8 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
 
     Nothing else of the repository is fetched, nor files already cached (a fully cached variant costs
     no request). ``progress=False`` hides the progress bar.
-
     :raises SourceError: ``variant`` is invalid, not in the repository, or not cached while ``HF_HUB_OFFLINE=1``.
-    :raises HubError: the Hub could not be reached or the download broke off.
-    """
+    :raises HubError: the Hub could not be reached or the download broke off."""
     if (cached := cached_variant_path(ref, variant)) is not None:
         return cached
     if is_offline():

@@ -60,8 +60,7 @@ def fetch_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Path:
     A fully cached variant costs no request. A variant that was verified once (a record exists, see
     ``_records``) is returned as it is even when files are missing, so that verification names them instead
     of them being quietly fetched again; a download that was interrupted before it ever completed is resumed.
-    :raises SourceError / HubError: the variant cannot be fetched.
-    """
+    :raises SourceError / HubError: the variant cannot be fetched."""
     folder = _snapshot_folder(ref) / "build" / variant
     if record_path(ref, variant).is_file() and (path := cached_variant_path(ref, variant)) is not None:
         return path  # complete and verified once: no download, so no lock (verification follows)

@@ -54,13 +54,11 @@ def resolve(repo_id: str, *, revision: str | None = None, version: int | None = 
     revision that is neither a branch nor a tag; none for a commit sha already in the cache.
     With ``HF_HUB_OFFLINE=1`` the cache's ``refs/`` and ``snapshots/`` answer. Branch and
     tag answers are written to the cache's ``refs/`` for later offline use.
-
     :raises RepoIdError: malformed ``repo_id``.
     :raises RevisionError: both ``revision`` and ``version`` given, an invalid value, or a
         revision that does not exist.
     :raises VersionNotFoundError: no branch ``v<version>``; lists the versions that exist.
-    :raises HubError: the Hub could not be reached, or the repository was not found.
-    """
+    :raises HubError: the Hub could not be reached, or the repository was not found."""
     validate_repo_id(repo_id)
     if revision is not None and version is not None:
         raise RevisionError(f"Both revision={revision!r} and version={version!r} were given for {repo_id}; "

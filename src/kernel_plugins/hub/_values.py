@@ -36,8 +36,7 @@ class HubRef:
         version, or ``None`` when neither was given.
     :param sha: the commit sha (40 or 64 hex digits) everything else uses.
     :param version: the kernel version ``N`` when the commit came from branch ``vN``.
-    :param endpoint: the Hub endpoint it was resolved against (``None``: huggingface_hub's).
-    """
+    :param endpoint: the Hub endpoint it was resolved against (``None``: huggingface_hub's)."""
 
     repo_id: str
     repo_type: RepoType
@@ -57,9 +56,7 @@ def validate_repo_id(repo_id: str) -> str:
     Each part starts with a letter or digit, holds only letters, digits, ``.``, ``_`` and
     ``-``, is at most 96 characters, contains no ``--`` or ``..``, does not end with ``.``
     or ``-``, and the name does not end with ``.git``.
-
-    :raises RepoIdError: naming the id and what to change.
-    """
+    :raises RepoIdError: naming the id and what to change."""
     hint = "Use the form 'org/name', e.g. 'kernels-community/activation'."
     if not isinstance(repo_id, str):
         raise RepoIdError(f"Repository id must be a string, got {type(repo_id).__name__}. {hint}")

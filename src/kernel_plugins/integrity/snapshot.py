@@ -186,10 +186,8 @@ def read_variant(root: Path, *, link_roots: Sequence[Path] = (), algorithms: Ite
     A native extension inside one of ``caches`` that only this user can change is imported from
     the file itself; large files with a matching receipt are not hashed again unless not
     ``use_receipts`` (see :mod:`.receipts`).
-
     :raises IntegrityError: a refused link or entry (see ``_walk.walk_variant``), or a file that
-        cannot be read or changed while it was read.
-    """
+        cannot be read or changed while it was read."""
     algos = tuple(dict.fromkeys(("sha256", *algorithms)))
     tree = walk_variant(root, link_roots=link_roots)
     roots = [Path(root).resolve(), *(Path(r).resolve() for r in link_roots)]

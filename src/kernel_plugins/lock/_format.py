@@ -288,8 +288,7 @@ def read_lockfile(path: str | os.PathLike[str], *, private: bool = False, raw: d
         link, both files yours or root's and writable by no one else, and the hashes missing
         only from a folder no one else may write.
     :param raw: filled with the bytes read and used, by file name; then a link at ``path`` is refused.
-    :raises LockfileError: missing, invalid or refused file; hashes of other commits.
-    """
+    :raises LockfileError: missing, invalid or refused file; hashes of other commits."""
     file = lockfile_path(path) if private or raw is not None else Path(os.path.realpath(lockfile_path(path)))
     data = _read(file, private, raw)
     if data is None:
@@ -324,10 +323,8 @@ def _dump(entries: Iterable[dict[str, Any]]) -> str:
 def write_lockfile(path: str | os.PathLike[str], locks: Sequence[KernelLock]) -> Path:
     """Write ``locks`` to ``path`` (a file, or a folder: ``<folder>/kernels.lock``) in kernels'
     format and their hashes beside it, each atomically (never seen half written), hashes first.
-
     :return: the lock file written.
-    :raises LockfileError: an entry without a version or revision; the folder is not writable.
-    """
+    :raises LockfileError: an entry without a version or revision; the folder is not writable."""
     from ..jsonfile import write_atomic
 
     file = lockfile_path(path)

@@ -68,8 +68,7 @@ def read_dependencies(project: str | os.PathLike[str]) -> list[Dependency]:
     """``[tool.kernels.dependencies]`` of a project (its folder, or its ``pyproject.toml``), in order.
 
     :raises LockfileError: no or invalid ``pyproject.toml`` or table, a key that is not an
-        ``org/name`` repository id, a version that is not a positive integer (naming both).
-    """
+        ``org/name`` repository id, a version that is not a positive integer (naming both)."""
     from ..hub import validate_repo_id
 
     path = _pyproject_path(project)
