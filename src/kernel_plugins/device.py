@@ -63,8 +63,7 @@ class DeviceInfo:
 
     def __post_init__(self) -> None:
         for field_name in ("backend", "device_type"):
-            value = getattr(self, field_name)
-            if not isinstance(value, str) or not _NAME_RE.match(value):
+            if not isinstance(value := getattr(self, field_name), str) or not _NAME_RE.match(value):
                 raise ValueError(f"{field_name}: {value!r} is not a valid backend/device name "
                                  "(lowercase letters, digits, _; at most 32 characters)")
         if not _is_int(self.count) or self.count < 0:
@@ -92,10 +91,8 @@ class DeviceInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        data = dataclasses.asdict(self)
-        data["capability"] = list(self.capability) if self.capability else None
-        data["notes"] = list(self.notes)
-        return data
+        return {**dataclasses.asdict(self), "capability": list(self.capability) if self.capability else None,
+                "notes": list(self.notes)}
 
     @property
     def torch_device(self) -> str:
@@ -220,8 +217,7 @@ class SystemInfo:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (versions as ``"X.Y"``)."""
-        data = dataclasses.asdict(self)
-        return {k: version_text(v) if k.endswith("_version") else v for k, v in data.items()}
+        return {k: version_text(v) if k.endswith("_version") else v for k, v in dataclasses.asdict(self).items()}
 
 
 def version_text(v: tuple[int, int] | None) -> str | None:

@@ -8,14 +8,13 @@ about these backends lives in their plugin distributions.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from ._record import record
 
-__all__ = [
-    "KnownPlugin", "KNOWN_PLUGINS", "DEVICE_ALIASES", "INSTALL_HINTS", "pip_install",
-    "known_token_owner", "builder_alias", "import_tool", "missing_tool",
-]
+__all__ = ["KnownPlugin", "KNOWN_PLUGINS", "DEVICE_ALIASES", "INSTALL_HINTS", "pip_install", "known_token_owner",
+           "builder_alias", "import_tool", "missing_tool"]
 
 
 @record
@@ -68,8 +67,6 @@ def builder_alias(name: str) -> str:
 def import_tool(module: str, distribution: str, what: str) -> Any:
     """Import ``module`` of the tool distribution ``distribution`` (the tools ship apart
     from the core), which ``what`` needs; :class:`MissingDependencyError` when it is missing."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as e:

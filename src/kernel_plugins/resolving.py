@@ -83,12 +83,9 @@ class Resolution:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
-        return {
-            "device": self.device.to_dict(), "system": self.system.to_dict(), "best": self.best,
-            "accepted": list(self.accepted),
-            "decisions": [{"variant": d.variant, "accepted": d.accepted, "reason": d.reason}
-                          for d in self.decisions],
-        }
+        decisions = [{"variant": d.variant, "accepted": d.accepted, "reason": d.reason} for d in self.decisions]
+        return {"device": self.device.to_dict(), "system": self.system.to_dict(), "best": self.best,
+                "accepted": list(self.accepted), "decisions": decisions}
 
 
 def _generic_reason(v: Variant, system: SystemInfo) -> str | None:
