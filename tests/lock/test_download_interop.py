@@ -1,7 +1,7 @@
 """What ``kernel-plugins download PROJECT_DIR`` fetches, the real HF ``kernels`` finds offline
 (``HF_HUB_OFFLINE=1``) with the same ``kernels.lock``: the pinned release (0.19.1, in .venv)
-and 0.17.2 (installed once, without dependencies, into a cache folder; skipped with a clear
-message only when pip cannot reach the package index, and never under CI).
+and 0.17.2 (installed once, without dependencies, by ``tests/support/releases.py``; skipped
+with a clear message only when pip cannot install it, and never under CI).
 
 Both ask huggingface_hub's ``snapshot_download(local_files_only=True)`` for the locked commit
 and load the variant for this machine from the snapshot; the repository has a variant for
@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from kernel_plugins.cli.main import main
 from tests.lock.conftest import KernelRepo, write_pyproject
 from tests.support.hub import HubServer
 from tests.support.pins import kernels_pin
+from tests.support.releases import release
 
 OLD = "0.17.2"  #: the release before the pinned one that users still run
 
@@ -36,31 +35,10 @@ print(json.dumps({"kernels": kernels.__version__, "value": module.VALUE, "file":
 """
 
 
-def _cache_root() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernel-plugins-tests"
-
-
 @pytest.fixture(scope="session")
 def kernels_old() -> Path:
     """A folder holding kernels 0.17.2 alone (its dependencies are .venv's), for PYTHONPATH."""
-    target = _cache_root() / f"kernels-{OLD}"
-    if not (target / "kernels" / "__init__.py").is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".kernels-{OLD}-", dir=target.parent))
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
-                               "--disable-pip-version-check", "--target", str(tmp), f"kernels=={OLD}"],
-                              capture_output=True, text=True, timeout=300, check=False)
-        if done.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            message = f"pip could not install kernels=={OLD} into {target}: {done.stderr.strip()[-600:]}"
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message + " (is the package index reachable?)")
-        try:
-            tmp.rename(target)  # another worker may have won: its copy is as good
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return release("kernels", OLD)
 
 
 def _load_offline(project: Path, repo_id: str, cache: Path, home: Path, pythonpath: Path | None) -> dict[str, object]:

@@ -23,7 +23,7 @@ def release(dist: str, version: str) -> Path:
     staging = folder.with_name(f"{folder.name}.{os.getpid()}.partial")  # complete before it is named
     shutil.rmtree(staging, ignore_errors=True)
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--disable-pip-version-check",
          "--target", str(staging), f"{dist}=={version}"],
         capture_output=True, text=True, timeout=600, check=False,
     )
