@@ -92,8 +92,7 @@ class RuntimeVersion:
 
     def major_minor(self, text: str | None) -> tuple[int, int] | None:
         """``(major, minor)`` of ``text``, or None when it is unknown or unreadable."""
-        version = self.parse(text)
-        return None if version is None else (version[0], version[1])
+        return None if (version := self.parse(text)) is None else (version[0], version[1])
 
 
 @record(kw_only=True, eq=False)  # a plugin is compared by identity
