@@ -158,8 +158,7 @@ def get_kernel_dep(repo_id: str) -> ModuleType:
     """The module of the dependency ``repo_id`` (an entry of ``kernel-depends``, loaded
     for the same device), for a kernel's code while it is being imported.
     :raises KernelDependencyError: outside the import of a kernel, or not a dependency."""
-    scope = _CURRENT.get()
-    if scope is None:
+    if (scope := _CURRENT.get()) is None:
         raise KernelDependencyError("`get_kernel_dep` only works during kernel loading: a kernel calls it while its "
                                     "code is imported by kernel_plugins.load, not afterwards")
     if repo_id not in scope.deps:

@@ -147,8 +147,7 @@ def once_per_node(work: Callable[[], _T], *, what: str = "the download", folder:
     dist.all_gather_object(outcomes, None if error is None else _portable(error))
     if error is not None:
         raise error
-    failed = [(rank, err) for rank, err in enumerate(outcomes) if err is not None]
-    if failed:
+    if failed := [(rank, err) for rank, err in enumerate(outcomes) if err is not None]:
         rank, err = failed[0]
         raise err from KernelPluginsError(f"rank {rank} failed during {what}")
     return result if leader else work()

@@ -51,8 +51,7 @@ def check_python_depends(metadata: KernelMetadata, spec: BackendSpec, *, where: 
     :class:`MetadataError` / :class:`MissingDependencyError`, naming what to pip install)."""
     known = spec.known_python_depends()
     for name in metadata.python_depends:
-        dep = known.get(name)
-        if dep is None:
+        if (dep := known.get(name)) is None:
             raise MetadataError(f"{where}: python-depends names {name!r}, which is not a known dependency for "
                                 f"backend '{spec.name}' (known: {', '.join(sorted(known)) or 'none'})")
         if dep.module is not None and importlib.util.find_spec(dep.module) is None:
@@ -152,13 +151,6 @@ def _source_spec(fullname: str, file: SnapshotFile | None, origin: Path,
     return spec
 
 
-def _install_finder() -> None:
-    if not sys.meta_path or sys.meta_path[0] is not _finder:
-        if _finder in sys.meta_path:
-            sys.meta_path.remove(_finder)
-        sys.meta_path.insert(0, _finder)
-
-
 def _drop_modules(name: str) -> None:
     """Forget ``name`` and its submodules; cannot fail (the namespace's own attributes stay)."""
     gone = [sys.modules.pop(k) for k in [k for k in sys.modules if k == name or k.startswith(name + ".")]]
@@ -193,7 +185,10 @@ def import_snapshot(load: KernelLoad, snapshot: VariantSnapshot,
             snapshot = archive_view(snapshot, f"{load.metadata.id}.zip")
         kernel = _Kernel(name, snapshot, _package_base(snapshot, load.metadata), key, builtins)
         _kernels[name] = kernel
-        _install_finder()
+        if sys.meta_path[:1] != [_finder]:  # the finder goes first
+            if _finder in sys.meta_path:
+                sys.meta_path.remove(_finder)
+            sys.meta_path.insert(0, _finder)
         try:
             module = importlib.import_module(name)
         except BaseException as e:

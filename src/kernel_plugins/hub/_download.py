@@ -108,8 +108,7 @@ def download_variant(ref: HubRef, variant: str, *, progress: bool = True) -> Pat
     if is_offline():
         raise _not_cached(f"Variant {variant!r} of {ref.repo_id} at commit {ref.sha}")
     files = cached_tree_files(ref) or list_files(ref)
-    wanted = [p for p in files if p.startswith(f"build/{variant}/")]
-    if not wanted:
+    if not (wanted := [p for p in files if p.startswith(f"build/{variant}/")]):
         listed = ", ".join(_variants_in_tree(files)) or "none found"
         raise SourceError(f"{ref.repo_id} at commit {ref.sha} has no build variant {variant!r} "
                           f"(variants: {listed}); pick one of those.")
@@ -128,8 +127,7 @@ def _download(ref: HubRef, path_in_repo: str, entry: dict[str, Any]) -> Path:
     target = _snapshot_folder(ref) / path_in_repo
     if target.is_file():
         return target
-    fh = listing_entry_hash(entry.get("blob_id"), entry.get("lfs_sha256"), entry.get("size"))
-    if fh is None:
+    if (fh := listing_entry_hash(entry.get("blob_id"), entry.get("lfs_sha256"), entry.get("size"))) is None:
         raise HubError(f"The Hub listed {path_in_repo} of {ref.repo_id}@{ref.sha} without a git blob id or LFS "
                        "sha256, so it cannot be checked; is the endpoint a Hugging Face Hub?")
     blob = storage_folder(ref.repo_id, ref.repo_type) / "blobs" / fh.hex

@@ -91,12 +91,11 @@ def get_json(url: str, *, read_timeout: float, deadline: float, late: Callable[[
     :raises OSError: the Hub could not be reached."""
     import http.client
     import socket
+    import ssl  # http.client imported it already
 
     parts = urlsplit(url)
     timeout = min(read_timeout, deadline)
     if parts.scheme == "https":
-        import ssl
-
         conn: http.client.HTTPConnection = http.client.HTTPSConnection(
             parts.hostname or "", parts.port, timeout=timeout, context=ssl.create_default_context())
     else:

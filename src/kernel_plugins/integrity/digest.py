@@ -128,8 +128,7 @@ def check_digest(variant: Path | VariantSnapshot, digest: object, *,
     out: list[DigestMismatch] = []
     seen: set[str] = set()
     for raw_path, expected in files.items():
-        rel = _safe_relpath(raw_path)
-        if rel is None:
+        if (rel := _safe_relpath(raw_path)) is None:
             detail = "path is not a plain relative path inside the variant folder"
             out.append(DigestMismatch(str(raw_path), "malformed", detail=detail))
             continue

@@ -135,8 +135,7 @@ def _label(index: int, entry: object) -> str:
 
 
 def _need(at: str, obj: dict[str, Any], keys: Iterable[str], prefix: str = "") -> None:
-    missing = [k for k in keys if k not in obj]
-    if missing:
+    if missing := [k for k in keys if k not in obj]:
         raise LockfileError(f"{at}: key '{prefix}{missing[0]}' is missing")
 
 
@@ -161,8 +160,7 @@ def _kernels_entry(label: str, entry: dict[str, Any]) -> KernelLock:
     """An entry of kernels' format, as strict as kernels reads it."""
     parts = {"": entry, **{k + ".": v for k, v in entry.items() if isinstance(v, dict)}}
     for prefix, obj in parts.items():
-        unknown = [k for k in obj if k not in _KERNELS_KEYS.get(prefix, obj)]
-        if unknown:
+        if unknown := [k for k in obj if k not in _KERNELS_KEYS.get(prefix, obj)]:
             raise LockfileError(f"{label}: unknown key '{prefix}{unknown[0]}' (kernels' format allows only "
                                 f"{', '.join(prefix + k for k in _KERNELS_KEYS[prefix])} there)")
     _need(label, entry, ("dependency", "lock"))

@@ -79,8 +79,7 @@ def read_dependencies(project: str | os.PathLike[str]) -> list[Dependency]:
                             f"one listing the kernels the project uses, e.g.\n{_EXAMPLE_TABLE}")
     if not isinstance(kernels, dict):
         raise LockfileError(f"{where}'tool.kernels' must be a table, got {type(kernels).__name__}")
-    deps = kernels.get("dependencies")
-    if deps is None:
+    if (deps := kernels.get("dependencies")) is None:
         raise LockfileError(f"{where}[tool.kernels] has no 'dependencies' table, so there is nothing to "
                             f"lock. Add one, e.g.\n{_EXAMPLE_TABLE}")
     if not isinstance(deps, dict):
@@ -117,8 +116,7 @@ def _lock_one(dep: Dependency, signers: SignerLookup | None) -> tuple[KernelLock
     from ..metadata import MAX_METADATA_BYTES, parse_metadata_bytes
 
     ref = hub.resolve(dep.repo_id, version=dep.version, revision=dep.revision)
-    listing = hub.hub_listing(ref)
-    if not listing:
+    if not (listing := hub.hub_listing(ref)):
         raise SourceError(f"{ref}: no build variants under build/, nothing to lock")
     signed = signers(ref, listing) if signers is not None else {}
     variants = {name: VariantLock(variant_hash(files), signer=signed.get(name))
