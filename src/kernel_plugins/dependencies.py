@@ -189,10 +189,9 @@ def _rest_of_api(name: str) -> Any:
         return getattr(KERNELS_API[0], name)
     if name.startswith("__"):
         raise AttributeError(name)
-    raise KernelDependencyError(
-        f"kernels.{name}: HF kernels is not installed, and kernel-plugins offers kernel code get_kernel_dep, "
-        "and the rest of the kernels API once kernel_plugins.compat.kernels is imported: import it (in the "
-        "kernel, or before loading it), or pip install kernels")
+    raise KernelDependencyError(f"kernels.{name}: HF kernels is not installed, and kernel-plugins offers kernel code "
+                                "get_kernel_dep, and the rest of the kernels API once kernel_plugins.compat.kernels is "
+                                "imported: import it (in the kernel, or before loading it), or pip install kernels")
 
 
 _KERNELS = ModuleType("kernels", "HF kernels' API for the code of a kernel (kernel_plugins.compat.kernels)")

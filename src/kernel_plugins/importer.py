@@ -137,8 +137,7 @@ def _spec(kernel: _Kernel, fullname: str) -> importlib.machinery.ModuleSpec:
     if parts and any(rel.startswith(stem + "/") for rel in snap.files):
         return _source_spec(fullname, None, folder, folder)  # a folder without __init__.py
     raise ModuleNotFoundError(f"No module named {fullname!r} among the verified files of kernel {kernel.name!r} "
-                              f"({snap.root}); files added after verification are never imported",
-                              name=fullname)
+                              f"({snap.root}); files added after verification are never imported", name=fullname)
 
 
 def _source_spec(fullname: str, file: SnapshotFile | None, origin: Path,

@@ -352,9 +352,8 @@ def _resolve_offline(repo_id: str, t: RepoType, revision: str | None, version: i
         sha = None if _SHA_RE.fullmatch(revision) else _read_ref(repo_id, t, revision)
         if sha is None:
             what = "Commit" if _SHA_RE.fullmatch(revision) else "Revision"
-            raise RevisionError(f"{what} {revision!r} of {repo_id} is not in {where} and "
-                                f"HF_HUB_OFFLINE=1 is set; {fix}, or download it first "
-                                f"({download_advice(repo_id, revision)}).")
+            raise RevisionError(f"{what} {revision!r} of {repo_id} is not in {where} and HF_HUB_OFFLINE=1 is set; "
+                                f"{fix}, or download it first ({download_advice(repo_id, revision)}).")
         return HubRef(repo_id, t, revision, sha, _version_of(revision), endpoint)
     cached = _cached_versions(repo_id, t)
     if version is not None:

@@ -112,9 +112,8 @@ def map_error(exc: BaseException, repo_id: str, revision: str | None, endpoint: 
             return HubError(f"HF_ENDPOINT is {url!r}, not an http:// or https:// address: set it to "
                             f"the Hub's address (e.g. https://huggingface.co) or unset it. ({detail})")
         cached = any(storage_folder(repo_id, t).is_dir() for t in REPO_TYPES)
-        offline = (f"{repo_id} has files in the local cache: set HF_HUB_OFFLINE=1 to use them without "
-                   "the network" if cached else
-                   f"to work offline, download it first where the Hub is reachable "
+        offline = (f"{repo_id} has files in the local cache: set HF_HUB_OFFLINE=1 to use them without the network"
+                   if cached else f"to work offline, download it first where the Hub is reachable "
                    f"({download_advice(repo_id, revision)}) and set HF_HUB_OFFLINE=1")
         if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
             return HubError(f"The Hub at {url} did not answer in time while {doing} for {repo_id}{at} "

@@ -89,10 +89,9 @@ def _resolve_online(repo_id: str, t: RepoType, revision: str | None, version: in
         if not is_not_found(exc):
             raise map_error(exc, repo_id, revision, endpoint, "looking up revisions") from exc
         at = f" at revision {revision!r}" if revision else ""
-        raise HubError(f"{repo_id}{at} was not found on {hub_endpoint(endpoint)} as a {t} repository. Check "
-                       "the repository id (and revision); if it is private or gated, log in with `hf auth "
-                       "login` or set HF_TOKEN. (Repositories of type model are looked up only with "
-                       "repo_type='model'.)") from exc
+        raise HubError(f"{repo_id}{at} was not found on {hub_endpoint(endpoint)} as a {t} repository. Check the "
+                       "repository id (and revision); if it is private or gated, log in with `hf auth login` or set "
+                       "HF_TOKEN. (Repositories of type model are looked up only with repo_type='model'.)") from exc
     versions = _versions(branches)
     requested: str | None = None
     if revision is not None:

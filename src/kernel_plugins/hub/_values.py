@@ -108,9 +108,8 @@ def _check_revision(repo_id: str, revision: object) -> None:
 def _check_variant(ref: HubRef, variant: object) -> None:
     """Reject variant names that are not a single plain folder name."""
     if not isinstance(variant, str) or not _VARIANT_RE.fullmatch(variant) or ".." in variant:
-        raise SourceError(f"Invalid build variant {variant!r} for {ref.repo_id}: a variant is one folder "
-                          "name under build/ (letters, digits, '.', '_', '+', '-'; no '/', '\\' or '..'), "
-                          "e.g. 'torch-cpu'.")
+        raise SourceError(f"Invalid build variant {variant!r} for {ref.repo_id}: a variant is one folder name under "
+                          "build/ (letters, digits, '.', '_', '+', '-'; no '/', '\\' or '..'), e.g. 'torch-cpu'.")
 
 
 def _versions(branches: dict[str, str]) -> dict[int, str]:

@@ -106,11 +106,10 @@ def verify_snapshot(snapshot: VariantSnapshot, *, label: str, variant: str,
     reference = expected if expected is not None else blob_name_hashes(snapshot)
     files = compare_files(reference, actual, complete=expected is not None)
     check = VariantCheck(
-        label=label, variant=variant, path=Path(snapshot.root), computed_hash=variant_hash(actual),
-        pinned_hash=pinned_hash, pinned_by=pinned_by, files=files,
-        digest=check_digest(snapshot, digest) if digest is not None else [],
-        listing_source=expected_source if expected is not None else "", notes=notes, actual=actual,
-        bytecode=snapshot.bytecode, has_digest=digest is not None, repair=repair)
+        label=label, variant=variant, path=Path(snapshot.root), computed_hash=variant_hash(actual), files=files,
+        pinned_hash=pinned_hash, pinned_by=pinned_by, digest=[] if digest is None else check_digest(snapshot, digest),
+        listing_source="" if expected is None else expected_source, notes=notes, actual=actual, repair=repair,
+        bytecode=snapshot.bytecode, has_digest=digest is not None)
     if check.lock_mismatch and not files and expected is None:
         check.notes.append("No file listing of the commit is cached, so the changed file cannot be named.")
     return check
