@@ -33,8 +33,6 @@ MAX_LISTING_BYTES = 64 << 20
 
 
 # --- huggingface_hub settings -----------------------------------------------------------
-
-
 #: Seconds one Hub request may take in all (:data:`DEADLINE_ENV` overrides it).
 DEADLINE_S = 300.0
 DEADLINE_ENV = "KERNEL_PLUGINS_HUB_DEADLINE"
@@ -193,8 +191,6 @@ def is_offline() -> bool:
 
 
 # --- cache layout -----------------------------------------------------------------------
-
-
 def cache_dir() -> Path:
     """The cache folder, read at call time: ``KERNELS_CACHE`` when set and not empty (as
     kernels reads it), else huggingface_hub's ``HF_HUB_CACHE`` (itself ``$HF_HOME/hub``
@@ -334,8 +330,6 @@ def _cached_tree(ref: HubRef) -> list[str] | None:
 
 
 # --- offline resolution -----------------------------------------------------------------
-
-
 def _resolve_offline(repo_id: str, t: RepoType, revision: str | None, version: int | None,
                      endpoint: str | None) -> HubRef:
     """Resolve from the local cache only (``HF_HUB_OFFLINE=1``); never makes a request."""

@@ -19,8 +19,7 @@ from ._values import REPO_TYPES, download_advice
 
 def _status(exc: BaseException) -> int | None:
     """HTTP status of a huggingface_hub HTTP error, else ``None``."""
-    response = getattr(exc, "response", None)
-    status = getattr(response, "status_code", None)
+    status = getattr(getattr(exc, "response", None), "status_code", None)
     return status if isinstance(status, int) else None
 
 

@@ -109,11 +109,10 @@ class Lockfile:
         """The entry locking ``repo_id`` for ``version`` or ``revision`` (a lock may pin one
         repository at several versions; none given: the first, as kernels takes it): ``sha``,
         and hashes when the lock has them. :raises LockfileError: none (lists those there are)."""
-        found = [e for e in self.entries if e.repo_id == repo_id and (
-            not e.spec or (version, revision) in ((None, None), (e.version, e.revision)))]
+        for e in self.entries:
+            if e.repo_id == repo_id and (not e.spec or (version, revision) in ((None, None), (e.version, e.revision))):
+                return e
         asked = KernelLock(repo_id, "", {}, version, revision).label
-        if found:
-            return found[0]
         listed = ", ".join(e.label for e in self.entries) or "none"
         raise LockfileError(f"{self.path} does not pin {asked} (it pins: {listed}). Add {repo_id!r} to "
                             "[tool.kernels.dependencies] and run `kernel-plugins lock PROJECT_DIR`.")
