@@ -1,15 +1,13 @@
 """Loading the same kernel on every rank of a ``torch.distributed`` job (any backend).
 
-With a process group initialised, a Hub load resolves the revision on global rank 0 only
-and broadcasts the answer (every rank imports the same build even when a branch moves),
-then fetches on one process per cache folder while the others wait in the same collective
-and then verify on their own; an error on the rank that did the work is raised on every
-rank. Ranks share a cache folder when they see the mark that one of them leaves there (a
-file under ``.locks``, once per job): on a filesystem shared by every node (NFS, Lustre)
-one rank downloads for the whole job, else one per node (``LOCAL_RANK == 0``, else the
-lowest rank of each host). Every rank must make the same loads in the same order;
-``KERNEL_PLUGINS_DISTRIBUTED=0`` makes each process load on its own. With NCCL, set each
-rank's CUDA device first, as object collectives require.
+With a process group initialised, a Hub load resolves the revision on global rank 0 only and broadcasts the answer
+(every rank imports the same build even when a branch moves), then fetches on one process per cache folder while the
+others wait in the same collective and then verify on their own; an error on the rank that did the work is raised on
+every rank. Ranks share a cache folder when they see the mark that one of them leaves there (a file under
+``.locks``, once per job): on a filesystem shared by every node (NFS, Lustre) one rank downloads for the whole job,
+else one per node (``LOCAL_RANK == 0``, else the lowest rank of each host). Every rank must make the same loads in
+the same order; ``KERNEL_PLUGINS_DISTRIBUTED=0`` makes each process load on its own. With NCCL, set each rank's CUDA
+device first, as object collectives require.
 """
 
 from __future__ import annotations

@@ -1,21 +1,18 @@
 """Import a verified variant as the Python package ``kernel_plugins._kernels.<id>``.
 
-The package is imported from the bytes that were verified (:mod:`.verification`), never
-from the files on disk again: a finder placed first on ``sys.meta_path`` serves every
-module below the kernel's package from the snapshot, and refuses any module the snapshot
-does not hold (a file added after verification never runs). Python sources are compiled
-from memory, so no bytecode (``__pycache__``, ``*.pyc``, unchecked hash-based pycs
-included) is read or written; native extension modules are loaded through the descriptor
-whose bytes were verified, or from their private verified copy
-(see :mod:`kernel_plugins.integrity.snapshot`).
+The package is imported from the bytes that were verified (:mod:`.verification`), never from the files on disk
+again: a finder placed first on ``sys.meta_path`` serves every module below the kernel's package from the snapshot,
+and refuses any module the snapshot does not hold (a file added after verification never runs). Python sources are
+compiled from memory, so no bytecode (``__pycache__``, ``*.pyc``, unchecked hash-based pycs included) is read or
+written; native extension modules are loaded through the descriptor whose bytes were verified, or from their private
+verified copy (see :mod:`kernel_plugins.integrity.snapshot`).
 
-Module names: every kernel lives under the private namespace of :mod:`.registry`, so its
-``id`` never meets a top-level module name. Two builds of one kernel have different ids,
-so they load side by side; the identical build loaded again (from another copy, say) is
-the same module; a different build claiming the same id is refused.
+Module names: every kernel lives under the private namespace of :mod:`.registry`, so its ``id`` never meets a
+top-level module name. Two builds of one kernel have different ids, so they load side by side; the identical build
+loaded again (from another copy, say) is the same module; a different build claiming the same id is refused.
 
-A failed import (any exception, ``SystemExit`` from kernel code included) leaves nothing
-in ``sys.modules`` and is not remembered, so the next load raises again.
+A failed import (any exception, ``SystemExit`` from kernel code included) leaves nothing in ``sys.modules`` and is
+not remembered, so the next load raises again.
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
 """Which Hub organisations may supply kernel code without an explicit opt-in.
 
-A kernel is Python (and native) code that runs inside the user's process, so loading one
-from the Hub is running someone else's code. Kernels from an organisation on the allowlist,
-or one the Hub marks as a trusted kernel publisher (as kernels 0.17.2 reads it; asked once,
-then remembered: :func:`kernel_plugins.hub.trusted_publisher`), load as usual; any other
-organisation needs ``trust_remote_code=True`` (command line: ``--trust-remote-code``) or
+A kernel is Python (and native) code that runs inside the user's process, so loading one from the Hub is running
+someone else's code. Kernels from an organisation on the allowlist, or one the Hub marks as a trusted kernel
+publisher (as kernels 0.17.2 reads it; asked once, then remembered: :func:`kernel_plugins.hub.trusted_publisher`),
+load as usual; any other organisation needs ``trust_remote_code=True`` (command line: ``--trust-remote-code``) or
 its name in ``KERNEL_PLUGINS_TRUSTED_ORGS``.
 
-The allowlist is ``kernels-community`` plus the comma-separated entries of
-``KERNEL_PLUGINS_TRUSTED_ORGS`` (read at every check). An entry is an organisation
-(``acme``) or one repository (``acme/activation``). Names compare case-insensitively, as
-the Hub does. Local folders and ``LOCAL_KERNELS`` overrides are the user's own choice and
-are never checked.
+The allowlist is ``kernels-community`` plus the comma-separated entries of ``KERNEL_PLUGINS_TRUSTED_ORGS`` (read at
+every check). An entry is an organisation (``acme``) or one repository (``acme/activation``). Names compare
+case-insensitively, as the Hub does. Local folders and ``LOCAL_KERNELS`` overrides are the user's own choice and are
+never checked.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """The Hub source: resolve a kernel repository to a commit and fetch one build variant.
 
-A kernel repository (repo type ``kernel``; ``model`` for older ones, only when asked for)
-keeps one folder per build variant under ``build/``. This package turns what a user asked
-for (a revision, a version ``N`` meaning branch ``vN``, or nothing) into a :class:`HubRef`
-pinned to a commit sha, lists the variant names at that commit, and downloads the files
-of exactly one variant into the cache folder (:func:`cache_dir`).
+A kernel repository (repo type ``kernel``; ``model`` for older ones, only when asked for) keeps one folder per build
+variant under ``build/``. This package turns what a user asked for (a revision, a version ``N`` meaning branch
+``vN``, or nothing) into a :class:`HubRef` pinned to a commit sha, lists the variant names at that commit, and
+downloads the files of exactly one variant into the cache folder (:func:`cache_dir`).
 
-huggingface_hub is imported inside the functions, never when this package is imported; its
-settings (``ENDPOINT``, ``HF_HUB_OFFLINE``, ``HF_HUB_CACHE``) and ``KERNELS_CACHE`` are
-read at call time. With ``HF_HUB_OFFLINE=1`` everything is answered from the cache without
-a request, and a commit sha already in the cache never causes a request either.
+huggingface_hub is imported inside the functions, never when this package is imported; its settings (``ENDPOINT``,
+``HF_HUB_OFFLINE``, ``HF_HUB_CACHE``) and ``KERNELS_CACHE`` are read at call time. With ``HF_HUB_OFFLINE=1``
+everything is answered from the cache without a request, and a commit sha already in the cache never causes a
+request either.
 
 The parts, one job each:
 

@@ -1,12 +1,10 @@
 """The huggingface_hub cache as the Hub source reads it, and resolution from it alone.
 
-huggingface_hub keeps one folder per repository (``kernels--org--name``) holding
-``refs/`` (branch or tag name -> commit sha), ``snapshots/<sha>/`` (the files) and, in
-recent versions, a cached file listing per commit. This module reads huggingface_hub's
-settings at call time (:func:`hub_endpoint`, :func:`is_offline`, the cache folder), finds
-those folders, reads and writes ``refs/``, and answers
-:func:`~kernel_plugins.hub.resolve` from the cache alone when ``HF_HUB_OFFLINE=1``
-(:func:`_resolve_offline`), never making a request.
+huggingface_hub keeps one folder per repository (``kernels--org--name``) holding ``refs/`` (branch or tag name ->
+commit sha), ``snapshots/<sha>/`` (the files) and, in recent versions, a cached file listing per commit. This module
+reads huggingface_hub's settings at call time (:func:`hub_endpoint`, :func:`is_offline`, the cache folder), finds
+those folders, reads and writes ``refs/``, and answers :func:`~kernel_plugins.hub.resolve` from the cache alone when
+``HF_HUB_OFFLINE=1`` (:func:`_resolve_offline`), never making a request.
 """
 
 from __future__ import annotations

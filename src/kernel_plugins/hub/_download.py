@@ -1,11 +1,10 @@
 """List the build variants of a pinned commit and fetch exactly one of them.
 
-:func:`list_variant_names` names the folders under ``build/`` at a commit, from one
-recursive listing of ``build/``, kept in the cache (:func:`list_files`);
-:func:`download_variant` downloads one ``build/<variant>/`` into the huggingface_hub cache
-(nothing else of the repository) with one GET per file, no metadata request: each file is
-named, and checked as it arrives, by the hash the listing gives. :func:`cached_variant_path`
-finds a variant there without a request.
+:func:`list_variant_names` names the folders under ``build/`` at a commit, from one recursive listing of ``build/``,
+kept in the cache (:func:`list_files`); :func:`download_variant` downloads one ``build/<variant>/`` into the
+huggingface_hub cache (nothing else of the repository) with one GET per file, no metadata request: each file is
+named, and checked as it arrives, by the hash the listing gives. :func:`cached_variant_path` finds a variant there
+without a request.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Bring one build variant into huggingface_hub's cache, once per machine at a time.
 
-:func:`fetch_variant` takes a per-variant file lock (in huggingface_hub's ``.locks``
-folder), so of many processes only one downloads while the others wait and then reuse
-its files. It returns the cached folder; it does not verify it (that is the next step of
-loading, :mod:`kernel_plugins.verification`).
+:func:`fetch_variant` takes a per-variant file lock (in huggingface_hub's ``.locks`` folder), so of many processes
+only one downloads while the others wait and then reuse its files. It returns the cached folder; it does not verify
+it (that is the next step of loading, :mod:`kernel_plugins.verification`).
 """
 
 from __future__ import annotations

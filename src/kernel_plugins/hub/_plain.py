@@ -1,16 +1,14 @@
 """One Hub API GET without huggingface_hub's HTTP client, for a process that has not set it up.
 
-Building that client costs a fresh process more than the request itself (its HTTP and
-token modules, an SSL context, the agent lookup), and a warm load by version needs exactly
-one request. :func:`usable` says when the standard library may send it instead: while no
-code of the process has loaded huggingface_hub's HTTP module (so no client factory, hook
-or proxy of the user's can be bypassed), with no proxy or OIDC setting in the environment,
-outside Google Colab, and over ``http://``, or ``https://`` where the system's certificate
-store is OpenSSL's (not on Windows or macOS, where huggingface_hub asks the OS). The
-request carries the headers huggingface_hub would send (user agent, the token of
-``HF_TOKEN`` or the token file, unless ``HF_HUB_DISABLE_IMPLICIT_TOKEN``), follows no
-redirect (a redirect or HTTP 401 is asked again through huggingface_hub's client), and is
-bounded as a whole by the deadline (the socket is shut at it).
+Building that client costs a fresh process more than the request itself (its HTTP and token modules, an SSL context,
+the agent lookup), and a warm load by version needs exactly one request. :func:`usable` says when the standard
+library may send it instead: while no code of the process has loaded huggingface_hub's HTTP module (so no client
+factory, hook or proxy of the user's can be bypassed), with no proxy or OIDC setting in the environment, outside
+Google Colab, and over ``http://``, or ``https://`` where the system's certificate store is OpenSSL's (not on
+Windows or macOS, where huggingface_hub asks the OS). The request carries the headers huggingface_hub would send
+(user agent, the token of ``HF_TOKEN`` or the token file, unless ``HF_HUB_DISABLE_IMPLICIT_TOKEN``), follows no
+redirect (a redirect or HTTP 401 is asked again through huggingface_hub's client), and is bounded as a whole by the
+deadline (the socket is shut at it).
 """
 
 from __future__ import annotations

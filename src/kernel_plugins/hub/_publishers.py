@@ -1,10 +1,9 @@
 """Whether the Hub marks an organisation as a trusted kernel publisher, remembered on disk.
 
-Asked as kernels 0.17.2 asks (``/api/organizations/<org>/overview``, ``trustedKernelPublisher``),
-but only a JSON ``true`` counts and a failure is never a "yes" (nor remembered). Answers
-live one file per endpoint and organisation in ``<cache>/.locks/kernel-plugins-publishers/``
-and are believed only from a regular file and folder no other user could have written.
-See ``docs/loading.md``, "Trusted publishers".
+Asked as kernels 0.17.2 asks (``/api/organizations/<org>/overview``, ``trustedKernelPublisher``), but only a JSON
+``true`` counts and a failure is never a "yes" (nor remembered). Answers live one file per endpoint and organisation
+in ``<cache>/.locks/kernel-plugins-publishers/`` and are believed only from a regular file and folder no other user
+could have written. See ``docs/loading.md``, "Trusted publishers".
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Records of verified variants, kept beside huggingface_hub's cache of a repository.
 
-After a cached variant first passes its check, the hashes of its files are written to
-``<repo cache>/kernel-plugins/<sha>/<variant>.json``. Later checks compare with that record
-when no file listing of the commit is cached, so a file that disappears or changes is
-named precisely instead of being quietly fetched again.
+After a cached variant first passes its check, the hashes of its files are written to ``<repo
+cache>/kernel-plugins/<sha>/<variant>.json``. Later checks compare with that record when no file listing of the
+commit is cached, so a file that disappears or changes is named precisely instead of being quietly fetched again.
 """
 
 from __future__ import annotations

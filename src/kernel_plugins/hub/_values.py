@@ -1,8 +1,7 @@
 """Plain values of the Hub source: :class:`HubRef` and checks of what a caller passes.
 
-Repository ids, revisions, versions and variant names are checked here, before any
-request is made; version branch names (``vN``) are parsed and formatted here too. Nothing
-in this module imports huggingface_hub.
+Repository ids, revisions, versions and variant names are checked here, before any request is made; version branch
+names (``vN``) are parsed and formatted here too. Nothing in this module imports huggingface_hub.
 """
 
 from __future__ import annotations

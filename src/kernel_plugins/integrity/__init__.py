@@ -1,7 +1,6 @@
-"""Integrity of build variants: what runs is what was verified. ``_walk``: the one walker;
-``_hash``: the one hasher; ``snapshot``: a variant read once, hashed as read; ``digest``:
-``metadata.json``'s per-file digest; ``varianthash``: the ``git_lfs_concat`` hash locks pin;
-``verify``: a snapshot checked against a listing, a lock and a digest.
+"""Integrity of build variants: what runs is what was verified. ``_walk``: the one walker; ``_hash``: the one hasher;
+``snapshot``: a variant read once, hashed as read; ``digest``: ``metadata.json``'s per-file digest; ``varianthash``:
+the ``git_lfs_concat`` hash locks pin; ``verify``: a snapshot checked against a listing, a lock and a digest.
 """
 
 from __future__ import annotations

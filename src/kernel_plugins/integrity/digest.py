@@ -1,10 +1,9 @@
-"""Per-file digests of a build variant: ``metadata.json``'s
-``"digest": {"algorithm": "sha256", "files": {"__init__.py": "<base64>", ...}}``.
+"""Per-file digests of a build variant: ``metadata.json``'s ``"digest": {"algorithm": "sha256", "files":
+{"__init__.py": "<base64>", ...}}``.
 
-It covers every file the walker lists (POSIX paths relative to the variant folder) except
-the top-level :data:`EXCLUDED_TOP_LEVEL`; hashes are base64 of the raw digest (URL-safe and
-unpadded accepted). The functions take a folder or an already-read ``VariantSnapshot``, so a
-load checks the very bytes it is about to import.
+It covers every file the walker lists (POSIX paths relative to the variant folder) except the top-level
+:data:`EXCLUDED_TOP_LEVEL`; hashes are base64 of the raw digest (URL-safe and unpadded accepted). The functions take
+a folder or an already-read ``VariantSnapshot``, so a load checks the very bytes it is about to import.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Read a build variant once, into memory, hashing every byte as it is read.
 
-:func:`read_variant` is the only place that reads a variant's files for loading: each is
-opened at the target the walker approved, checked again through the descriptor, read to the
-end and hashed in the same pass. Python sources and small files stay in memory (the importer
-executes exactly the bytes hashed), native extensions are imported through the very
-descriptor that was read when only this user can change them in a download cache, else from
-a private sealed copy (Linux ``memfd``, else a private temporary folder), and larger data
-files are hashed only; a large file known by a receipt is not hashed again (``receipts``).
+:func:`read_variant` is the only place that reads a variant's files for loading: each is opened at the target the
+walker approved, checked again through the descriptor, read to the end and hashed in the same pass. Python sources
+and small files stay in memory (the importer executes exactly the bytes hashed), native extensions are imported
+through the very descriptor that was read when only this user can change them in a download cache, else from a
+private sealed copy (Linux ``memfd``, else a private temporary folder), and larger data files are hashed only; a
+large file known by a receipt is not hashed again (``receipts``).
 """
 
 from __future__ import annotations

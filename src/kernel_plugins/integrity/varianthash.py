@@ -1,12 +1,11 @@
 """The ``git_lfs_concat`` hash of a build variant (what ``kernels.lock`` pins per variant).
 
-It is ``sha256-<hex>`` of sha256 over ``path + hash`` of every file below
-``build/<variant>/`` but bytecode, sorted by path bytes (POSIX, UTF-8), where ``hash`` is
-the raw LFS sha256 of a file stored with git LFS, else its git blob id. The Hub's listing
-gives both; on disk, whether a file was an LFS file is taken from the commit's cached file
-listing (``<repo cache>/trees/<sha>.json``) or one passed in, else from the name of the blob
-a cached file links to (64 hex: LFS, 40: git), else git. A wrong hint can only make a check
-fail, never pass a changed file; both hashes come from the one read of each file.
+It is ``sha256-<hex>`` of sha256 over ``path + hash`` of every file below ``build/<variant>/`` but bytecode, sorted
+by path bytes (POSIX, UTF-8), where ``hash`` is the raw LFS sha256 of a file stored with git LFS, else its git blob
+id. The Hub's listing gives both; on disk, whether a file was an LFS file is taken from the commit's cached file
+listing (``<repo cache>/trees/<sha>.json``) or one passed in, else from the name of the blob a cached file links to
+(64 hex: LFS, 40: git), else git. A wrong hint can only make a check fail, never pass a changed file; both hashes
+come from the one read of each file.
 """
 
 from __future__ import annotations

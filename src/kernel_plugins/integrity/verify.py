@@ -1,7 +1,6 @@
-"""Check a variant snapshot (no request, nothing read: it holds every hash) against a per-file
-listing (the commit's on the Hub, or the record of the first verification), the
-``git_lfs_concat`` hash a lock pins and the ``digest`` of its ``metadata.json``; the
-:class:`VariantCheck` says what passed and raises one error listing every problem.
+"""Check a variant snapshot (no request, nothing read: it holds every hash) against a per-file listing (the commit's on
+the Hub, or the record of the first verification), the ``git_lfs_concat`` hash a lock pins and the ``digest`` of its
+``metadata.json``; the :class:`VariantCheck` says what passed and raises one error listing every problem.
 """
 
 from __future__ import annotations

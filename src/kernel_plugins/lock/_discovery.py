@@ -1,11 +1,10 @@
-"""Which ``kernels.lock`` a locked load uses when none is named (``LockedLayerRepository``
-without ``lockfile=``, the compat ``load_kernel`` / ``get_locked_kernel`` with ``None``):
+"""Which ``kernels.lock`` a locked load uses when none is named (``LockedLayerRepository`` without ``lockfile=``, the
+compat ``load_kernel`` / ``get_locked_kernel`` with ``None``):
 
-the one the calling code's installed distribution ships (its ``RECORD``), else the nearest
-in the folder of the calling code's file, then the working directory, each walking up to its
-project root only (:data:`PROJECT_MARKERS`, yours or root's), never in the temporary folder.
-It is read with ``read_lockfile(private=True)``'s rules, logged (INFO) and named in the
-provenance of what it pins (see docs/loading.md).
+the one the calling code's installed distribution ships (its ``RECORD``), else the nearest in the folder of the
+calling code's file, then the working directory, each walking up to its project root only (:data:`PROJECT_MARKERS`,
+yours or root's), never in the temporary folder. It is read with ``read_lockfile(private=True)``'s rules, logged
+(INFO) and named in the provenance of what it pins (see docs/loading.md).
 """
 
 from __future__ import annotations

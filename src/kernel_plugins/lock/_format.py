@@ -1,12 +1,11 @@
 """``kernels.lock`` and the variant hashes beside it: entries, strict reading, atomic writing.
 
-``kernels.lock`` is in kernels 0.17's format (which refuses any other key):
-``[{"dependency": {"repo-id": "org/name", "version": 1 | "revision": "main"},
-"lock": {"commit": "<40 or 64 hex digits>"}}]``. The hash and signer of every variant of each commit
-are in ``kernels.lock.variants`` (exactly the commits pinned; without it a lock pins commits
-only): ``[{"repo_id", "sha", "variants": {"torch-cpu": {"hash": "sha256-<hex>", "hash_type":
-"git_lfs_concat", "signer": "<identity> (<issuer>)"}}}]``, the format of earlier lock files
-(still read as ``kernels.lock``). A bad key is an error naming the entry and key.
+``kernels.lock`` is in kernels 0.17's format (which refuses any other key): ``[{"dependency": {"repo-id":
+"org/name", "version": 1 | "revision": "main"}, "lock": {"commit": "<40 or 64 hex digits>"}}]``. The hash and signer
+of every variant of each commit are in ``kernels.lock.variants`` (exactly the commits pinned; without it a lock pins
+commits only): ``[{"repo_id", "sha", "variants": {"torch-cpu": {"hash": "sha256-<hex>", "hash_type":
+"git_lfs_concat", "signer": "<identity> (<issuer>)"}}}]``, the format of earlier lock files (still read as
+``kernels.lock``). A bad key is an error naming the entry and key.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""Creating a lock: ``kernel-plugins lock PROJECT_DIR`` (:func:`lock_project`) pins each kernel
-of ``[tool.kernels.dependencies]`` in ``pyproject.toml`` (``"kernels-community/activation" =
-1``: version N, the tip of branch vN) to a commit, with the hashes of its variants (format:
-:mod:`._format`), and the kernels they depend on (``kernel-depends`` of every variant's
-``metadata.json``) recursively, as kernels 0.17's ``lock_kernel_tree`` does.
+"""Creating a lock: ``kernel-plugins lock PROJECT_DIR`` (:func:`lock_project`) pins each kernel of
+``[tool.kernels.dependencies]`` in ``pyproject.toml`` (``"kernels-community/activation" = 1``: version N, the tip of
+branch vN) to a commit, with the hashes of its variants (format: :mod:`._format`), and the kernels they depend on
+(``kernel-depends`` of every variant's ``metadata.json``) recursively, as kernels 0.17's ``lock_kernel_tree`` does.
 """
 
 from __future__ import annotations
