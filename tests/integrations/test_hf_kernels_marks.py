@@ -17,6 +17,7 @@ import json
 import pytest
 from kernel_plugins_testing import run_in_fresh_interpreter
 
+from tests.integrations.rotary import make_rotate
 from tests.support.releases import release
 
 OLDER_KERNELS = "0.17.2"
@@ -98,15 +99,7 @@ def test_kernelize_serves_the_per_model_function_wrappers_of_hf_kernels(manager)
     from kernel_plugins.layers.repositories import FuncRepository, LocalLayerRepository
     from kernel_plugins.reference import reference_repo
 
-    @kernels.use_kernel_forward_from_hub("rotary_pos_emb")
-    def rotate(q, k, cos, sin, unsqueeze_dim=1):
-        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
-        half = q.shape[-1] // 2
-
-        def rot(x):
-            return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-        return q * cos + rot(q) * sin, k * cos + rot(k) * sin
+    rotate = kernels.use_kernel_forward_from_hub("rotary_pos_emb")(make_rotate())
 
     @kernels.use_kernel_forward_from_hub("RMSNorm")
     class Norm(nn.Module):

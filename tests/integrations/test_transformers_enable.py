@@ -8,6 +8,8 @@ import textwrap
 import pytest
 from kernel_plugins_testing import run_in_fresh_interpreter
 
+from tests.integrations.rotary import make_rotate
+
 pytest.importorskip("transformers")
 
 
@@ -143,14 +145,7 @@ def test_kernelize_honours_marks_placed_the_hf_kernels_way(manager):
         def forward(self, *args, **kwargs):
             return rotate(*args, **kwargs)
 
-    def rotate(q, k, cos, sin, unsqueeze_dim=1):
-        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
-        half = q.shape[-1] // 2
-
-        def rot(x):
-            return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-        return q * cos + rot(q) * sin, k * cos + rot(k) * sin
+    rotate = make_rotate()
 
     sig = inspect.signature(rotate)
     Func.forward.__signature__ = sig.replace(  # type: ignore[attr-defined]
