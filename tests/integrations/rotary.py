@@ -1,5 +1,5 @@
-"""The rotary-embedding function (transformers' ``apply_rotary_pos_emb``) that the marking tests
-build their models from: a fresh function per call, since marking one changes it."""
+"""The rotary-embedding function (transformers' ``apply_rotary_pos_emb``) and the RMSNorm layer
+that the marking tests build their models from: fresh ones per call, since marking changes them."""
 
 from __future__ import annotations
 
@@ -20,3 +20,20 @@ def make_rotate() -> Any:
         return q * cos + rot(q) * sin, k * cos + rot(k) * sin
 
     return rotate
+
+
+def make_norm(**attrs: Any) -> Any:
+    """A new RMSNorm layer class over 8 features (class attributes ``attrs``), for one test to mark."""
+    import torch
+    from torch import nn
+
+    def __init__(self: nn.Module) -> None:
+        nn.Module.__init__(self)
+        self.weight = nn.Parameter(torch.rand(8))
+        self.variance_epsilon = 1e-6
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        v = x.float().pow(2).mean(-1, keepdim=True)
+        return self.weight * (x.float() * torch.rsqrt(v + self.variance_epsilon)).to(x.dtype)
+
+    return type("Norm", (nn.Module,), {"__init__": __init__, "forward": forward, **attrs})

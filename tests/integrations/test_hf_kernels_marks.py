@@ -17,7 +17,7 @@ import json
 import pytest
 from kernel_plugins_testing import run_in_fresh_interpreter
 
-from tests.integrations.rotary import make_rotate
+from tests.integrations.rotary import make_norm, make_rotate
 from tests.support.releases import release
 
 OLDER_KERNELS = "0.17.2"
@@ -101,16 +101,7 @@ def test_kernelize_serves_the_per_model_function_wrappers_of_hf_kernels(manager)
 
     rotate = kernels.use_kernel_forward_from_hub("rotary_pos_emb")(make_rotate())
 
-    @kernels.use_kernel_forward_from_hub("RMSNorm")
-    class Norm(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.weight = nn.Parameter(torch.rand(8))
-            self.variance_epsilon = 1e-6
-
-        def forward(self, x):
-            v = x.float().pow(2).mean(-1, keepdim=True)
-            return self.weight * (x.float() * torch.rsqrt(v + self.variance_epsilon)).to(x.dtype)
+    Norm = kernels.use_kernel_forward_from_hub("RMSNorm")(make_norm())
 
     @kernels.use_kernelized_func(rotate)
     class Attn(nn.Module):

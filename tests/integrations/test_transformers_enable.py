@@ -8,7 +8,7 @@ import textwrap
 import pytest
 from kernel_plugins_testing import run_in_fresh_interpreter
 
-from tests.integrations.rotary import make_rotate
+from tests.integrations.rotary import make_norm, make_rotate
 
 pytest.importorskip("transformers")
 
@@ -153,17 +153,7 @@ def test_kernelize_honours_marks_placed_the_hf_kernels_way(manager):
                     *sig.parameters.values()])  # fmt: skip
     rotary = Func()
 
-    class Norm(nn.Module):
-        kernel_layer_name = "RMSNorm"
-
-        def __init__(self):
-            super().__init__()
-            self.weight = nn.Parameter(torch.rand(8))
-            self.variance_epsilon = 1e-6
-
-        def forward(self, x):
-            v = x.float().pow(2).mean(-1, keepdim=True)
-            return self.weight * (x.float() * torch.rsqrt(v + self.variance_epsilon)).to(x.dtype)
+    Norm = make_norm(kernel_layer_name="RMSNorm")
 
     class Attn(nn.Module):
         def __init__(self):
