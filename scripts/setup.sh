@@ -9,16 +9,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { echo "[$((SECONDS / 60))m$((SECONDS % 60))s] setup: $*"; }
-step "1/4 .venv: torch, the core, the backend plugins and the tool distributions (scripts/install.sh)"
-bash scripts/install.sh
+# no bytecode compiled at install (pip's --no-compile, for every pip run below): each module is
+# compiled on its first import (scripts/test.sh lets Python cache it), compiling all of torch and
+# transformers up front costs ~40 s of CPU
+export PIP_NO_COMPILE=1
+step "1/3 .venv: torch, the core, the backend plugins, the tool distributions (scripts/install.sh) and the test and docs extras (pytest, pytest-xdist, hypothesis, ruff, mypy, mkdocs, transformers and the pinned HF kernels release the differential tests compare against)"
+KP_CORE_EXTRAS=test,docs bash scripts/install.sh
 # shellcheck disable=SC1091
 . .venv/bin/activate
-step "2/4 .venv: the test and docs extras (pytest, pytest-xdist, hypothesis, ruff, mypy, mkdocs, transformers and the pinned HF kernels release the differential tests compare against)"
-python -m pip install -q --no-compile -e ".[test,docs]"  # no bytecode compiled up front: the
-# modules the tests import are compiled on first use (compiling all of transformers costs ~12 s of CPU)
-step "3/4 .olah-venv: olah, the loopback Hub server of the end-to-end tests"
+step "2/3 .olah-venv: olah, the loopback Hub server of the end-to-end tests"
 bash scripts/install-olah.sh
-step "4/4 C and C++ compilers with Python's headers (native-extension and inductor tests)"
+step "3/3 C and C++ compilers with Python's headers (native-extension and inductor tests)"
 headers="$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h"
 if ! command -v cc >/dev/null || ! command -v c++ >/dev/null || [ ! -f "$headers" ]; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then

@@ -13,6 +13,10 @@ else
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
+# Python caches each module's bytecode on its first import (nothing is compiled at install):
+# where PYTHONDONTWRITEBYTECODE is set, every fresh interpreter of the suite (a few hundred)
+# would compile torch, transformers and the project again
+unset PYTHONDONTWRITEBYTECODE
 step "check: ruff"
 ruff check src plugins tests benchmarks
 step "check: mypy"

@@ -35,27 +35,27 @@ def _run(name: str, older: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def results():
-    """Every device's run, the interpreters side by side."""
+def test_transformers_models_are_served_by_kernels():
+    """One test, so that the six interpreters run once (a module fixture shared by one test
+    per device would run again on each xdist worker that draws one of them)."""
     pytest.importorskip("transformers")
     pytest.importorskip("kernels")
     older = release("transformers", OLDER)
-    return run_side_by_side(lambda name: _run(name, older), DEVICES)
+    results = run_side_by_side(lambda name: _run(name, older), DEVICES)
+    for name in DEVICES:
+        _check(name, result_for(results, name))
 
 
-@pytest.mark.parametrize("name", DEVICES)
-def test_transformers_models_are_served_by_kernels(name, results):
+def _check(name: str, r: dict) -> None:
     import transformers
 
-    r = result_for(results, name)
     assert r["device"] == ("cpu" if name == "cpu" else f"{name}:1")
     releases = {"installed": (transformers.__version__, True, "kernels"), "older": (OLDER, False, "kernel_plugins")}
     for release_name, (version, hf_kernels, marks_from) in releases.items():
         run = r[release_name]
         assert (run["transformers"], run["hf_kernels"], run["marks_from"]) == (version, hf_kernels, marks_from)
         for model in MODELS:
-            m, where = run[model], (release_name, model)
+            m, where = run[model], (name, release_name, model)
             assert m["logits_equal"] and m["loss_equal"] and m["grads_equal"], where
             # a forward reaches each kernel: 2 norms per layer + the final one, 1 activation, 1 rotary
             assert m["calls"] == {"RMSNorm": 3, "SiLU": 1, "rotary_pos_emb": 1}, where
