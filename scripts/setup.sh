@@ -9,10 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { echo "[$((SECONDS / 60))m$((SECONDS % 60))s] setup: $*"; }
-# no bytecode compiled at install (pip's --no-compile, for every pip run below): each module is
+# no bytecode compiled at install (PIP_COMPILE=0 is --no-compile for every pip run below): each module is
 # compiled on its first import (scripts/test.sh lets Python cache it), compiling all of torch and
 # transformers up front costs ~40 s of CPU
-export PIP_NO_COMPILE=1
+export PIP_COMPILE=0
 step "1/3 .venv: torch, the core, the backend plugins, the tool distributions (scripts/install.sh) and the test and docs extras (pytest, pytest-xdist, hypothesis, ruff, mypy, mkdocs, transformers and the pinned HF kernels release the differential tests compare against)"
 KP_CORE_EXTRAS=test,docs bash scripts/install.sh
 # shellcheck disable=SC1091

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from kernel_plugins_testing import run_in_fresh_interpreter
+
+from tests.support.zygote import run_forked
 
 from .conftest import ACTIVATION_REFERENCE
 
@@ -46,7 +47,7 @@ def runs(tmp_path_factory):
     code = SCRIPT.replace("REFERENCE", repr(str(ACTIVATION_REFERENCE))).replace(
         "WRONG", repr(str(wrong))
     )
-    done = run_in_fresh_interpreter(code, timeout=180)
+    done = run_forked(code, timeout=180)
     line = next((x for x in done.stdout.splitlines() if x.startswith("@@")), None)
     assert line is not None, done.stderr[-3000:]
     return json.loads(line[2:])

@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from kernel_plugins_testing import run_in_fresh_interpreter
 
 from tests.support.side_by_side import result_for, run_side_by_side
+from tests.support.zygote import run_forked
 
 DEVICES = ("mlu", "musa", "npu", "neuron", "tpu")
 
@@ -58,7 +58,7 @@ print("RESULT" + json.dumps({
 
 def _run(name: str) -> subprocess.CompletedProcess[str]:
     code = f"from kernel_plugins_testing import emulate\nemulate({name!r}, devices=2)\nNAME = {name!r}\n"
-    return run_in_fresh_interpreter(
+    return run_forked(
         code + KERNELS_CODE,
         env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "HF_HUB_OFFLINE": "1"},
         timeout=300,

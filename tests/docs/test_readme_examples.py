@@ -1,6 +1,7 @@
 """Every ```python block of README.md and docs/*.md runs as shown, on a CPU machine.
 
-A block runs in a fresh Python process from the repository root, offline
+A block runs in a fresh Python process (forked from one that imported torch:
+tests/support/zygote.py) from the repository root, offline
 (``HF_HUB_OFFLINE=1`` with an empty Hub cache: Hub kernels with a bundled reference
 fall back to it, as documented). Blocks that start with ``# file: PATH`` are files of the
 plugin that ``docs/writing-a-backend.md`` builds; ``tests/distributions`` installs
@@ -12,13 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.zygote import run_forked
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -72,16 +72,13 @@ def test_every_block_runs_or_says_why_not() -> None:
 @pytest.mark.parametrize(("where", "code", "section"), RUNNABLE, ids=[w for w, _, _ in RUNNABLE])
 def test_block_runs_on_a_cpu_machine(where: str, code: str, section: str, tmp_path: Path) -> None:
     env = {
-        **os.environ,
         "HF_HUB_OFFLINE": "1",
         "HF_HOME": str(tmp_path / "hf"),
         "KERNEL_PLUGINS_REFERENCE_CACHE": str(tmp_path / "reference"),
         "PYTHONWARNINGS": "default",
     }
-    for name in ("HF_HUB_CACHE", "LOCAL_KERNELS", "KERNEL_PLUGINS_TRUSTED_ORGS", "KERNEL_PLUGINS_STRICT"):
-        env.pop(name, None)
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    drop = ("HF_HUB_CACHE", "LOCAL_KERNELS", "KERNEL_PLUGINS_TRUSTED_ORGS", "KERNEL_PLUGINS_STRICT")
+    proc = run_forked(code, env, timeout=600, cwd=ROOT, drop=drop)
     assert proc.returncode == 0, f"{where} failed:\n{proc.stderr[-3000:]}"
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     if (last := LAST_LINE.get((where.split(":")[0], section))) is not None:

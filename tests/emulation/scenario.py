@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from kernel_plugins_testing import run_in_fresh_interpreter
+from tests.support.zygote import run_forked
 
 #: Built-in backends only (no installed vendor plugin joins in), no vendor autoload.
 ISOLATED_ENV = {"KERNEL_PLUGINS_LOAD": "", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
@@ -31,7 +31,7 @@ print("RESULT:" + json.dumps(RESULTS, default=str))
 def run_scenario(body: str, *, timeout: float = 120) -> dict:
     """Run ``body`` (after :data:`PRELUDE`) in a new interpreter; return ``RESULTS``."""
     code = PRELUDE + textwrap.dedent(body) + EPILOGUE
-    proc = run_in_fresh_interpreter(code, env=ISOLATED_ENV, timeout=timeout)
+    proc = run_forked(code, env=ISOLATED_ENV, timeout=timeout)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT:")]
     assert proc.returncode == 0 and lines, (
         f"scenario failed (exit {proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"

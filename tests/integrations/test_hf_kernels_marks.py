@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from kernel_plugins_testing import run_in_fresh_interpreter
 
 from tests.integrations.rotary import make_norm, make_rotate
 from tests.support.releases import release
+from tests.support.zygote import run_forked
 
 OLDER_KERNELS = "0.17.2"
 
@@ -69,7 +69,7 @@ print("RESULT" + json.dumps({
 def test_kernelize_honours_the_marks_older_hf_kernels_places():
     pytest.importorskip("transformers")
     older = release("kernels", OLDER_KERNELS)
-    proc = run_in_fresh_interpreter(CODE, env={"PYTHONPATH": str(older), "HF_HUB_OFFLINE": "1"})
+    proc = run_forked(CODE, env={"PYTHONPATH": str(older), "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(li for li in proc.stdout.splitlines() if li.startswith("RESULT"))
     r = json.loads(line[len("RESULT") :])

@@ -6,15 +6,15 @@ import json
 import textwrap
 
 import pytest
-from kernel_plugins_testing import run_in_fresh_interpreter
 
 from tests.integrations.rotary import make_norm, make_rotate
+from tests.support.zygote import run_forked
 
 pytest.importorskip("transformers")
 
 
 def _run(code: str) -> dict:
-    proc = run_in_fresh_interpreter(textwrap.dedent(code), env={"HF_HUB_OFFLINE": "1"})
+    proc = run_forked(textwrap.dedent(code), env={"HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(li for li in proc.stdout.splitlines() if li.startswith("RESULT"))
     return json.loads(line[len("RESULT") :])  # type: ignore[no-any-return]

@@ -15,10 +15,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kernel_plugins_testing import run_in_fresh_interpreter
 
 from tests.support.releases import release
 from tests.support.side_by_side import result_for, run_side_by_side
+from tests.support.zygote import run_forked
 
 SCENARIO = Path(__file__).with_name("transformers_scenario.py")
 MODELS = ("Llama", "Qwen2", "Mistral")
@@ -29,7 +29,7 @@ OLDER = "5.24.0"  # the last transformers release before kernels became a requir
 def _run(name: str, older: Path) -> subprocess.CompletedProcess[str]:
     argv = ["scenario", name, str(older)]
     code = f"import sys, runpy\nsys.argv = {argv!r}\nrunpy.run_path({str(SCENARIO)!r})"
-    return run_in_fresh_interpreter(
+    return run_forked(
         code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
         timeout=600,  # about 10 s of CPU each (two transformers imports), six side by side
     )

@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 import pytest
-from kernel_plugins_testing import run_in_fresh_interpreter
+
+from tests.support.zygote import run_forked
 
 LAYERS_TESTS = Path(__file__).resolve().parent
 
@@ -98,7 +99,7 @@ def test_kernelize_block_on_emulated_device(name, tmp_path):
             pytest.fail(f"kernel-plugins-{name} must be installed in CI")
         pytest.skip(f"kernel-plugins-{name} is not installed (pip install ./plugins/{name})")
     code = f"NAME = {name!r}\nTMP = {str(tmp_path)!r}\nLAYERS_TESTS = {str(LAYERS_TESTS)!r}\nfrom pathlib import Path\n" + SCENARIO
-    proc = run_in_fresh_interpreter(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, timeout=300)
+    proc = run_forked(code, env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(li for li in proc.stdout.splitlines() if li.startswith("RESULT"))
     r = json.loads(line[len("RESULT"):])

@@ -15,11 +15,11 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
-from kernel_plugins_testing import run_in_fresh_interpreter
 
 from tests.reference.samples import bitwise as _bitwise
 from tests.reference.samples import sample_input as _input
 from tests.reference.samples import spy
+from tests.support.zygote import run_forked
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 # rows x columns of the input: a wide tail (1030 % 16 != 0), few long rows, many short rows
@@ -275,7 +275,7 @@ print(json.dumps({
 
 @pytest.mark.parametrize("name", ["mlu", "musa", "npu", "neuron", "tpu"])
 def test_routing_on_emulated_devices(name):
-    done = run_in_fresh_interpreter(ROUTING.replace("sys.argv[1]", repr(name)), timeout=300)
+    done = run_forked(ROUTING.replace("sys.argv[1]", repr(name)), timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     r = json.loads(done.stdout.strip().splitlines()[-1])
     assert r["variant"] == f"torch-{name}" and r["emulated"] is True
