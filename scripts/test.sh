@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { echo "[$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }  # one line per step, timed
+# no pip run here compiles bytecode up front (pip's --no-compile; the tests' own pip installs too)
+export PIP_COMPILE=0
 if [ "${KP_SKIP_SETUP:-0}" = 1 ] && [ -z "${CI:-}" ] && [ -x .venv/bin/python ]; then
   echo "KP_SKIP_SETUP=1: using the installed .venv, nothing is installed"
 else
