@@ -31,8 +31,13 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "creating virtual environment $venv"
     "$python" -m venv --without-pip "$venv"
 fi
-# the pip of $python installs into it (pip >= 22.3: --python): no pip of its own (~6 s of CPU)
-"$python" -m pip --python "$venv/bin/python" install --quiet --no-compile "olah==$OLAH_VERSION"
+# uv (KP_UV, scripts/setup.sh) or the pip of $python (pip >= 22.3: --python) installs into it:
+# no pip of its own (~6 s of CPU)
+if [ -n "${KP_UV:-}" ]; then
+    "$KP_UV" pip install --quiet --python "$venv/bin/python" "olah==$OLAH_VERSION"
+else
+    "$python" -m pip --python "$venv/bin/python" install --quiet --no-compile "olah==$OLAH_VERSION"
+fi
 if [ ! -x "$venv/bin/olah-cli" ]; then
     echo "error: olah-cli not found in $venv/bin after installing olah==$OLAH_VERSION" >&2
     exit 1
