@@ -190,8 +190,10 @@ print(json.dumps(out))
 def test_an_emulated_plugin_backend_reports_device_n() -> None:
     """MLU devices of two generations emulated on the CPU: ``mlu:1`` is the MLU590 everywhere."""
     pytest.importorskip("kernel_plugins_mlu", reason="needs pip install ./plugins/mlu")
-    testing = pytest.importorskip("kernel_plugins_testing")
-    done = testing.run_in_fresh_interpreter(MLU_SCRIPT, timeout=120)
+    pytest.importorskip("kernel_plugins_testing")
+    from tests.support.zygote import run_forked
+
+    done = run_forked(MLU_SCRIPT, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     mlu370 = {"name": "MLU370-X8", "capability": [3, 0], "arch": "mtp_372", "emulated": True, "best": False,

@@ -330,10 +330,9 @@ def _same_as_packaged(repo: Path, name: str) -> bool:
 
 def test_an_edited_file_with_a_rewritten_digest_never_runs(tmp_path: Path, monkeypatch) -> None:
     """The attack of issue 20: edit a cached source and make metadata.json's digest match."""
-    from kernel_plugins_testing import run_in_fresh_interpreter
-
     from kernel_plugins.reference import _layout
     from tests.support.digests import kernels_digest
+    from tests.support.zygote import run_forked
 
     monkeypatch.setenv(_layout.CACHE_ENV, str(tmp_path / "cache"))
     repo = reference_repo("activation")
@@ -345,7 +344,7 @@ def test_an_edited_file_with_a_rewritten_digest_never_runs(tmp_path: Path, monke
     meta = json.loads((variant / "metadata.json").read_text())
     meta["digest"]["files"] = kernels_digest(variant)  # the digest now vouches for the edit
     (variant / "metadata.json").write_text(json.dumps(meta))
-    done = run_in_fresh_interpreter(
+    done = run_forked(
         LOAD_IN_A_FRESH_PROCESS, env={_layout.CACHE_ENV: str(tmp_path / "cache")}, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
