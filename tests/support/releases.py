@@ -22,9 +22,11 @@ def release(dist: str, version: str) -> Path:
         return folder
     staging = folder.with_name(f"{folder.name}.{os.getpid()}.partial")  # complete before it is named
     shutil.rmtree(staging, ignore_errors=True)
+    uv = Path(sys.executable).with_name("uv")  # scripts/setup.sh installs it: a fifth of pip's CPU time
+    installer = [str(uv), "pip", "install", "--python", sys.executable] if uv.is_file() else [
+        sys.executable, "-m", "pip", "install", "--no-compile", "--disable-pip-version-check"]
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--disable-pip-version-check",
-         "--target", str(staging), f"{dist}=={version}"],
+        [*installer, "-q", "--no-deps", "--target", str(staging), f"{dist}=={version}"],
         capture_output=True, text=True, timeout=600, check=False,
     )
     if proc.returncode != 0:
