@@ -24,9 +24,8 @@ def downloads(server: HubServer, repo_id: str) -> Counter[str]:
 
 
 def test_one_download_per_node_or_per_job_when_nodes_share_the_cache(hub_env: HubServer, tmp_path: Path) -> None:
-    import torch.multiprocessing as mp
-
     from tests.loading._job_workers import job_rank
+    from tests.support.ranks import run_ranks
 
     separate, files = repo(hub_env, "separate", 1)
     shared, _ = repo(hub_env, "shared", 2)
@@ -34,8 +33,7 @@ def test_one_download_per_node_or_per_job_when_nodes_share_the_cache(hub_env: Hu
     one = [str(tmp_path / "shared-fs")] * 4
     out = tmp_path / "out"
     out.mkdir()
-    mp.spawn(job_rank, args=(4, str(tmp_path / "init"), [(separate, per_node), (shared, one)], str(out)),
-             nprocs=4, join=True)
+    run_ranks(job_rank, (4, str(tmp_path / "init"), [(separate, per_node), (shared, one)], str(out)), 4)
     reports = [json.loads((out / f"rank{r}.json").read_text()) for r in range(4)]
     assert [[value for value, _ in r] for r in reports] == [[1, 2]] * 4
     assert [Path(r[0][1]).is_relative_to(per_node[rank]) for rank, r in enumerate(reports)] == [True] * 4

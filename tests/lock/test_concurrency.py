@@ -65,9 +65,8 @@ def test_sixteen_processes_into_an_empty_cache(
 def test_ranks_share_rank0_resolution_when_the_branch_moves(
     hub_env: HubServer, tmp_path: Path, kernel_repo: Callable[..., KernelRepo]
 ) -> None:
-    import torch.multiprocessing as mp
-
     from tests.lock._workers import distributed_rank
+    from tests.support.ranks import run_ranks
 
     repo = kernel_repo(org="kernels-community")
     old_sha = repo.sha
@@ -75,12 +74,7 @@ def test_ranks_share_rank0_resolution_when_the_branch_moves(
     new_sha = repo.git.commit("a newer build, not yet on v1")
     out = tmp_path / "out"
     out.mkdir()
-    mp.spawn(
-        distributed_rank,
-        args=(4, str(tmp_path / "init"), repo.repo_id, str(repo.git.path), new_sha, str(out)),
-        nprocs=4,
-        join=True,
-    )
+    run_ranks(distributed_rank, (4, str(tmp_path / "init"), repo.repo_id, str(repo.git.path), new_sha, str(out)), 4)
     reports = [json.loads((out / f"rank{r}.json").read_text()) for r in range(4)]
     assert repo.git.git("rev-parse", "v1") == new_sha  # the branch did move
     assert {r["sha"] for r in reports} == {old_sha}
