@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kernel_plugins.cli import main
 from tests.support.kernels import make_repo
+from tests.support.zygote import run_module_forked
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relu"
 
 
 def run_cli(*args, env=None):
-    import os
-
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "kernel_plugins.cli.main", *args],
-        capture_output=True, text=True, env=full_env, timeout=120,
-    )
+    """``python -m kernel_plugins.cli.main *args`` (forked from a process that imported torch)."""
+    return run_module_forked("kernel_plugins.cli.main", *args, env=env)
 
 
 def test_list_backends_table_shows_five_builtins(manager, capsys):

@@ -15,6 +15,7 @@ import pytest
 from kernel_plugins.cli.main import main
 from tests.support.inputs import make_repo, metadata
 from tests.support.threads import loopback_server
+from tests.support.zygote import run_module_forked
 
 pytestmark = pytest.mark.usefixtures("manager")
 
@@ -151,7 +152,8 @@ EXAMPLE = ROOT / "examples" / "relu"
 
 def _cli(*argv: str, env: dict[str, str] | None = None, timeout: float = 300,
          **streams: Any) -> subprocess.CompletedProcess[str]:
-    streams = streams or {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    if not streams:  # forked from a process that imported torch
+        return run_module_forked("kernel_plugins.cli", *argv, env=env, timeout=timeout)
     return subprocess.run([sys.executable, "-m", "kernel_plugins.cli", *argv], text=True,
                           env={**os.environ, **(env or {})}, timeout=timeout, check=False,
                           **streams)

@@ -164,3 +164,11 @@ def run_forked(
     for name in drop:
         child_env.pop(name, None)
     return zygote.run(code, child_env, str(cwd or os.getcwd()), timeout)
+
+
+def run_module_forked(module: str, *argv: str, env: dict[str, str] | None = None,
+                      timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m module *argv``, forked from the zygote (:func:`run_forked`)."""
+    code = (f"import runpy, sys\nsys.argv = ['-m', *{list(argv)!r}]\n"
+            f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
+    return run_forked(code, env, timeout)
