@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from tests.support.zygote import run_forked
+from kernel_plugins_testing import run_forked
 
 from .conftest import ACTIVATION_REFERENCE
 

@@ -7,10 +7,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kernel_plugins_testing import run_module_forked
 
 from kernel_plugins.cli import main
 from tests.support.kernels import make_repo
-from tests.support.zygote import run_module_forked
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relu"
 

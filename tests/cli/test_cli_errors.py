@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_plugins_testing import run_module_forked
 
 from kernel_plugins.cli.main import main
 from tests.support.inputs import make_repo, metadata
 from tests.support.threads import loopback_server
-from tests.support.zygote import run_module_forked
 
 pytestmark = pytest.mark.usefixtures("manager")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from kernel_plugins_testing import run_forked
 
 from tests.support.side_by_side import result_for, run_side_by_side
-from tests.support.zygote import run_forked
 
 DEVICES = ("mlu", "musa", "npu", "neuron", "tpu")
 

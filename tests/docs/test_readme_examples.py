@@ -1,7 +1,7 @@
 """Every ```python block of README.md and docs/*.md runs as shown, on a CPU machine.
 
 A block runs in a fresh Python process (forked from one that imported torch:
-tests/support/zygote.py) from the repository root, offline
+kernel_plugins_testing.run_forked) from the repository root, offline
 (``HF_HUB_OFFLINE=1`` with an empty Hub cache: Hub kernels with a bundled reference
 fall back to it, as documented). Blocks that start with ``# file: PATH`` are files of the
 plugin that ``docs/writing-a-backend.md`` builds; ``tests/distributions`` installs
@@ -17,8 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
-
-from tests.support.zygote import run_forked
+from kernel_plugins_testing import run_forked
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from tests.support.zygote import run_forked
+from kernel_plugins_testing import run_forked
 
 #: Built-in backends only (no installed vendor plugin joins in), no vendor autoload.
 ISOLATED_ENV = {"KERNEL_PLUGINS_LOAD": "", "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from kernel_plugins_testing import run_forked
 
 from tests.integrations.rotary import make_norm, make_rotate
 from tests.support.releases import release
-from tests.support.zygote import run_forked
 
 OLDER_KERNELS = "0.17.2"
 

@@ -6,9 +6,9 @@ import json
 import textwrap
 
 import pytest
+from kernel_plugins_testing import run_forked
 
 from tests.integrations.rotary import make_norm, make_rotate
-from tests.support.zygote import run_forked
 
 pytest.importorskip("transformers")
 

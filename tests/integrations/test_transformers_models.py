@@ -18,10 +18,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from kernel_plugins_testing import run_forked
 
 from tests.support.releases import release
 from tests.support.side_by_side import result_for, run_side_by_side
-from tests.support.zygote import run_forked
 
 SCENARIO = Path(__file__).with_name("transformers_scenario.py")
 MODELS = ("Llama", "Qwen2", "Mistral")

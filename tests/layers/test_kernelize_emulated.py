@@ -11,8 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from tests.support.zygote import run_forked
+from kernel_plugins_testing import run_forked
 
 LAYERS_TESTS = Path(__file__).resolve().parent
 

@@ -191,7 +191,7 @@ def test_an_emulated_plugin_backend_reports_device_n() -> None:
     """MLU devices of two generations emulated on the CPU: ``mlu:1`` is the MLU590 everywhere."""
     pytest.importorskip("kernel_plugins_mlu", reason="needs pip install ./plugins/mlu")
     pytest.importorskip("kernel_plugins_testing")
-    from tests.support.zygote import run_forked
+    from kernel_plugins_testing import run_forked
 
     done = run_forked(MLU_SCRIPT, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

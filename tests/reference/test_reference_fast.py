@@ -15,11 +15,11 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
+from kernel_plugins_testing import run_forked
 
 from tests.reference.samples import bitwise as _bitwise
 from tests.reference.samples import sample_input as _input
 from tests.reference.samples import spy
-from tests.support.zygote import run_forked
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 # rows x columns of the input: a wide tail (1030 % 16 != 0), few long rows, many short rows

@@ -330,9 +330,10 @@ def _same_as_packaged(repo: Path, name: str) -> bool:
 
 def test_an_edited_file_with_a_rewritten_digest_never_runs(tmp_path: Path, monkeypatch) -> None:
     """The attack of issue 20: edit a cached source and make metadata.json's digest match."""
+    from kernel_plugins_testing import run_forked
+
     from kernel_plugins.reference import _layout
     from tests.support.digests import kernels_digest
-    from tests.support.zygote import run_forked
 
     monkeypatch.setenv(_layout.CACHE_ENV, str(tmp_path / "cache"))
     repo = reference_repo("activation")

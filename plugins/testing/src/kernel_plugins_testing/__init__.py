@@ -38,7 +38,9 @@ __all__ = [
     "emulate",
     "emulated_devices",
     "make_device_module",
+    "run_forked",
     "run_in_fresh_interpreter",
+    "run_module_forked",
 ]
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -245,3 +247,38 @@ def run_in_fresh_interpreter(
         timeout=timeout,
         check=False,
     )
+
+
+def run_forked(
+    code: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    drop: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess[str]:
+    """:func:`run_in_fresh_interpreter`, but the child is forked from a process that has
+    imported torch (one per process, started on first use), so it skips that import (2 to 3 s
+    of CPU). The child sees this process's environment plus ``env``, less the variables named
+    in ``drop``; it runs ``code`` as ``python -c`` would. Children may run side by side.
+
+    For code that imports torch first thing anyway: what a process does before torch is
+    imported needs :func:`run_in_fresh_interpreter`. torch itself was imported with this
+    process's environment (``TORCH_DEVICE_BACKEND_AUTOLOAD`` as the child's). Where the OS has
+    no ``pidfd_open`` (not Linux) the child is spawned.
+
+    Raises:
+        subprocess.TimeoutExpired: the child ran longer than ``timeout`` seconds (it is killed).
+    """
+    from ._forked import run_forked as run
+
+    return run(code, env, timeout, cwd=cwd, drop=drop)
+
+
+def run_module_forked(
+    module: str, *argv: str, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m module *argv`` as :func:`run_forked` runs code."""
+    from ._forked import run_module_forked as run
+
+    return run(module, *argv, env=env, timeout=timeout)

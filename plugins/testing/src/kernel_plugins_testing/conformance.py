@@ -158,7 +158,8 @@ def run_scenario(
     env: dict[str, str] | None = None,
     declared: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run a scenario in a fresh interpreter and return what it recorded.
+    """Run a scenario in a fresh interpreter (forked from one that imported torch:
+    :func:`~kernel_plugins_testing.run_forked`) and return what it recorded.
 
     The scenario is a script run as ``__main__``, or the ``[emulated]`` table of a
     plugin's ``conformance.toml`` (``declared``, run by :func:`._declared.main`). It runs
@@ -169,7 +170,7 @@ def run_scenario(
     :raises ConformanceError: the scenario exited non-zero or printed no result line
         (the message has its exit status, stdout and stderr).
     """
-    from . import run_in_fresh_interpreter
+    from . import run_forked
 
     if declared is not None:
         label = f"declared scenario of {declared.get('backend')!r}"
@@ -180,7 +181,7 @@ def run_scenario(
         label = f"scenario {path}"
         code = f"import runpy; runpy.run_path({str(path)!r}, run_name='__main__')"
     child_env = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0", **(env or {})}
-    proc = run_in_fresh_interpreter(code, env=child_env, timeout=timeout)
+    proc = run_forked(code, env=child_env, timeout=timeout)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not lines:
         raise ConformanceError(

@@ -1,12 +1,13 @@
-"""Fresh interpreters that skip ``import torch``: each is forked from a zygote, a process of
-this interpreter that has imported torch and nothing of kernel-plugins, and then runs its code as
-``python -c`` would (its own ``__main__``, environment, working directory, PYTHONPATH, exit
-status, output). Importing torch costs about 3 s of CPU here; a forked child pays nothing for it.
+"""Fresh interpreters that skip ``import torch``: a child forked from a zygote, a process of this
+interpreter that has imported torch and nothing else of note, runs its code as ``python -c``
+would (its own ``__main__``, environment, working directory, PYTHONPATH, exit status and output).
+Importing torch costs 2 to 3 s of CPU; a forked child pays nothing for it.
 
-Only for code that imports torch first thing anyway (emulation, kernelize): a test of what a
-process does *before* torch is imported (the ``import kernel_plugins`` cost, the no-torch
-paths, torch's backend autoload) spawns with ``kernel_plugins_testing.run_in_fresh_interpreter``.
-The zygote itself is started by ``run_in_fresh_interpreter`` on first use, one per pytest worker.
+For code that imports torch first thing anyway (emulation, kernelize, a model). Code that tests
+what a process does *before* torch is imported (import cost, the no-torch paths) needs
+:func:`kernel_plugins_testing.run_in_fresh_interpreter`. torch is imported with this process's
+environment when the zygote starts, except ``TORCH_DEVICE_BACKEND_AUTOLOAD``: there is one zygote
+per process for each of its two meanings ("0", anything else), started on first use.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from concurrent.futures import Future
 from pathlib import Path
-
-from kernel_plugins_testing import run_in_fresh_interpreter
 
 # The zygote: imports torch, then for each request line forks a child that runs the request
 # at the top level of this program, so that its exit is an ordinary interpreter exit (atexit
@@ -82,8 +82,9 @@ exec(compile(code, "<string>", "exec"), _g)
 class _Zygote:
     """One zygote process and the callers waiting for their children."""
 
-    def __init__(self) -> None:
-        env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    def __init__(self, autoload: bool) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+               "TORCH_DEVICE_BACKEND_AUTOLOAD": "1" if autoload else "0"}
         self.proc = subprocess.Popen(  # noqa: S603 - this interpreter
             [sys.executable, "-c", _ZYGOTE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True, env=env,
@@ -135,40 +136,42 @@ class _Zygote:
             self.proc.wait(timeout=30)
 
 
-_ZYGOTES: dict[int, _Zygote] = {}
+_ZYGOTES: dict[tuple[int, bool], _Zygote] = {}
 _START = threading.Lock()
 
 
 def run_forked(
-    code: str, env: dict[str, str] | None = None, timeout: float = 120, *,
+    code: str, env: Mapping[str, str] | None = None, timeout: float = 120, *,
     cwd: str | os.PathLike[str] | None = None, drop: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """``run_in_fresh_interpreter(code, env, timeout, cwd=cwd)``, forked from the zygote, without
-    the environment variables named in ``drop``; spawned where ``pidfd_open`` is missing."""
-    if not hasattr(os, "pidfd_open"):
+    """See :func:`kernel_plugins_testing.run_forked`."""
+    from . import run_in_fresh_interpreter
+
+    if not hasattr(os, "pidfd_open"):  # not Linux: spawned
         saved = {k: os.environ.pop(k) for k in drop if k in os.environ}
         try:
-            return run_in_fresh_interpreter(code, env, timeout, cwd=cwd)
+            return run_in_fresh_interpreter(code, dict(env or {}), timeout, cwd=cwd)
         finally:
             os.environ.update(saved)
-    with _START:
-        zygote = _ZYGOTES.get(os.getpid())
-        if zygote is None or zygote.proc.poll() is not None:
-            zygote = _ZYGOTES[os.getpid()] = _Zygote()
-            atexit.register(zygote.close)
     child_env = dict(os.environ)
-    package_root = str(Path(sys.modules["kernel_plugins_testing"].__file__ or "").resolve().parents[1])
+    package_root = str(Path(__file__).resolve().parents[1])
     paths = [package_root, *filter(None, child_env.get("PYTHONPATH", "").split(os.pathsep))]
     child_env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     child_env.update(env or {})
     for name in drop:
         child_env.pop(name, None)
+    key = (os.getpid(), child_env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") != "0")
+    with _START:
+        zygote = _ZYGOTES.get(key)
+        if zygote is None or zygote.proc.poll() is not None:
+            zygote = _ZYGOTES[key] = _Zygote(key[1])
+            atexit.register(zygote.close)
     return zygote.run(code, child_env, str(cwd or os.getcwd()), timeout)
 
 
-def run_module_forked(module: str, *argv: str, env: dict[str, str] | None = None,
+def run_module_forked(module: str, *argv: str, env: Mapping[str, str] | None = None,
                       timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``python -m module *argv``, forked from the zygote (:func:`run_forked`)."""
+    """See :func:`kernel_plugins_testing.run_module_forked`."""
     code = (f"import runpy, sys\nsys.argv = ['-m', *{list(argv)!r}]\n"
             f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)")
     return run_forked(code, env, timeout)

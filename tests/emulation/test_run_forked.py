@@ -1,0 +1,80 @@
+"""kernel_plugins_testing.run_forked: a child forked from a process that imported torch runs its
+code as ``python -c`` would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from kernel_plugins_testing import run_forked, run_module_forked
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="forks on Linux only")
+
+
+def test_the_child_gets_the_environment_folder_path_and_a_main_of_its_own(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("KP_FORKED_KEEP", "kept")
+    monkeypatch.setenv("KP_FORKED_DROP", "dropped")
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "kp_forked_helper.py").write_text("VALUE = 7\n")
+    code = (
+        "import os, sys, json, kp_forked_helper\n"
+        "print(json.dumps([os.environ['KP_FORKED_KEEP'], os.environ['KP_FORKED_NEW'],\n"
+        "    'KP_FORKED_DROP' in os.environ, os.getcwd(), __name__, sys.argv,\n"
+        "    'kernel_plugins' in sys.modules, 'torch' in sys.modules, kp_forked_helper.VALUE,\n"
+        "    sorted(k for k in globals() if not k.startswith('__'))]))\n"
+    )
+    env = {"KP_FORKED_NEW": "new", "PYTHONPATH": str(extra)}
+    proc = run_forked(code, env, cwd=tmp_path, drop=("KP_FORKED_DROP",))
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    keep, new, dropped, cwd, name, argv, kp, torch, value, names = json.loads(proc.stdout)
+    assert (keep, new, dropped, cwd, name, argv) == ("kept", "new", False, str(tmp_path), "__main__", ["-c"])
+    assert (kp, torch, value) == (False, True, 7)  # nothing of ours was imported before
+    assert names == ["json", "kp_forked_helper", "os", "sys"]  # none of the zygote's names
+
+
+def test_exit_status_output_and_atexit_are_an_interpreters() -> None:
+    done = run_forked("import atexit, sys\natexit.register(print, 'bye')\nprint('out')\n"
+                      "print('err', file=sys.stderr)\nsys.exit(3)")
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\nbye\n", "err\n")
+    failed = run_forked("1 / 0")
+    assert failed.returncode == 1
+    assert 'File "<string>", line 1' in failed.stderr and failed.stderr.endswith("ZeroDivisionError: division by zero\n")
+
+
+def test_a_child_past_its_time_is_killed() -> None:
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_forked("import time\ntime.sleep(60)", timeout=1)
+    assert run_forked("print('next')").stdout == "next\n"  # the zygote still serves
+
+
+def test_children_run_side_by_side(tmp_path: Path) -> None:
+    # each child waits until all four are running: one after the other, the first never ends
+    code = ("import pathlib, sys, time\n"
+            f"here = pathlib.Path({str(tmp_path)!r})\n"
+            "(here / str(NUMBER)).touch()\n"
+            "while len(list(here.iterdir())) < 4:\n"
+            "    time.sleep(0.01)\n"
+            "sys.exit(NUMBER)\n")
+    with ThreadPoolExecutor(4) as pool:
+        runs = pool.map(lambda i: run_forked(f"NUMBER = {i}\n" + code, timeout=60), range(4))
+        assert [r.returncode for r in runs] == [0, 1, 2, 3]
+
+
+def test_torch_was_imported_with_the_childs_backend_autoload_setting() -> None:
+    code = "import os, torch\nprint(os.environ.get('TORCH_DEVICE_BACKEND_AUTOLOAD'), os.getppid())"
+    off = run_forked(code, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).stdout.split()
+    on = run_forked(code, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}).stdout.split()
+    assert off[0] == "0" and on[0] == "1"
+    assert off[1] != on[1]  # two zygotes: torch read the setting when it was imported
+
+
+def test_a_module_runs_as_python_dash_m() -> None:
+    done = run_module_forked("kernel_plugins.cli", "--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()
