@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -107,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     if args.quick:
         kp, kn = envs.find_envs(current_for_kernel_plugins=True)
+        if importlib.util.find_spec("kernel_plugins_testing") is not None:
+            figures.FORK_PROBES = True
+            notes.append("quick mode: the probes were forked from an interpreter that had imported "
+                         "torch (torch import times are not measured)")
         if kn is None and not args.no_kernels:
             notes.append(
                 f"kernels {envs.KERNELS_PIN} not compared: its environment "

@@ -140,16 +140,25 @@ def _timed(cmd: Sequence[str], env: dict[str, str]) -> float:
     return took
 
 
+#: Quick mode (run.py --quick): a probe in this interpreter is forked from one that imported
+#: torch (kernel_plugins_testing.run_forked), as a probe times torch's import apart anyway;
+#: the full suite spawns every probe.
+FORK_PROBES = False
+
+
 def probe(env: Env, task: dict[str, Any], extra_env: dict[str, str] | None = None) -> dict:
     """Run :mod:`probe` with ``task`` in a fresh interpreter of ``env``."""
     task = {"package": env.package, **task}
-    done = subprocess.run(
-        [str(env.python), str(PROBE), json.dumps(task)],
-        env=_clean_env(extra_env),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    clean = _clean_env(extra_env)
+    if FORK_PROBES and Path(env.python) == Path(sys.executable):
+        from kernel_plugins_testing import run_forked
+
+        argv = [str(PROBE), json.dumps(task)]
+        code = f"import runpy, sys\nsys.argv = {argv!r}\nrunpy.run_path({str(PROBE)!r}, run_name='__main__')"
+        done = run_forked(code, clean, 600, drop=tuple(k for k in os.environ if k not in clean))
+    else:
+        done = subprocess.run([str(env.python), str(PROBE), json.dumps(task)], env=clean,
+                              capture_output=True, text=True, check=False)
     for line in done.stdout.splitlines():
         if line.startswith("@@PROBE@@ "):
             return json.loads(line.split(" ", 1)[1])  # type: ignore[no-any-return]
