@@ -93,7 +93,8 @@ class _Zygote:
         self.started: dict[int, Future[int]] = {}
         self.ended: dict[int, Future[int]] = {}
         self.next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -134,6 +135,8 @@ class _Zygote:
         if self.proc.poll() is None:
             self.proc.stdin.close()  # type: ignore[union-attr]
             self.proc.wait(timeout=30)
+        self.reader.join(timeout=30)  # it has read to the end
+        self.proc.stdout.close()  # type: ignore[union-attr]
 
 
 _ZYGOTES: dict[tuple[int, bool], _Zygote] = {}
