@@ -13,6 +13,7 @@ per process for each of its two meanings ("0", anything else), started on first 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import subprocess
@@ -123,7 +124,7 @@ class _Zygote:
                 self.proc.stdin.write(json.dumps({"id": rid, "code": code, "env": env, "cwd": cwd,
                                                   "out": str(out), "err": str(err)}) + "\n")
                 self.proc.stdin.flush()
-            pid = started.result(timeout=60)
+            pid = started.result(timeout=600)  # the first request waits for the zygote's torch
             try:
                 rc = ended.result(timeout=timeout)
             except TimeoutError:
@@ -139,6 +140,16 @@ class _Zygote:
         self.proc.stdout.close()  # type: ignore[union-attr]
 
 
+@functools.cache
+def _can_fork() -> bool:
+    """Whether this system has ``os.fork`` and ``os.pidfd_open`` (Python on Linux 5.3+)."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return hasattr(os, "fork")
+
+
 _ZYGOTES: dict[tuple[int, bool], _Zygote] = {}
 _START = threading.Lock()
 
@@ -150,7 +161,7 @@ def run_forked(
     """See :func:`kernel_plugins_testing.run_forked`."""
     from . import run_in_fresh_interpreter
 
-    if not hasattr(os, "pidfd_open"):  # not Linux: spawned
+    if not _can_fork():  # not Linux (or a kernel before 5.3): spawned
         saved = {k: os.environ.pop(k) for k in drop if k in os.environ}
         try:
             return run_in_fresh_interpreter(code, dict(env or {}), timeout, cwd=cwd)
