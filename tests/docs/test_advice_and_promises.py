@@ -12,14 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_plugins_testing import run_forked
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _fresh_python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "HF_HOME": str(tmp_path / "hf"),
-                "KERNEL_PLUGINS_REFERENCE_CACHE": str(tmp_path / "reference"), **env}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=full_env,
+def _fresh_python(code: str, tmp_path: Path, *, spawn: bool = False, **env: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh interpreter, forked from one that imported torch unless ``spawn``
+    (for what happens when torch is imported)."""
+    env = {"HF_HOME": str(tmp_path / "hf"), "KERNEL_PLUGINS_REFERENCE_CACHE": str(tmp_path / "reference"), **env}
+    if not spawn:
+        return run_forked(textwrap.dedent(code), env, 600, cwd=ROOT)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env={**os.environ, **env},
                           capture_output=True, text=True, timeout=600, check=False)
 
 
@@ -162,7 +166,7 @@ def test_using_torch_and_loading_prints_no_numpy_warning(tmp_path: Path) -> None
         import kernel_plugins
         kernel_plugins.load("./examples/relu")
         torch.ones(2).sum()
-    """, tmp_path, PYTHONWARNINGS="default")
+    """, tmp_path, spawn=True, PYTHONWARNINGS="default")
     assert proc.returncode == 0, proc.stderr
     assert "NumPy" not in proc.stderr, proc.stderr
 
