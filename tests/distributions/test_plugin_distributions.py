@@ -12,7 +12,6 @@ never as an error.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -73,14 +72,10 @@ def _clean_site(dest: Path) -> Path:
     return dest
 
 
-def _pip_install(plugin: str, target: Path) -> subprocess.CompletedProcess[str]:
-    """``pip install --no-deps --target`` of one plugin folder (no index when hatchling is here)."""
-    cmd = [
-        sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
-        "--disable-pip-version-check", "--target", str(target), str(ROOT / "plugins" / plugin),
-    ]
-    if importlib.util.find_spec("hatchling") is not None:
-        cmd[4:4] = ["--no-build-isolation", "--no-index"]
+def _pip_install(wheel: Path, target: Path) -> subprocess.CompletedProcess[str]:
+    """``pip install --no-deps --target`` of one plugin's wheel (built once, by ``wheels``)."""
+    cmd = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",
+           "--disable-pip-version-check", "--target", str(target), str(wheel)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -103,16 +98,17 @@ def _run_child(site_dir: Path, extra: list[Path]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def environments(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def environments(tmp_path_factory: pytest.TempPathFactory, wheels: dict[str, Path]) -> dict[str, dict[str, Any]]:
     """Install every plugin alone, then run the CLI with none, each one, and all five."""
     base = tmp_path_factory.mktemp("plugin-envs")
     site_dir = _clean_site(base / "site")
     targets = {name: base / f"target-{name}" for name in PLUGINS}
     with ThreadPoolExecutor(max_workers=len(PLUGINS)) as pool:
-        procs = pool.map(lambda n: _pip_install(n, targets[n]), PLUGINS)
+        procs = pool.map(lambda n: _pip_install(wheels[f"kernel_plugins_{n}-0.1.0-py3-none-any.whl"], targets[n]),
+                         PLUGINS)
         installs = dict(zip(PLUGINS, procs, strict=True))
     for name, proc in installs.items():
-        assert proc.returncode == 0, f"pip install ./plugins/{name} failed:\n{proc.stderr}"
+        assert proc.returncode == 0, f"pip install of the {name} plugin's wheel failed:\n{proc.stderr}"
     runs: dict[str, list[Path]] = {"none": [], **{n: [targets[n]] for n in PLUGINS}}
     runs["all"] = list(targets.values())
     with ThreadPoolExecutor(max_workers=3) as pool:
