@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kernel_plugins_testing import run_forked
 
 pytestmark = pytest.mark.plugin_install
 
@@ -82,10 +83,13 @@ def _pip_install(wheel: Path, target: Path) -> subprocess.CompletedProcess[str]:
 def _run_child(site_dir: Path, extra: list[Path]) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "KERNEL_PLUGINS"))}
     env.update(PYTHONNOUSERSITE="1", TORCH_DEVICE_BACKEND_AUTOLOAD="0", HF_HUB_OFFLINE="1")
-    proc = subprocess.run(
-        [sys.executable, "-S", "-c", _CHILD, str(site_dir), *map(str, extra)],
-        capture_output=True, text=True, timeout=300, check=False, env=env, cwd=site_dir.parent,
-    )
+    # ``python -S -c _CHILD SITE EXTRA...``, forked from a process that imported torch: the
+    # child first cuts sys.path back to what -S leaves (no site-packages, no .pth entries)
+    argv = ["-c", str(site_dir), *map(str, extra)]
+    code = (f"import sys\nsys.argv = {argv!r}\n"
+            "sys.path[:] = [p for p in sys.path if p == '' or (p.startswith(sys.base_prefix) and 'site-packages' not in p)]\n"
+            + _CHILD)
+    proc = run_forked(code, env, 300, cwd=site_dir.parent, drop=tuple(k for k in os.environ if k not in env))
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT:")]
     assert proc.returncode == 0 and lines, (
         f"child failed (exit {proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
