@@ -78,3 +78,14 @@ def test_a_module_runs_as_python_dash_m() -> None:
     done = run_module_forked("kernel_plugins.cli", "--version")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
+
+
+def test_without_pidfd_the_child_is_spawned_with_the_same_environment(tmp_path: Path, monkeypatch) -> None:
+    from kernel_plugins_testing import _forked
+
+    monkeypatch.setattr(_forked, "_can_fork", lambda: False)
+    monkeypatch.setenv("KP_FORKED_DROP", "dropped")
+    code = "import os, sys\nprint(os.environ['KP_FORKED_NEW'], 'KP_FORKED_DROP' in os.environ, os.getcwd(), 'torch' in sys.modules)"
+    done = run_forked(code, {"KP_FORKED_NEW": "new"}, cwd=tmp_path, drop=("KP_FORKED_DROP",))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["new", "False", str(tmp_path), "False"]  # a new interpreter: no torch yet

@@ -159,14 +159,6 @@ def run_forked(
     cwd: str | os.PathLike[str] | None = None, drop: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """See :func:`kernel_plugins_testing.run_forked`."""
-    from . import run_in_fresh_interpreter
-
-    if not _can_fork():  # not Linux (or a kernel before 5.3): spawned
-        saved = {k: os.environ.pop(k) for k in drop if k in os.environ}
-        try:
-            return run_in_fresh_interpreter(code, dict(env or {}), timeout, cwd=cwd)
-        finally:
-            os.environ.update(saved)
     child_env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[1])
     paths = [package_root, *filter(None, child_env.get("PYTHONPATH", "").split(os.pathsep))]
@@ -174,6 +166,9 @@ def run_forked(
     child_env.update(env or {})
     for name in drop:
         child_env.pop(name, None)
+    if not _can_fork():  # not Linux (or a kernel before 5.3): spawned
+        return subprocess.run([sys.executable, "-c", code], env=child_env, cwd=cwd, capture_output=True,
+                              text=True, timeout=timeout, check=False)
     key = (os.getpid(), child_env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") != "0")
     with _START:
         zygote = _ZYGOTES.get(key)
