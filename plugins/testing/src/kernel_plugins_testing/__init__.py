@@ -233,19 +233,28 @@ def run_in_fresh_interpreter(
     Raises:
         subprocess.TimeoutExpired: the child ran longer than ``timeout`` seconds.
     """
+    return _spawn(code, _child_env(env), timeout, cwd)
+
+
+def _child_env(env: Mapping[str, str] | None, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """This process's environment plus ``env``, less ``drop``, with this package importable."""
     child_env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[2])
+    package_root = str(Path(__file__).resolve().parents[1])
     paths = [package_root, *filter(None, child_env.get("PYTHONPATH", "").split(os.pathsep))]
     child_env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     child_env.update(env or {})
+    for name in drop:
+        child_env.pop(name, None)
+    return child_env
+
+
+def _spawn(
+    code: str, env: dict[str, str], timeout: float, cwd: str | os.PathLike[str] | None
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in exactly ``env``, its output captured as text."""
     return subprocess.run(
-        [sys.executable, "-c", code],
-        env=child_env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+        [sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+        timeout=timeout, check=False,
     )
 
 

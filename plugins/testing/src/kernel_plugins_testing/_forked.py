@@ -159,16 +159,11 @@ def run_forked(
     cwd: str | os.PathLike[str] | None = None, drop: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """See :func:`kernel_plugins_testing.run_forked`."""
-    child_env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[1])
-    paths = [package_root, *filter(None, child_env.get("PYTHONPATH", "").split(os.pathsep))]
-    child_env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    child_env.update(env or {})
-    for name in drop:
-        child_env.pop(name, None)
+    from . import _child_env, _spawn
+
+    child_env = _child_env(env, drop)
     if not _can_fork():  # not Linux (or a kernel before 5.3): spawned
-        return subprocess.run([sys.executable, "-c", code], env=child_env, cwd=cwd, capture_output=True,
-                              text=True, timeout=timeout, check=False)
+        return _spawn(code, child_env, timeout, cwd)
     key = (os.getpid(), child_env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") != "0")
     with _START:
         zygote = _ZYGOTES.get(key)
