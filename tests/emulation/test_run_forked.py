@@ -47,6 +47,47 @@ def test_exit_status_output_and_atexit_are_an_interpreters() -> None:
     assert 'File "<string>", line 1' in failed.stderr and failed.stderr.endswith("ZeroDivisionError: division by zero\n")
 
 
+# each ends another way; a forked child skips the teardown of every module, not what it shows
+ENDINGS = {
+    "uncaught": "1 / 0",
+    "chained": "try:\n    1 / 0\nexcept Exception as e:\n    raise ValueError('v') from e",
+    "syntax": "def (:",
+    "ctrl-c": "raise KeyboardInterrupt",
+    "exit-message": "import sys\nsys.exit('a message')",
+    "exit-negative": "import sys\nsys.exit(-1)",
+    "exit-object": "import sys\nsys.exit(['a'])",
+    "thread": "import threading, time\ndef late():\n    time.sleep(0.3)\n    print('thread')\n"
+              "threading.Thread(target=late).start()\nprint('main')",
+    "del": "class D:\n    def __del__(self):\n        print('freed')\nd = D()",
+    "unclosed": "import sys\nf = open('unclosed.txt', 'w')\nf.write('kept')\nsys.stdout.write('no newline')",
+    "stdout-unflushable": "import sys\nclass Out:\n    def write(self, s): return len(s)\n"
+                          "    def flush(self): raise OSError(28, 'No space left on device')\n"
+                          "sys.stdout = Out()\nprint('x')",
+}
+
+
+@pytest.mark.parametrize("code", ENDINGS.values(), ids=ENDINGS.keys())
+def test_the_child_ends_as_python_dash_c_does(code: str, tmp_path: Path) -> None:
+    import re
+    import sys
+
+    def ending(run) -> tuple:
+        folder = tmp_path / run.__name__
+        folder.mkdir()
+        done = run(folder)
+        left = {p.name: p.read_text() for p in folder.iterdir()}
+        return done.returncode, done.stdout, re.sub(r"0x[0-9a-f]+", "0x.", done.stderr), left
+
+    def spawned(folder: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True,
+                              timeout=60, check=False)
+
+    def forked(folder: Path) -> subprocess.CompletedProcess[str]:
+        return run_forked(code, cwd=folder)
+
+    assert ending(forked) == ending(spawned)
+
+
 def test_a_child_past_its_time_is_killed() -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         run_forked("import time\ntime.sleep(60)", timeout=1)

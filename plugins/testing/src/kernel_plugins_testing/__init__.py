@@ -267,9 +267,13 @@ def run_forked(
     drop: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """:func:`run_in_fresh_interpreter`, but the child is forked from a process that has
-    imported torch (one per process, started on first use), so it skips that import (2 to 3 s
-    of CPU). The child sees this process's environment plus ``env``, less the variables named
-    in ``drop``; it runs ``code`` as ``python -c`` would. Children may run side by side.
+    imported torch (one per process, started on first use), so it skips that import, and the
+    parts of torch that torch imports on first use (``torch._dynamo``,
+    ``torch.distributed.tensor``): 4 to 5 s of CPU. The child sees this process's environment
+    plus ``env``, less the variables named in ``drop``; it runs ``code`` as ``python -c``
+    would, and ends as it would (tracebacks, ``SystemExit``, non-daemon threads joined, atexit
+    handlers, ``__main__``'s objects freed, streams flushed) less the teardown of every other
+    module. Children may run side by side.
 
     For code that imports torch first thing anyway: what a process does before torch is
     imported needs :func:`run_in_fresh_interpreter`. torch itself was imported with this
