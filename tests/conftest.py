@@ -8,6 +8,7 @@ CI runs are reproducible) and ``long`` (5000, a deliberate fuzzing session:
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -22,6 +23,31 @@ settings.register_profile("quick", max_examples=50, **_COMMON)
 settings.register_profile("ci", max_examples=100, derandomize=True, **_COMMON)
 settings.register_profile("long", max_examples=5000, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection(session):
+    """pytest-xdist's workers collect one after the other: the first compiles (and caches) the
+    bytecode of everything the test modules import, torch and transformers included, and the
+    next reads it. From a fresh clone, two workers collecting at once compiled it all twice,
+    about 25 s of CPU. Nothing is shared but the bytecode cache; the lock is a file of this run
+    (``PYTEST_XDIST_TESTRUNUID``) in the temporary folder, never followed if it is a link."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run or not run.isalnum():
+        yield
+        return
+    import fcntl
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), f"kernel-plugins-collect-{run}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        os.close(fd)
 
 
 @pytest.fixture(autouse=True)
