@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ from kernel_plugins.errors import (
     RepoIdError,
     TrustError,
 )
+from tests.support.forks import python_c
 from tests.support.kernels import make_variant
 from tests.support.pins import kernels_pin
 
@@ -389,8 +389,7 @@ def test_the_kernels_spelling_is_a_valid_kernel_for_hf_kernels_too(
     local_kernels(monkeypatch, base=base)
     ours = kernel_plugins.load(top, device="cpu")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, "-B", "-c", SCRIPT, str(top)], capture_output=True, text=True,
-                          env={**env, "LOCAL_KERNELS": f"{ORG}/base={base}"}, timeout=300, check=False)
+    done = python_c(SCRIPT, top, env={**env, "LOCAL_KERNELS": f"{ORG}/base={base}"})
     assert done.returncode == 0, done.stderr[-3000:]
     theirs = json.loads(next(li for li in done.stdout.splitlines() if li.startswith("RESULT"))[6:])
     assert theirs == {"version": kernels_pin(), "value": 42, "dep": ours.DEP.__kernel_provenance__.metadata.id}

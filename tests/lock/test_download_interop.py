@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 
 from kernel_plugins.cli.main import main
 from tests.lock.conftest import KernelRepo, write_pyproject
+from tests.support.forks import python_c
 from tests.support.hub import HubServer
 from tests.support.pins import kernels_pin
 from tests.support.releases import release
@@ -46,8 +45,7 @@ def _load_offline(project: Path, repo_id: str, cache: Path, home: Path, pythonpa
     env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache), HF_HOME=str(home), HF_ENDPOINT="http://127.0.0.1:9")
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
-    done = subprocess.run([sys.executable, "-B", "-c", LOAD, repo_id, str(project / "kernels.lock")],
-                          capture_output=True, text=True, timeout=300, cwd=project, env=env)
+    done = python_c(LOAD, repo_id, project / "kernels.lock", env=env, cwd=project)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from kernel_plugins.cli.main import main
 from kernel_plugins.lock import read_lockfile
 from tests.lock.conftest import cpu_variant, write_pyproject
 from tests.reference.test_hf_kernels_compat import kernels_python  # noqa: F401 - fixture
+from tests.support.forks import python_c
 from tests.support.hub import HubServer
 
 LOAD_SCRIPT = r'''
@@ -64,7 +64,6 @@ def test_lock_follows_kernel_depends_and_kernels_loads_from_our_lock_offline(
     capsys.readouterr()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNEL_PLUGINS")}
     env.update(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(hf_cache), HF_HOME=str(tmp_path / "hf-home"))
-    done = subprocess.run([str(kernels_python), "-B", "-c", LOAD_SCRIPT, app, str(project / "kernels.lock")],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    done = python_c(LOAD_SCRIPT, app, project / "kernels.lock", env=env, cwd=tmp_path, python=kernels_python)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"entries": 3, "value": 1}

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from kernel_plugins.reference import reference_repo
+from tests.support.forks import python_c
 from tests.support.pins import kernels_pin
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "relu"
@@ -129,13 +130,8 @@ def test_reference_repos_load_and_kernelize_with_hf_kernels(
     monkeypatch.setenv("KERNEL_PLUGINS_REFERENCE_CACHE", str(tmp_path / "cache"))
     repos = {n: str(reference_repo(n)) for n in ("activation", "rmsnorm", "rotary")}
     repos["relu"] = str(shutil.copytree(EXAMPLE, tmp_path / "relu"))
-    done = subprocess.run(
-        [str(kernels_python), "-B", "-c", SCRIPT, json.dumps(repos)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-    )
+    done = python_c(SCRIPT, json.dumps(repos), env=dict(os.environ), cwd=tmp_path, timeout=600,
+                    python=kernels_python)
     assert done.returncode == 0, done.stderr[-4000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["version"] == KERNELS_PIN

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from kernel_plugins_testing import run_in_fresh_interpreter
+from kernel_plugins_testing import run_forked, run_in_fresh_interpreter
 
 import kernel_plugins
 from tests.reference.samples import bitwise, sample_input
@@ -119,7 +119,7 @@ def test_large_calls_compile_nothing_and_ignore_cc_and_inductors_cache(tmp_path:
         "TORCHINDUCTOR_CACHE_DIR": str(planted),
         "KERNEL_PLUGINS_REFERENCE_FAST": "nocompile",  # a value of the removed tiers: no effect
     }
-    done = run_in_fresh_interpreter(EVERY_KERNEL_LARGE, env=env, timeout=600)
+    done = run_forked(EVERY_KERNEL_LARGE, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["exact"] and all(report["exact"].values()), report["exact"]
