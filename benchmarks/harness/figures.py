@@ -146,19 +146,24 @@ def _timed(cmd: Sequence[str], env: dict[str, str]) -> float:
 FORK_PROBES = False
 
 
+def run_fresh(python: Path, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python *argv`` (a script and its arguments, or ``-c CODE`` and its arguments) in a
+    fresh interpreter with exactly ``env``: forked in quick mode where ``python`` is this one."""
+    if FORK_PROBES and Path(python) == Path(sys.executable):
+        from kernel_plugins_testing import run_forked
+
+        if argv[0] == "-c":
+            code = f"import sys\nsys.argv[1:] = {argv[2:]!r}\n{argv[1]}"
+        else:
+            code = f"import runpy, sys\nsys.argv = {argv!r}\nrunpy.run_path({argv[0]!r}, run_name='__main__')"
+        return run_forked(code, env, 600, drop=tuple(k for k in os.environ if k not in env))
+    return subprocess.run([str(python), *argv], env=env, capture_output=True, text=True, check=False)
+
+
 def probe(env: Env, task: dict[str, Any], extra_env: dict[str, str] | None = None) -> dict:
     """Run :mod:`probe` with ``task`` in a fresh interpreter of ``env``."""
     task = {"package": env.package, **task}
-    clean = _clean_env(extra_env)
-    if FORK_PROBES and Path(env.python) == Path(sys.executable):
-        from kernel_plugins_testing import run_forked
-
-        argv = [str(PROBE), json.dumps(task)]
-        code = f"import runpy, sys\nsys.argv = {argv!r}\nrunpy.run_path({str(PROBE)!r}, run_name='__main__')"
-        done = run_forked(code, clean, 600, drop=tuple(k for k in os.environ if k not in clean))
-    else:
-        done = subprocess.run([str(env.python), str(PROBE), json.dumps(task)], env=clean,
-                              capture_output=True, text=True, check=False)
+    done = run_fresh(env.python, [str(PROBE), json.dumps(task)], _clean_env(extra_env))
     for line in done.stdout.splitlines():
         if line.startswith("@@PROBE@@ "):
             return json.loads(line.split(" ", 1)[1])  # type: ignore[no-any-return]

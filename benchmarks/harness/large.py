@@ -118,8 +118,9 @@ def _shmem_kib() -> int:
 
 
 def _run(python: Path, task: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run([str(python), "-c", _CHILD, json.dumps(task)], env=env, capture_output=True,
-                          text=True, check=False)
+    from .figures import run_fresh
+
+    done = run_fresh(python, ["-c", _CHILD, json.dumps(task)], env)
     if done.returncode != 0:
         raise RuntimeError(f"{task['package']} failed to load {task['repo_id']}:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
