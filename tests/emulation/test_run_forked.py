@@ -3,6 +3,7 @@ code as ``python -c`` would."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -30,8 +31,6 @@ def test_the_child_gets_the_environment_folder_path_and_a_main_of_its_own(tmp_pa
     env = {"KP_FORKED_NEW": "new", "PYTHONPATH": str(extra)}
     proc = run_forked(code, env, cwd=tmp_path, drop=("KP_FORKED_DROP",))
     assert proc.returncode == 0, proc.stderr
-    import json
-
     keep, new, dropped, cwd, name, argv, kp, torch, value, names = json.loads(proc.stdout)
     assert (keep, new, dropped, cwd, name, argv) == ("kept", "new", False, str(tmp_path), "__main__", ["-c"])
     assert (kp, torch, value) == (False, True, 7)  # nothing of ours was imported before
@@ -107,12 +106,34 @@ def test_children_run_side_by_side(tmp_path: Path) -> None:
         assert [r.returncode for r in runs] == [0, 1, 2, 3]
 
 
-def test_torch_was_imported_with_the_childs_backend_autoload_setting() -> None:
-    code = "import os, torch\nprint(os.environ.get('TORCH_DEVICE_BACKEND_AUTOLOAD'), os.getppid())"
-    off = run_forked(code, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).stdout.split()
-    on = run_forked(code, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}).stdout.split()
-    assert off[0] == "0" and on[0] == "1"
-    assert off[1] != on[1]  # two zygotes: torch read the setting when it was imported
+@pytest.mark.parametrize("matters", [True, False])
+def test_torch_was_imported_with_the_childs_backend_autoload_setting(matters: bool, monkeypatch) -> None:
+    from kernel_plugins_testing import _forked
+
+    # an installed torch.backends entry point makes the setting matter (torch calls it on import)
+    monkeypatch.setattr(_forked, "_autoload_matters", lambda: matters)
+    monkeypatch.setattr(_forked, "_ZYGOTES", {})
+    code = "import os, json, torch\nprint(json.dumps([os.environ.get('TORCH_DEVICE_BACKEND_AUTOLOAD'), os.getppid()]))"
+    try:
+        off = json.loads(run_forked(code, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}).stdout)
+        on = json.loads(run_forked(code, {"TORCH_DEVICE_BACKEND_AUTOLOAD": "1"}).stdout)
+    finally:
+        for zygote in _forked._ZYGOTES.values():
+            zygote.close()
+    assert off[0] == "0" and on[0] == "1"  # the child's own setting, either way
+    assert (off[1] != on[1]) is matters  # two zygotes where torch read the setting differently
+
+
+def test_a_torch_backends_entry_point_makes_the_setting_matter(tmp_path: Path, monkeypatch) -> None:
+    from kernel_plugins_testing import _forked
+
+    assert _forked._autoload_matters.__wrapped__() is False  # none is installed here
+    info = tmp_path / "kp_autoload_probe-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kp-autoload-probe\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[torch.backends]\nprobe = kp_autoload_probe:init\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _forked._autoload_matters.__wrapped__() is True
 
 
 def test_a_module_runs_as_python_dash_m() -> None:

@@ -277,7 +277,8 @@ def run_forked(
 
     For code that imports torch first thing anyway: what a process does before torch is
     imported needs :func:`run_in_fresh_interpreter`. torch itself was imported with this
-    process's environment (``TORCH_DEVICE_BACKEND_AUTOLOAD`` as the child's). Where the OS has
+    process's environment (``TORCH_DEVICE_BACKEND_AUTOLOAD`` as the child's where it makes a
+    difference: an installed distribution has a ``torch.backends`` entry point). Where the OS has
     no ``pidfd_open`` (not Linux) the child is spawned.
 
     Raises:

@@ -9,7 +9,8 @@ For code that imports torch first thing anyway (emulation, kernelize, a model). 
 what a process does *before* torch is imported (import cost, the no-torch paths) needs
 :func:`kernel_plugins_testing.run_in_fresh_interpreter`. torch is imported with this process's
 environment when the zygote starts, except ``TORCH_DEVICE_BACKEND_AUTOLOAD``: there is one zygote
-per process for each of its two meanings ("0", anything else), started on first use.
+per process for each of its two meanings ("0", anything else) where an installed distribution has
+a ``torch.backends`` entry point (else the two import torch alike), started on first use.
 """
 
 from __future__ import annotations
@@ -188,6 +189,16 @@ def _can_fork() -> bool:
     return hasattr(os, "fork")
 
 
+@functools.cache
+def _autoload_matters() -> bool:
+    """Whether torch imports differently with its backend autoload on: whether an installed
+    distribution has a ``torch.backends`` entry point (on import, torch calls each). Without
+    one, a single zygote serves both settings."""
+    from importlib.metadata import entry_points
+
+    return bool(entry_points(group="torch.backends"))
+
+
 _ZYGOTES: dict[tuple[int, bool], _Zygote] = {}
 _START = threading.Lock()
 
@@ -202,7 +213,8 @@ def run_forked(
     child_env = _child_env(env, drop)
     if not _can_fork():  # not Linux (or a kernel before 5.3): spawned
         return _spawn(code, child_env, timeout, cwd)
-    key = (os.getpid(), child_env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") != "0")
+    autoload = child_env.get("TORCH_DEVICE_BACKEND_AUTOLOAD") != "0" and _autoload_matters()
+    key = (os.getpid(), autoload)
     with _START:
         zygote = _ZYGOTES.get(key)
         if zygote is None or zygote.proc.poll() is not None:
