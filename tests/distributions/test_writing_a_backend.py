@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.forks import python_c
+
 pytestmark = pytest.mark.plugin_install
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "writing-a-backend.md"
@@ -72,11 +74,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def test_the_installed_plugin_is_discovered(installed: dict[str, str]) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "kernel_plugins.cli", "list-backends", "--json"],
-        capture_output=True, text=True, timeout=120, check=False,
+    proc = python_c(  # python -m kernel_plugins.cli list-backends --json
+        "import runpy; runpy.run_module('kernel_plugins.cli', run_name='__main__')", "list-backends", "--json",
         env={**installed, "KERNEL_PLUGINS_STRICT": "1"},  # a broken plugin is an error
-        cwd=installed["root"],
+        cwd=installed["root"], timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     rows = {row["name"]: row for row in json.loads(proc.stdout)["backends"]}
