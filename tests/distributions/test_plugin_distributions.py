@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel_plugins_testing import run_forked
+
+from tests.support.forks import python_c
 
 pytestmark = pytest.mark.plugin_install
 
@@ -85,11 +86,10 @@ def _run_child(site_dir: Path, extra: list[Path]) -> dict[str, Any]:
     env.update(PYTHONNOUSERSITE="1", TORCH_DEVICE_BACKEND_AUTOLOAD="0", HF_HUB_OFFLINE="1")
     # ``python -S -c _CHILD SITE EXTRA...``, forked from a process that imported torch: the
     # child first cuts sys.path back to what -S leaves (no site-packages, no .pth entries)
-    argv = ["-c", str(site_dir), *map(str, extra)]
-    code = (f"import sys\nsys.argv = {argv!r}\n"
+    code = ("import sys\n"
             "sys.path[:] = [p for p in sys.path if p == '' or (p.startswith(sys.base_prefix) and 'site-packages' not in p)]\n"
             + _CHILD)
-    proc = run_forked(code, env, 300, cwd=site_dir.parent, drop=tuple(k for k in os.environ if k not in env))
+    proc = python_c(code, site_dir, *extra, env=env, cwd=site_dir.parent)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT:")]
     assert proc.returncode == 0 and lines, (
         f"child failed (exit {proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
